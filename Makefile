@@ -1,0 +1,55 @@
+# The one interface to the project: every command a person or CI runs.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+export VIRTUAL_ENV := $(abspath $(VENV))
+INTEROP := tests/interop
+
+.PHONY: dev build build-release test test-rust test-py test-pure lint bench bench-server demo clean
+
+dev: $(VENV)/.deps build $(INTEROP)/node_modules/.installed
+
+$(VENV)/.deps: requirements-dev.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -r requirements-dev.txt
+	touch $@
+
+# A release build: the tests and benches measure what users install.
+build: $(VENV)/.deps
+	rm -f python/agui_bridge/_native*.so
+	$(BIN)/maturin develop --release -q
+
+$(INTEROP)/node_modules/.installed: $(wildcard $(INTEROP)/package*.json)
+	if [ -f $(INTEROP)/package.json ]; then cd $(INTEROP) && npm ci --no-audit --no-fund; fi
+	mkdir -p $(INTEROP)/node_modules && touch $@
+
+test: dev test-rust test-py test-pure
+
+test-rust:
+	cargo test --workspace -q
+
+test-py:
+	$(BIN)/python -m pytest -q
+
+# The pure build alone, as a user without the extension gets it.
+test-pure:
+	AGUI_BRIDGE_PURE=1 $(BIN)/python -m pytest -q -m "not native_only"
+
+lint: $(VENV)/.deps
+	$(BIN)/ruff check python tests benches examples
+	$(BIN)/ruff format --check python tests benches examples
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets -- -D warnings
+
+bench: dev
+	$(BIN)/python benches/transformer.py
+
+bench-server: dev
+	$(BIN)/python benches/server.py
+
+demo: dev
+	$(BIN)/agui-bridge demo
+
+clean:
+	rm -rf $(VENV) target python/agui_bridge/_native*.so $(INTEROP)/node_modules

@@ -1,0 +1,29 @@
+"""agui-bridge: serve Python agents to AG-UI frontends, correct and fast."""
+
+from __future__ import annotations
+
+from . import crumbs
+from ._select import load_build
+from .errors import AguiBridgeError, CrumbError, RunInputError
+from .run_input import Resume, RunInput, map_run_input
+
+_build = load_build()
+
+IMPLEMENTATION: str = _build.IMPLEMENTATION
+create_agui_transformer = _build.create_agui_transformer
+create_agui_translator = _build.create_agui_translator
+encode_sse = _build.encode_sse
+
+__all__ = [
+    "IMPLEMENTATION",
+    "AguiBridgeError",
+    "CrumbError",
+    "Resume",
+    "RunInput",
+    "RunInputError",
+    "create_agui_transformer",
+    "create_agui_translator",
+    "crumbs",
+    "encode_sse",
+    "map_run_input",
+]

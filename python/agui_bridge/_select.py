@@ -1,0 +1,23 @@
+"""Picks the Rust build, or the pure one when it is absent or forced."""
+
+from __future__ import annotations
+
+import importlib
+import os
+
+
+def load_build():
+    if os.environ.get("AGUI_BRIDGE_PURE") == "1":
+        from . import pure
+
+        return pure
+    try:
+        native = importlib.import_module("agui_bridge._native")
+    except ModuleNotFoundError as error:
+        # Only a missing extension falls back: a broken build must fail loudly.
+        if error.name != "agui_bridge._native":
+            raise
+        from . import pure
+
+        return pure
+    return native

@@ -1,0 +1,26 @@
+"""The one exception hierarchy of agui_bridge; the Rust build raises these too."""
+
+from __future__ import annotations
+
+
+class AguiBridgeError(Exception):
+    """Base of every error this package raises on purpose."""
+
+
+class CrumbError(AguiBridgeError, ValueError):
+    """An input item (crumb or chunk) the transformer cannot map.
+
+    The transformer is left as it was before the bad item. From
+    ``encode_many``, ``index`` is the bad item's position and ``partial``
+    holds the SSE bytes of the items before it, which were applied.
+    """
+
+    index: int | None = None
+    partial: bytes | None = None
+
+
+class RunInputError(AguiBridgeError, ValueError):
+    """A RunAgentInput body that cannot start a run (a 400 at the ingress)."""
+
+
+__all__ = ["AguiBridgeError", "CrumbError", "RunInputError"]

@@ -1,0 +1,116 @@
+"""Rules 10 and 12: typed fields of an input item, checked before anything changes."""
+
+from __future__ import annotations
+
+from ..errors import CrumbError
+from .json_values import NotJson, is_unicode, normalize
+
+STRING = "a string"
+INTEGER = "an integer"
+OBJECT = "an object"
+JSON = "a JSON value"
+
+_INTEGER_FIELDS = frozenset({"iteration", "durationMs"})
+_OBJECT_FIELDS = frozenset({"error", "responseSchema", "usage"})
+_STRING_FIELDS = frozenset(
+    {
+        "delta",
+        "uri",
+        "mimeType",
+        "message",
+        "code",
+        "reason",
+        "status",
+        "stepName",
+        "loopId",
+        "content",
+    }
+)
+
+_I64_MIN = -(2**63)
+_U64_MAX = 2**64 - 1
+
+
+def kind_by_name(field: str) -> str:
+    """Rule 12 types a crumb field by its name, whatever the crumb."""
+    if field in _INTEGER_FIELDS:
+        return INTEGER
+    if field in _OBJECT_FIELDS:
+        return OBJECT
+    if (
+        field in _STRING_FIELDS
+        or field == "id"
+        or field.endswith("Id")
+        or field == "name"
+        or field.endswith("Name")
+    ):
+        return STRING
+    return JSON
+
+
+def _wrong(item_type: str, field: str, kind: str) -> CrumbError:
+    return CrumbError(f"{item_type}: '{field}' must be {kind}")
+
+
+def check(item_type: str, field: str, value, kind: str):
+    """Returns the normalized value of a present, non-None field, or raises."""
+    if kind is STRING:
+        if not isinstance(value, str):
+            raise _wrong(item_type, field, STRING)
+        if not is_unicode(value):
+            raise _wrong(item_type, field, JSON)
+        return value
+    if kind is INTEGER:
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise _wrong(item_type, field, INTEGER)
+        if not _I64_MIN <= value <= _U64_MAX:
+            raise _wrong(item_type, field, JSON)
+        return value
+    if kind is OBJECT and not isinstance(value, dict):
+        raise _wrong(item_type, field, OBJECT)
+    try:
+        return normalize(value)
+    except NotJson:
+        raise _wrong(item_type, field, JSON) from None
+
+
+def check_error_object(item_type: str, error: dict) -> None:
+    """Crumbs carry errors as {code: string, message: string}."""
+    for part in ("code", "message"):
+        value = error.get(part)
+        if not isinstance(value, str):
+            raise _wrong(item_type, f"error.{part}", STRING)
+
+
+def parse_fields(
+    item_type: str, item: dict, required: tuple, kinds=None, keep_none: bool = False
+) -> dict:
+    """Checks the required fields first, then every other field in item order.
+
+    ``kinds`` maps a field to its kind; fields not in it are typed by name
+    (crumbs) unless ``kinds`` is given, in which case they are JSON values
+    (chunks type only the fields of their row). ``None`` values mean absent
+    unless ``keep_none`` (a chunk's payload is a value, where null is data).
+    """
+    out = {}
+    for field in required:
+        value = item.get(field)
+        kind = kinds.get(field, JSON) if kinds is not None else kind_by_name(field)
+        if value is None:
+            raise _wrong(item_type, field, kind)
+        out[field] = check(item_type, field, value, kind)
+    for field, value in item.items():
+        if field == "type" or field in out:
+            continue
+        if not isinstance(field, str):
+            raise CrumbError(f"{item_type}: field names must be strings")
+        if value is None:
+            if keep_none:
+                out[field] = None
+            continue
+        if kinds is not None:
+            kind = kinds.get(field, JSON)
+        else:
+            kind = kind_by_name(field)
+        out[field] = check(item_type, field, value, kind)
+    return out

@@ -1,0 +1,213 @@
+"""The framing core (contract section 1) that both input dialects drive.
+
+A dialect front end validates an item completely before calling in here, so
+nothing in this module raises on bad input: a call either emits events into
+``out`` or counts the input as dropped.
+"""
+
+from __future__ import annotations
+
+from uuid import uuid4
+
+from .json_values import NotJson, normalize
+
+
+def _created_id(value, name: str) -> str:
+    if value is None:
+        return uuid4().hex
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string, not {type(value).__name__}")
+    return value
+
+
+def _created_state(state) -> dict:
+    if state is None:
+        return {}
+    if not isinstance(state, dict):
+        raise TypeError(f"state must be a dict, not {type(state).__name__}")
+    try:
+        return normalize(state)
+    except NotJson:
+        raise ValueError("state must be a JSON object") from None
+
+
+class Framer:
+    __slots__ = (
+        "thread_id",
+        "run_id",
+        "started",
+        "finished",
+        "out",
+        "text_id",
+        "latest_text_id",
+        "open_tools",
+        "known_tools",
+        "steps",
+        "state",
+        "used_ids",
+        "counters",
+        "dropped",
+        "ignored",
+        "close_text_always",
+    )
+
+    def __init__(self, thread_id, run_id, state, *, close_text_always: bool):
+        self.thread_id = _created_id(thread_id, "thread_id")
+        self.run_id = _created_id(run_id, "run_id")
+        self.state = _created_state(state)
+        self.started = False
+        self.finished = False
+        self.out: list[dict] = []
+        self.text_id: str | None = None
+        self.latest_text_id: str | None = None
+        # dicts, not sets: closing order is the order of opening.
+        self.open_tools: dict[str, None] = {}
+        self.known_tools: set[str] = set()
+        self.steps: dict[str, None] = {}
+        self.used_ids: set[str] = set()
+        self.counters = {"m": 0, "r": 0, "t": 0, "i": 0}
+        self.dropped = 0
+        self.ignored = 0
+        self.close_text_always = close_text_always
+
+    def emit(self, event: dict) -> None:
+        if (
+            self.close_text_always
+            and self.text_id is not None
+            and event["type"] != "TEXT_MESSAGE_CONTENT"
+        ):
+            self.close_text()
+        self.out.append(event)
+
+    def new_id(self, kind: str) -> str:
+        n = self.counters[kind]
+        while True:
+            n += 1
+            candidate = f"{self.run_id}:{kind}{n}"
+            if candidate not in self.used_ids:
+                break
+        self.counters[kind] = n
+        self.used_ids.add(candidate)
+        return candidate
+
+    def start(self, thread_id: str | None = None, run_id: str | None = None) -> None:
+        if thread_id is not None:
+            self.thread_id = thread_id
+        if run_id is not None:
+            self.run_id = run_id
+        self.started = True
+        self.out.append(
+            {"type": "RUN_STARTED", "threadId": self.thread_id, "runId": self.run_id}
+        )
+
+    def text(self, delta: str) -> None:
+        if not delta:
+            return
+        if self.text_id is None:
+            message_id = self.new_id("m")
+            self.out.append(
+                {"type": "TEXT_MESSAGE_START", "messageId": message_id, "role": "assistant"}
+            )
+            self.text_id = self.latest_text_id = message_id
+        self.out.append(
+            {"type": "TEXT_MESSAGE_CONTENT", "messageId": self.text_id, "delta": delta}
+        )
+
+    def close_text(self) -> None:
+        if self.text_id is not None:
+            message_id, self.text_id = self.text_id, None
+            self.out.append({"type": "TEXT_MESSAGE_END", "messageId": message_id})
+
+    def tool_start(self, tool_call_id: str, tool_name: str) -> bool:
+        if tool_call_id in self.known_tools:
+            self.dropped += 1
+            return False
+        self.close_text()
+        self.known_tools.add(tool_call_id)
+        self.used_ids.add(tool_call_id)
+        self.open_tools[tool_call_id] = None
+        event = {"type": "TOOL_CALL_START", "toolCallId": tool_call_id, "toolCallName": tool_name}
+        if self.latest_text_id is not None:
+            event["parentMessageId"] = self.latest_text_id
+        self.emit(event)
+        return True
+
+    def tool_args(self, tool_call_id: str, delta: str) -> None:
+        if tool_call_id not in self.open_tools:
+            self.dropped += 1
+        elif delta:
+            self.emit({"type": "TOOL_CALL_ARGS", "toolCallId": tool_call_id, "delta": delta})
+
+    def tool_end(self, tool_call_id: str) -> None:
+        if tool_call_id not in self.open_tools:
+            self.dropped += 1
+            return
+        del self.open_tools[tool_call_id]
+        self.emit({"type": "TOOL_CALL_END", "toolCallId": tool_call_id})
+
+    def tool_result(self, tool_call_id: str, content: str) -> None:
+        if tool_call_id not in self.known_tools:
+            self.dropped += 1
+            return
+        if tool_call_id in self.open_tools:
+            self.tool_end(tool_call_id)
+        self.emit(
+            {
+                "type": "TOOL_CALL_RESULT",
+                "messageId": self.new_id("r"),
+                "toolCallId": tool_call_id,
+                "content": content,
+                "role": "tool",
+            }
+        )
+
+    def step_start(self, name: str) -> None:
+        if name in self.steps:
+            self.dropped += 1
+            return
+        self.steps[name] = None
+        self.emit({"type": "STEP_STARTED", "stepName": name})
+
+    def step_end(self, name: str) -> None:
+        if name not in self.steps:
+            self.dropped += 1
+            return
+        del self.steps[name]
+        self.emit({"type": "STEP_FINISHED", "stepName": name})
+
+    def snapshot(self, updates: dict) -> None:
+        self.state.update(updates)
+        self.emit({"type": "STATE_SNAPSHOT", "snapshot": dict(self.state)})
+
+    def custom(self, name: str, value) -> None:
+        self.emit({"type": "CUSTOM", "name": name, "value": value})
+
+    def close_all(self) -> None:
+        self.close_text()
+        for tool_call_id in list(self.open_tools):
+            self.tool_end(tool_call_id)
+        for name in reversed(list(self.steps)):
+            self.step_end(name)
+
+    def run_finished(self, result=None, outcome=None) -> None:
+        self.close_all()
+        event = {"type": "RUN_FINISHED", "threadId": self.thread_id, "runId": self.run_id}
+        if result is not None:
+            event["result"] = result
+        if outcome is not None:
+            event["outcome"] = outcome
+        self.emit(event)
+        self.finished = True
+
+    def run_error(self, message: str, code: str | None = None) -> None:
+        self.close_all()
+        event = {"type": "RUN_ERROR", "message": message}
+        if code is not None:
+            event["code"] = code
+        self.emit(event)
+        self.finished = True
+
+
+def error_text(exc) -> str:
+    """str(exc), with any lone surrogate replaced, so it is always JSON."""
+    return str(exc).encode("utf-8", "replace").decode("utf-8")

@@ -1,0 +1,32 @@
+"""encode_sse: SSE frames for event dicts the caller built."""
+
+from __future__ import annotations
+
+from ..errors import CrumbError
+from .json_values import frames, json_field
+
+
+def _event(event) -> dict:
+    if not isinstance(event, dict):
+        raise CrumbError(f"event must be a dict, not {type(event).__name__}")
+    event_type = event.get("type")
+    if not isinstance(event_type, str):
+        raise CrumbError("event has no string 'type'")
+    out = {}
+    for key, value in event.items():
+        if not isinstance(key, str):
+            raise CrumbError(f"{event_type}: field names must be strings")
+        if value is not None:
+            out[key] = json_field(event_type, key, value)
+    return out
+
+
+def encode_sse(event_or_events) -> bytes:
+    """One ``data:`` frame per event; ``None`` fields are omitted (rule 8)."""
+    if isinstance(event_or_events, dict):
+        return frames([_event(event_or_events)])
+    if not isinstance(event_or_events, (list, tuple)):
+        raise CrumbError(
+            f"encode_sse takes a dict or a list of dicts, not {type(event_or_events).__name__}"
+        )
+    return frames([_event(event) for event in event_or_events])

@@ -1,0 +1,99 @@
+"""The API surface both dialects share (contract section 5)."""
+
+from __future__ import annotations
+
+from ..errors import CrumbError
+from .framing import Framer
+from .json_values import frames
+
+
+class EventStream:
+    """One run's stateful mapping; a dialect supplies ``_parse`` and ``_apply``."""
+
+    __slots__ = ("_framer",)
+
+    def __init__(self, framer: Framer):
+        self._framer = framer
+
+    def _parse(self, item):
+        raise NotImplementedError
+
+    def _apply(self, parsed) -> None:
+        raise NotImplementedError
+
+    def _finish(self) -> None:
+        raise NotImplementedError
+
+    def _fail(self, exc) -> None:
+        raise NotImplementedError
+
+    def __call__(self, item) -> list[dict]:
+        framer = self._framer
+        if framer.finished:
+            framer.dropped += 1
+            return []
+        parsed = self._parse(item)
+        framer.out = out = []
+        self._apply(parsed)
+        return out
+
+    def encode(self, item) -> bytes:
+        return frames(self(item))
+
+    def encode_many(self, items) -> bytes:
+        events: list[dict] = []
+        for index, item in enumerate(items):
+            try:
+                events += self(item)
+            except CrumbError as error:
+                error.index = index
+                error.partial = frames(events)
+                raise
+        return frames(events)
+
+    def _terminal(self, act) -> list[dict]:
+        framer = self._framer
+        if framer.finished:
+            return []
+        framer.out = out = []
+        if not framer.started:
+            framer.start()
+        act()
+        return out
+
+    def finish(self) -> list[dict]:
+        return self._terminal(self._finish)
+
+    def fail(self, exc) -> list[dict]:
+        return self._terminal(lambda: self._fail(exc))
+
+    def finish_encoded(self) -> bytes:
+        return frames(self.finish())
+
+    def fail_encoded(self, exc) -> bytes:
+        return frames(self.fail(exc))
+
+    @property
+    def dropped(self) -> int:
+        return self._framer.dropped
+
+    @property
+    def ignored(self) -> int:
+        return self._framer.ignored
+
+    @property
+    def finished(self) -> bool:
+        return self._framer.finished
+
+    @property
+    def thread_id(self) -> str:
+        return self._framer.thread_id
+
+    @property
+    def run_id(self) -> str:
+        return self._framer.run_id
+
+    @property
+    def state(self) -> dict:
+        """The run state as the last STATE_SNAPSHOT carried it (a copy)."""
+        return dict(self._framer.state)

@@ -1,0 +1,148 @@
+"""map_run_input: a RunAgentInput body to the turn an agent runs on.
+
+One Python implementation serves both builds: it runs once per request, not
+per event, so it is not on the hot path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import uuid4
+
+from .errors import RunInputError
+
+
+@dataclass(frozen=True)
+class Resume:
+    """How the client answers pending interrupts.
+
+    ``entries`` are AG-UI 1.0 ``resume`` entries (interruptId, status,
+    payload); ``decision``/``interrupt_id`` come from
+    ``forwardedProps.command.resume``. When both are sent, the entries win.
+    """
+
+    entries: tuple[dict, ...] = ()
+    decision: Any = None
+    interrupt_id: str | None = None
+
+
+@dataclass(frozen=True)
+class RunInput:
+    thread_id: str
+    run_id: str
+    input: str
+    history: list[dict]
+    messages: list[dict]
+    state: Any = None
+    tools: list[dict] = field(default_factory=list)
+    context: list[dict] = field(default_factory=list)
+    forwarded_props: Any = None
+    resume: Resume | None = None
+
+
+def _text_of(content) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and content:
+        parts = []
+        for part in content:
+            if not (
+                isinstance(part, dict)
+                and part.get("type") == "text"
+                and isinstance(part.get("text"), str)
+            ):
+                raise RunInputError(
+                    "the newest user message must have string content or only text parts"
+                )
+            parts.append(part["text"])
+        return "\n".join(parts)
+    raise RunInputError("the newest user message must have string content or only text parts")
+
+
+def _entries(resume) -> tuple[dict, ...]:
+    if not isinstance(resume, list):
+        raise RunInputError("'resume' must be a list of {interruptId, status, payload?}")
+    entries = []
+    for entry in resume:
+        if not (isinstance(entry, dict) and isinstance(entry.get("interruptId"), str)):
+            raise RunInputError("'resume' entries must be objects with a string 'interruptId'")
+        status = entry.get("status", "resolved")
+        if status not in ("resolved", "cancelled"):
+            raise RunInputError("'resume' entry status must be 'resolved' or 'cancelled'")
+        entries.append(entry)
+    return tuple(entries)
+
+
+def _command_resume(forwarded_props):
+    if not isinstance(forwarded_props, dict):
+        return None
+    command = forwarded_props.get("command")
+    if not isinstance(command, dict) or command.get("resume") is None:
+        return None
+    resume = command["resume"]
+    if isinstance(resume, str):
+        return Resume(decision=resume)
+    if isinstance(resume, dict) and "decision" in resume:
+        interrupt_id = resume.get("interruptId")
+        if interrupt_id is not None and not isinstance(interrupt_id, str):
+            raise RunInputError("'forwardedProps.command.resume.interruptId' must be a string")
+        return Resume(decision=resume["decision"], interrupt_id=interrupt_id)
+    raise RunInputError(
+        "'forwardedProps.command.resume' must be a decision string or {decision, interruptId?}"
+    )
+
+
+def _resume(body: dict) -> Resume | None:
+    command = _command_resume(body.get("forwardedProps"))
+    if body.get("resume") is not None:
+        entries = _entries(body["resume"])
+        if entries:
+            return Resume(entries=entries)
+    return command
+
+
+def _list(body: dict, key: str) -> list:
+    value = body.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise RunInputError(f"'{key}' must be a list")
+    return value
+
+
+def map_run_input(body) -> RunInput:
+    """Validates a RunAgentInput leniently and returns the turn it asks for."""
+    if not isinstance(body, dict):
+        raise RunInputError("the body must be a JSON object (RunAgentInput)")
+    thread_id = body.get("threadId")
+    if not isinstance(thread_id, str) or not thread_id:
+        raise RunInputError("'threadId' must be a non-empty string")
+    run_id = body.get("runId")
+    if run_id is None or run_id == "":
+        run_id = uuid4().hex
+    elif not isinstance(run_id, str):
+        raise RunInputError("'runId' must be a string")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise RunInputError("'messages' must be a non-empty list")
+    newest_user = None
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+            raise RunInputError(f"messages[{index}] must be an object with a string 'role'")
+        if message["role"] == "user":
+            newest_user = index
+    if newest_user is None:
+        raise RunInputError("'messages' has no user message")
+    return RunInput(
+        thread_id=thread_id,
+        run_id=run_id,
+        input=_text_of(messages[newest_user].get("content")),
+        history=messages[:newest_user],
+        messages=messages,
+        state=body.get("state"),
+        tools=_list(body, "tools"),
+        context=_list(body, "context"),
+        forwarded_props=body.get("forwardedProps"),
+        resume=_resume(body),
+    )
