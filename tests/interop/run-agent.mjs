@@ -1,0 +1,131 @@
+// Drives the real @ag-ui/client HttpAgent against a live server and prints one
+// JSON result on stdout. The client's own pipeline is the judge: any rejection,
+// and any console.warn / console.error (the client reports "[ag-ui]" problems,
+// failed patches and unknown ids that way), makes `ok` false.
+//
+//   node run-agent.mjs <client-version> <url> <scenario.json>
+//
+// <client-version>: "1.0.0" (@ag-ui/client) or "0.0.58" (npm alias client-0058).
+// A scenario is {threadId?, initialMessages?, initialState?, headers?, runs: [run...]}
+// and each run is {addMessages?, tools?, context?, forwardedProps?, resume?,
+// resumePending?: {status, payload?}, url?}. All runs share one HttpAgent, so
+// messages, state and pendingInterrupts carry from one run to the next, as in
+// a browser tab. `resumePending` builds the 1.0 `resume` list from the agent's
+// own pendingInterrupts (what a UI does when the user answers).
+
+const PACKAGES = { "1.0.0": "@ag-ui/client", "0.0.58": "client-0058" };
+
+const [version, url, scenarioPath] = process.argv.slice(2);
+if (!PACKAGES[version] || !url || !scenarioPath) {
+  process.stderr.write("usage: node run-agent.mjs <1.0.0|0.0.58> <url> <scenario.json>\n");
+  process.exit(2);
+}
+
+const warnings = [];
+for (const level of ["warn", "error"]) {
+  console[level] = (...args) => {
+    warnings.push({
+      level,
+      text: args
+        .map((a) => (a instanceof Error ? `${a.name}: ${a.message}` : typeof a === "string" ? a : safeJson(a)))
+        .join(" "),
+    });
+  };
+}
+process.on("unhandledRejection", (reason) => {
+  warnings.push({ level: "unhandledRejection", text: String(reason) });
+});
+
+function safeJson(value) {
+  try {
+    return JSON.stringify(value);
+  } catch {
+    return String(value);
+  }
+}
+
+const { readFile } = await import("node:fs/promises");
+const scenario = JSON.parse(await readFile(scenarioPath, "utf8"));
+const client = await import(PACKAGES[version]);
+const { HttpAgent } = client;
+
+const agent = new HttpAgent({
+  url,
+  threadId: scenario.threadId,
+  initialMessages: scenario.initialMessages ?? [],
+  initialState: scenario.initialState ?? {},
+  headers: scenario.headers ?? {},
+});
+
+const runs = [];
+let ok = true;
+for (const [index, spec] of (scenario.runs ?? [{}]).entries()) {
+  if (spec.url) agent.url = spec.url;
+  for (const message of spec.addMessages ?? []) agent.addMessage(message);
+  const params = {
+    tools: spec.tools ?? [],
+    context: spec.context ?? [],
+    forwardedProps: spec.forwardedProps ?? {},
+  };
+  if (spec.resume) params.resume = spec.resume;
+  if (spec.resumePending) {
+    params.resume = (agent.pendingInterrupts ?? []).map((interrupt) => ({
+      interruptId: interrupt.id,
+      status: spec.resumePending.status ?? "resolved",
+      ...(spec.resumePending.payload !== undefined && { payload: spec.resumePending.payload }),
+    }));
+  }
+  const warningsBefore = warnings.length;
+  const events = [];
+  let failed;
+  const subscriber = {
+    onEvent: ({ event }) => {
+      events.push(event);
+    },
+    onRunFailed: ({ error }) => {
+      failed = String(error?.message ?? error);
+    },
+  };
+  const run = {
+    index,
+    ok: true,
+    error: null,
+    request: { resume: params.resume ?? null },
+    pendingBefore: structuredClone(agent.pendingInterrupts ?? null),
+  };
+  try {
+    const result = await agent.runAgent(params, subscriber);
+    run.result = result?.result ?? null;
+    run.newMessages = result?.newMessages ?? [];
+  } catch (error) {
+    run.ok = false;
+    run.error = String(error?.message ?? error);
+  }
+  if (failed && !run.error) {
+    run.ok = false;
+    run.error = failed;
+  }
+  run.warnings = warnings.slice(warningsBefore);
+  if (run.warnings.length) run.ok = false;
+  run.events = events;
+  run.messages = structuredClone(agent.messages);
+  run.state = structuredClone(agent.state);
+  run.pendingInterrupts = structuredClone(agent.pendingInterrupts ?? null);
+  runs.push(run);
+  if (!run.ok) {
+    ok = false;
+    break;
+  }
+}
+
+const out = {
+  ok: ok && warnings.length === 0,
+  clientVersion: version,
+  threadId: agent.threadId,
+  warnings,
+  runs,
+  messages: agent.messages,
+  state: agent.state,
+  pendingInterrupts: agent.pendingInterrupts ?? null,
+};
+process.stdout.write(JSON.stringify(out) + "\n");

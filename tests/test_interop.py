@@ -1,0 +1,361 @@
+"""The real @ag-ui/client (1.0.0 and 0.0.58) against a live granian server.
+
+Each test runs ``tests/interop/run-agent.mjs``, which drives ``HttpAgent.runAgent``
+through the client's whole pipeline (SSE parse, schema, enforce, chunk
+expansion, verifyEvents, apply). Any rejection or console warning makes the
+harness report ``ok: false`` and the test fails. The node_modules come from
+``npm ci`` in tests/interop (``make dev``); missing ones are a failure, not a skip.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+INTEROP = ROOT / "tests" / "interop"
+HARNESS = INTEROP / "run-agent.mjs"
+CLIENT_VERSIONS = ["1.0.0", "0.0.58"]
+PACKAGE_DIRS = {"1.0.0": "@ag-ui/client", "0.0.58": "client-0058"}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serve_rsgi(target: str, env: dict | None = None, timeout: float = 20.0):
+    """granian (RSGI, one worker) on a free 127.0.0.1 port; yields the base URL."""
+    port = _free_port()
+    environ = {**os.environ, **(env or {})}
+    environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(ROOT / "python"), str(ROOT), environ.get("PYTHONPATH")) if p
+    )
+    cmd = [sys.executable, "-m", "granian", "--interface", "rsgi", "--host", "127.0.0.1"]
+    cmd += ["--port", str(port), "--workers", "1", "--log-level", "warning", target]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=environ, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"granian exited {proc.returncode}: {proc.stderr.read()}")
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"granian did not listen on {port} within {timeout}s")
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
+@pytest.fixture(scope="session")
+def node():
+    """Node and the pinned client packages; their absence fails the suite."""
+    node = shutil.which("node")
+    assert node, "node is not installed: the interop suite needs Node 20+"
+    for version, package in PACKAGE_DIRS.items():
+        manifest = INTEROP / "node_modules" / package / "package.json"
+        assert manifest.is_file(), f"{manifest} missing: run `npm ci` in tests/interop"
+        assert json.loads(manifest.read_text())["version"] == version
+    return node
+
+
+@pytest.fixture(scope="module")
+def minimal_url():
+    with serve_rsgi("tests.interop_apps:minimal_app") as url:
+        yield url
+
+
+@pytest.fixture(params=CLIENT_VERSIONS)
+def client_version(request):
+    return request.param
+
+
+def run_client(node, version, url, scenario, tmp_path, *, expect_ok=True) -> dict:
+    path = tmp_path / f"scenario-{uuid.uuid4().hex}.json"
+    path.write_text(json.dumps(scenario))
+    proc = subprocess.run(
+        [node, str(HARNESS), version, url, str(path)],
+        cwd=INTEROP,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, f"harness crashed: {proc.stderr}"
+    out = json.loads(proc.stdout)
+    assert out["clientVersion"] == version
+    if expect_ok:
+        problems = [(r["error"], r["warnings"]) for r in out["runs"] if not r["ok"]]
+        assert out["ok"], f"client {version} rejected or warned: {problems} {out['warnings']}"
+        assert len(out["runs"]) == len(scenario.get("runs", [{}]))
+    return out
+
+
+def one_turn(text="hi", **extra) -> dict:
+    thread = f"thread-{uuid.uuid4().hex[:8]}"
+    return {
+        "threadId": thread,
+        "initialMessages": [{"id": f"u-{uuid.uuid4().hex[:8]}", "role": "user", "content": text}],
+        "runs": [{}],
+        **extra,
+    }
+
+
+def types(run) -> list[str]:
+    return [e["type"] for e in run["events"]]
+
+
+def assistant_messages(out) -> list[dict]:
+    return [m for m in out["messages"] if m["role"] == "assistant"]
+
+
+def tool_messages(out) -> dict[str, dict]:
+    return {m["toolCallId"]: m for m in out["messages"] if m["role"] == "tool"}
+
+
+def check_lifecycle(run, terminal="RUN_FINISHED"):
+    seen = types(run)
+    assert seen[0] == "RUN_STARTED"
+    assert seen[-1] == terminal
+    assert seen.count("RUN_STARTED") == 1
+    assert seen.count("RUN_FINISHED") + seen.count("RUN_ERROR") == 1
+
+
+# The scenarios, written once against the ``url`` of an agent. ``url_for`` maps a
+# scenario name to the URL of the server under test.
+
+
+def scenario_text(node, version, url_for, tmp_path):
+    out = run_client(node, version, url_for("text"), one_turn("ping"), tmp_path)
+    run = out["runs"][0]
+    check_lifecycle(run)
+    [reply] = assistant_messages(out)
+    assert reply["content"] == "Hello, world! You said: ping"
+    assert types(run).count("TEXT_MESSAGE_CONTENT") == 6
+
+
+def scenario_tools(node, version, url_for, tmp_path):
+    out = run_client(node, version, url_for("tools"), one_turn("add 2 and 3"), tmp_path)
+    check_lifecycle(out["runs"][0])
+    first, second = assistant_messages(out)
+    assert first["content"] == "Let me add and look that up."
+    calls = {c["id"]: c for c in first["toolCalls"]}
+    assert list(calls) == ["call-add", "call-lookup"]
+    assert calls["call-add"]["function"]["name"] == "add"
+    assert json.loads(calls["call-add"]["function"]["arguments"]) == {"a": 2, "b": 3}
+    assert calls["call-lookup"]["function"]["name"] == "lookup"
+    assert json.loads(calls["call-lookup"]["function"]["arguments"]) == {
+        "query": "granian",
+        "limit": 2,
+    }
+    results = tool_messages(out)
+    assert results["call-add"]["content"] == "5"
+    assert json.loads(results["call-lookup"]["content"]) == {"hits": ["rsgi", "asgi"]}
+    assert second["content"] == "2 + 3 = 5."
+    # Tool results sit right after the assistant message that owns the calls.
+    roles = [m["role"] for m in out["messages"]]
+    assert roles == ["user", "assistant", "tool", "tool", "assistant"]
+
+
+def scenario_tool_error(node, version, url_for, tmp_path):
+    out = run_client(node, version, url_for("tool_error"), one_turn(), tmp_path)
+    check_lifecycle(out["runs"][0])
+    [call] = assistant_messages(out)[0]["toolCalls"]
+    assert json.loads(call["function"]["arguments"]) == {"a": 1, "b": 0}
+    error = json.loads(tool_messages(out)["call-fail"]["content"])
+    assert error == {"error": {"code": "ZeroDivision", "message": "division by zero"}}
+    assert assistant_messages(out)[-1]["content"] == "The tool failed."
+
+
+def scenario_structure(node, version, url_for, tmp_path):
+    out = run_client(node, version, url_for("structure"), one_turn(), tmp_path)
+    run = out["runs"][0]
+    check_lifecycle(run)
+    started = [e["stepName"] for e in run["events"] if e["type"] == "STEP_STARTED"]
+    finished = [e["stepName"] for e in run["events"] if e["type"] == "STEP_FINISHED"]
+    assert started == ["plan", "loop_L_1", "loop_L_2", "subagent_researcher", "task_tr1", "wrap-up"]
+    assert sorted(started) == sorted(finished)
+    assert out["state"]["loop"]["loopId"] == "L"
+    assert out["state"]["loop"]["phase"] == "end"
+    assert out["state"]["subagent"]["status"] == "completed"
+    assert out["state"]["subagent"]["output"] == {"found": 3}
+    assert out["state"]["task"]["usage"] == {"inputTokens": 5, "outputTokens": 7}
+    assert run["result"] == {"summary": "ok"}
+    text = "".join(m["content"] for m in assistant_messages(out))
+    assert text == "Planning.Iteration 1.Iteration 2.Researching.Done."
+
+
+def scenario_file(node, version, url_for, tmp_path):
+    from tests.interop_apps import FILE
+
+    out = run_client(node, version, url_for("file"), one_turn(), tmp_path)
+    run = out["runs"][0]
+    check_lifecycle(run)
+    customs = [e for e in run["events"] if e["type"] == "CUSTOM"]
+    assert [(e["name"], e["value"]) for e in customs] == [("FILE_GENERATED", FILE)]
+    assert run["result"] == FILE
+    assert assistant_messages(out)[0]["content"] == "Here is your file."
+
+
+def scenario_agent_error(node, version, url_for, tmp_path):
+    out = run_client(node, version, url_for("agent_error"), one_turn(), tmp_path)
+    run = out["runs"][0]
+    check_lifecycle(run, terminal="RUN_ERROR")
+    error = run["events"][-1]
+    assert error["message"] == "the model provider went away"
+    assert error["code"] == "UPSTREAM"
+    message = assistant_messages(out)[0]
+    assert message["content"] == "Starting to answer and then"
+    assert json.loads(message["toolCalls"][0]["function"]["arguments"]) == {"q": "x"}
+    # Closed before the terminal event, so the client holds nothing open.
+    assert types(run)[-2:] == ["TOOL_CALL_END", "RUN_ERROR"]
+    assert "RUN_FINISHED" not in types(run)
+
+
+def scenario_state(node, version, url_for, tmp_path):
+    scenario = one_turn(initialState={"client": {"theme": "dark"}, "count": 1})
+    out = run_client(node, version, url_for("state"), scenario, tmp_path)
+    check_lifecycle(out["runs"][0])
+    state = out["state"]
+    assert state["client"] == {"theme": "dark"}
+    assert state["count"] == 1
+    assert state["task"]["taskId"] == "index"
+    assert state["task"]["status"] == "completed"
+    snapshots = [e for e in out["runs"][0]["events"] if e["type"] == "STATE_SNAPSHOT"]
+    assert len(snapshots) == 2
+    assert all(s["snapshot"]["client"] == {"theme": "dark"} for s in snapshots)
+
+
+def scenario_approval(node, version, url_for, tmp_path):
+    scenario = one_turn("email bob")
+    scenario["runs"] = [
+        {},
+        {"resumePending": {"status": "resolved", "payload": {"approved": True}}},
+    ]
+    out = run_client(node, version, url_for("approval"), scenario, tmp_path)
+    first, second = out["runs"]
+    check_lifecycle(first)
+    outcome = first["events"][-1]["outcome"]
+    assert outcome["type"] == "interrupt"
+    [pending] = first["pendingInterrupts"]
+    assert pending["id"] == outcome["interrupts"][0]["id"]
+    assert pending["reason"] == "approval"
+    assert pending["message"] == "Send the email?"
+    # The second run answered it and the client cleared it.
+    assert second["request"]["resume"] == [
+        {"interruptId": pending["id"], "status": "resolved", "payload": {"approved": True}}
+    ]
+    check_lifecycle(second)
+    assert "outcome" not in second["events"][-1] or second["events"][-1]["outcome"] == {
+        "type": "success"
+    }
+    assert second["pendingInterrupts"] == []
+    assert assistant_messages(out)[-1]["content"] == f"Resumed {pending['id']}: approved."
+    assert second["result"] == {"decision": "approved"}
+
+
+def scenario_conversation(node, version, url_for, tmp_path):
+    words = ["apples", "bananas", "cherries"]
+    scenario = {
+        "threadId": f"thread-{uuid.uuid4().hex[:8]}",
+        "runs": [
+            {"addMessages": [{"id": f"u{i}-{uuid.uuid4().hex[:6]}", "role": "user", "content": w}]}
+            for i, w in enumerate(words)
+        ],
+    }
+    out = run_client(node, version, url_for("conversation"), scenario, tmp_path)
+    replies = [m["content"] for m in assistant_messages(out)]
+    assert replies == [
+        "turn 1; I have seen: apples",
+        "turn 2; I have seen: apples | bananas",
+        "turn 3; I have seen: apples | bananas | cherries",
+    ]
+    assert [m["role"] for m in out["messages"]] == ["user", "assistant"] * 3
+    for run in out["runs"]:
+        check_lifecycle(run)
+
+
+def scenario_chunks(node, version, url_for, tmp_path):
+    out = run_client(node, version, url_for("chunks"), one_turn("the weather"), tmp_path)
+    run = out["runs"][0]
+    check_lifecycle(run)
+    first, second = assistant_messages(out)
+    assert first["content"] == "Chunked answer to: the weather"
+    [call] = first["toolCalls"]
+    assert call["function"]["name"] == "weather"
+    assert json.loads(call["function"]["arguments"]) == {"city": "Oslo"}
+    assert json.loads(tool_messages(out)["chunk-call"]["content"]) == {"tempC": 4}
+    assert second["content"] == "Bare string token."
+    assert out["state"]["plan"] == ["look", "answer"]
+    assert run["result"] == {"answer": 42}
+
+
+SCENARIOS = {
+    "text": scenario_text,
+    "tools": scenario_tools,
+    "tool_error": scenario_tool_error,
+    "structure": scenario_structure,
+    "file": scenario_file,
+    "agent_error": scenario_agent_error,
+    "state": scenario_state,
+    "approval": scenario_approval,
+    "conversation": scenario_conversation,
+    "chunks": scenario_chunks,
+}
+
+
+def minimal_path(name: str) -> str:
+    return f"/agui/{name}" if name == "chunks" else f"/scenario/{name}"
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_minimal_server(node, client_version, minimal_url, tmp_path, name):
+    """The transformer alone, behind a tiny RSGI app, passes the real client."""
+    SCENARIOS[name](node, client_version, lambda n: minimal_url + minimal_path(n), tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("broken", "needle"),
+    [
+        ("content_without_start", "No active text message found with ID 'nope'"),
+        ("bad_patch", "Failed to apply state patch"),
+    ],
+)
+def test_harness_fails_on_a_broken_stream(
+    node, client_version, minimal_url, tmp_path, broken, needle
+):
+    """The judge can fail: a rejected stream and an apply warning both give ok=false."""
+    out = run_client(
+        node, client_version, f"{minimal_url}/raw/{broken}", one_turn(), tmp_path, expect_ok=False
+    )
+    assert out["ok"] is False
+    [run] = out["runs"]
+    assert run["ok"] is False
+    reported = (run["error"] or "") + " ".join(w["text"] for w in run["warnings"])
+    assert needle in reported
+
+
+def test_harness_fails_on_http_error(node, client_version, minimal_url, tmp_path):
+    out = run_client(
+        node, client_version, f"{minimal_url}/scenario/nope", one_turn(), tmp_path, expect_ok=False
+    )
+    assert out["ok"] is False
+    assert "404" in out["runs"][0]["error"]
