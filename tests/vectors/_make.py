@@ -1,0 +1,947 @@
+"""Drafts golden vectors with the pure build: ``python tests/vectors/_make.py [--force]``.
+
+The committed JSON files are the truth, not this script: every drafted
+vector was checked by hand against CONTRACT.md before it was committed, and
+an existing file is only rewritten with ``--force``. Each spec below lists
+the inputs; the script fills in events, sse and the counters.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent.parent / "python"))
+
+from agui_bridge import pure  # noqa: E402
+from agui_bridge.errors import CrumbError  # noqa: E402
+
+C = "crumbs"
+K = "chunks"
+IDS = {"thread_id": "t1", "run_id": "r1"}
+
+
+def td(delta):
+    return {"input": {"type": "text:delta", "delta": delta}}
+
+
+def inp(crumb_type, **fields):
+    return {"input": {"type": crumb_type, **fields}}
+
+
+def raw(value):
+    return {"input": value}
+
+
+FINISH = {"finish": True}
+
+
+def fail(name, message):
+    return {"fail": {"type": name, "message": message}}
+
+
+SPECS = [
+    # ---- crumbs: run start (rule 1) ----
+    (
+        C,
+        "run start from agent:run:start",
+        IDS,
+        [
+            inp("agent:run:start", runId="r9", sessionId="s9"),
+            td("Hel"),
+            td("lo"),
+            inp("agent:run:end"),
+        ],
+    ),
+    (C, "run start without agent:run:start", IDS, [td("hi"), inp("agent:run:end")]),
+    (
+        C,
+        "run start with runId only keeps created thread",
+        IDS,
+        [
+            inp("agent:run:start", runId="r7"),
+            td("x"),
+            FINISH,
+        ],
+    ),
+    (C, "run start with no ids uses created ids", IDS, [inp("agent:run:start"), FINISH]),
+    (
+        C,
+        "later run start dropped",
+        IDS,
+        [
+            td("a"),
+            inp("agent:run:start", runId="r2", sessionId="s2"),
+            td("b"),
+            inp("agent:run:start"),
+            inp("agent:run:end"),
+        ],
+    ),
+    (
+        C,
+        "first call yields only RUN_STARTED",
+        IDS,
+        [inp("pipeline:step:end", stepName="x"), FINISH],
+    ),
+    # ---- crumbs: terminal (rule 2) ----
+    (
+        C,
+        "input after the terminal event dropped",
+        IDS,
+        [
+            td("a"),
+            inp("agent:run:end"),
+            td("late"),
+            inp("tool:call", toolCallId="c1", toolName="f", input={}),
+            {"input": {"type": "text:delta"}},
+            raw(42),
+            inp("agent:error", message="late"),
+            FINISH,
+            fail("ValueError", "late"),
+        ],
+    ),
+    (
+        C,
+        "input after RUN_ERROR dropped",
+        IDS,
+        [
+            inp("agent:error", message="bad", code="E1"),
+            td("late"),
+            inp("agent:run:end"),
+            FINISH,
+        ],
+    ),
+    # ---- crumbs: closers (rule 3) ----
+    (
+        C,
+        "closers before RUN_FINISHED in order",
+        IDS,
+        [
+            inp("pipeline:step:start", stepName="outer"),
+            inp("pipeline:step:start", stepName="inner"),
+            inp("tool:input:start", toolCallId="c1", toolName="a"),
+            inp("tool:input:start", toolCallId="c2", toolName="b"),
+            inp("tool:input:delta", toolCallId="c1", delta='{"q":'),
+            td("still talking"),
+            inp("agent:run:end", result={"ok": True}),
+        ],
+    ),
+    (
+        C,
+        "closers before RUN_ERROR from agent:error",
+        IDS,
+        [
+            inp("pipeline:step:start", stepName="s1"),
+            inp("pipeline:step:start", stepName="s2"),
+            inp("tool:input:start", toolCallId="c1", toolName="a"),
+            inp("tool:input:start", toolCallId="c2", toolName="b"),
+            td("x"),
+            inp("agent:error", message="model overloaded"),
+        ],
+    ),
+    (
+        C,
+        "closers before finish()",
+        IDS,
+        [
+            inp("pipeline:step:start", stepName="s1"),
+            inp("tool:input:start", toolCallId="c1", toolName="a"),
+            td("x"),
+            FINISH,
+            FINISH,
+        ],
+    ),
+    (
+        C,
+        "fail(exc) closes and gives RUN_ERROR",
+        IDS,
+        [
+            inp("pipeline:step:start", stepName="s1"),
+            inp("tool:input:start", toolCallId="c1", toolName="a"),
+            td("x"),
+            fail("ValueError", "boom"),
+            fail("KeyError", "again"),
+            FINISH,
+        ],
+    ),
+    (C, "fail(exc) as the first call", IDS, [fail("TimeoutError", "took too long")]),
+    (C, "finish() as the first call", IDS, [FINISH]),
+    # ---- crumbs: text (rule 4) ----
+    (
+        C,
+        "empty deltas emit nothing",
+        IDS,
+        [
+            td(""),
+            td("a"),
+            td(""),
+            td("b"),
+            inp("tool:input:start", toolCallId="c1", toolName="f"),
+            inp("tool:input:delta", toolCallId="c1", delta=""),
+            td(""),
+            inp("tool:input:end", toolCallId="c1"),
+            td("c"),
+            FINISH,
+        ],
+    ),
+    (
+        C,
+        "text reopens with a fresh id after a tool call",
+        IDS,
+        [
+            td("one"),
+            inp("tool:call", toolCallId="c1", toolName="f", input={"x": 1}),
+            td("two"),
+            inp("tool:input:start", toolCallId="c2", toolName="g"),
+            inp("tool:input:end", toolCallId="c2"),
+            td("three"),
+            FINISH,
+        ],
+    ),
+    (
+        C,
+        "steps state and results keep the text open",
+        IDS,
+        [
+            inp("tool:call", toolCallId="c1", toolName="f", input={}),
+            td("a"),
+            inp("pipeline:step:start", stepName="s"),
+            td("b"),
+            inp("tool:result", toolCallId="c1", result="r"),
+            td("c"),
+            inp("pipeline:step:end", stepName="s"),
+            td("d"),
+            FINISH,
+        ],
+    ),
+    # ---- crumbs: tools (rules 5, 6) ----
+    (
+        C,
+        "streamed tool call",
+        IDS,
+        [
+            inp("tool:input:start", toolCallId="c1", toolName="search"),
+            inp("tool:input:delta", toolCallId="c1", delta='{"q":'),
+            inp("tool:input:delta", toolCallId="c1", delta='"cats"}'),
+            inp("tool:input:end", toolCallId="c1"),
+            inp("tool:call", toolCallId="c1", toolName="search", input={"q": "cats"}),
+            inp("tool:result", toolCallId="c1", result="3 cats"),
+            FINISH,
+        ],
+    ),
+    (
+        C,
+        "fallback tool call closes the text",
+        IDS,
+        [
+            td("Let me look"),
+            inp(
+                "tool:call",
+                toolCallId="c1",
+                toolName="lookup",
+                input={"k": [1, 2.5, None, True, "é"]},
+            ),
+            inp("tool:result", toolCallId="c1", result={"b": [1, 2]}),
+            FINISH,
+        ],
+    ),
+    (
+        C,
+        "args and end after end dropped",
+        IDS,
+        [
+            inp("tool:input:start", toolCallId="c1", toolName="f"),
+            inp("tool:input:delta", toolCallId="c1", delta="{}"),
+            inp("tool:input:end", toolCallId="c1"),
+            inp("tool:input:delta", toolCallId="c1", delta="x"),
+            inp("tool:input:end", toolCallId="c1"),
+            inp("tool:input:delta", toolCallId="nope", delta="x"),
+            inp("tool:input:end", toolCallId="nope"),
+            FINISH,
+        ],
+    ),
+    (
+        C,
+        "duplicate tool starts dropped",
+        IDS,
+        [
+            td("a"),
+            inp("tool:input:start", toolCallId="c1", toolName="f"),
+            td("b"),
+            inp("tool:input:start", toolCallId="c1", toolName="f"),
+            inp("tool:input:end", toolCallId="c1"),
+            inp("tool:input:start", toolCallId="c1", toolName="f"),
+            inp("tool:call", toolCallId="c1", toolName="f", input={}),
+            inp("tool:call", toolCallId="c2", toolName="g", input=[]),
+            inp("tool:call", toolCallId="c2", toolName="g", input=[]),
+            inp("tool:input:start", toolCallId="c2", toolName="g"),
+            td("c"),
+            FINISH,
+        ],
+    ),
+    (
+        C,
+        "result for an open call ends it first",
+        IDS,
+        [
+            inp("tool:input:start", toolCallId="c1", toolName="f"),
+            inp("tool:input:delta", toolCallId="c1", delta='{"a":1}'),
+            inp("tool:result", toolCallId="c1", result="done"),
+            inp("tool:input:start", toolCallId="c2", toolName="g"),
+            inp("tool:error", toolCallId="c2", error={"code": "E_TIMEOUT", "message": "slow"}),
+            FINISH,
+        ],
+    ),
+    (
+        C,
+        "result for an unknown call dropped",
+        IDS,
+        [
+            td("a"),
+            inp("tool:result", toolCallId="ghost", result="x"),
+            inp("tool:error", toolCallId="ghost", error={"code": "E", "message": "m"}),
+            td("b"),
+            FINISH,
+        ],
+    ),
+    (
+        C,
+        "tool results as content",
+        IDS,
+        [
+            inp("tool:call", toolCallId="c1", toolName="f", input={"n": 1}),
+            inp("tool:result", toolCallId="c1", result={"rows": [1, 2], "next": None}),
+            inp("tool:result", toolCallId="c1", result=""),
+            inp("tool:result", toolCallId="c1", result=3),
+            inp("tool:result", toolCallId="c1", result=[True, False]),
+            inp("tool:error", toolCallId="c1", error={"code": "E", "message": 'say "no"'}),
+            FINISH,
+        ],
+    ),
+    (
+        C,
+        "parentMessageId absent then latest text",
+        IDS,
+        [
+            inp("tool:call", toolCallId="c1", toolName="f", input={}),
+            td("m1 text"),
+            inp("tool:call", toolCallId="c2", toolName="f", input={}),
+            inp("tool:input:start", toolCallId="c3", toolName="f"),
+            inp("tool:input:end", toolCallId="c3"),
+            td("m2 text"),
+            inp("tool:input:start", toolCallId="c4", toolName="f"),
+            FINISH,
+        ],
+    ),
+    (
+        C,
+        "generated ids skip used ids",
+        IDS,
+        [
+            inp("tool:call", toolCallId="r1:m1", toolName="f", input={}),
+            inp("tool:call", toolCallId="r1:r1", toolName="f", input={}),
+            td("text"),
+            inp("tool:result", toolCallId="r1:r1", result="ok"),
+            inp("tool:result", toolCallId="r1:m1", result="ok"),
+            inp("human:required", interruptId="r1:i1"),
+            inp("human:required"),
+            inp("human:required", interruptId="r1:i3"),
+            inp("human:required"),
+            FINISH,
+        ],
+    ),
+    (
+        C,
+        "generated ids use the runId of RUN_STARTED",
+        IDS,
+        [
+            inp("agent:run:start", runId="live"),
+            td("a"),
+            inp("tool:call", toolCallId="c1", toolName="f", input={}),
+            inp("tool:result", toolCallId="c1", result="x"),
+            td("b"),
+            inp("human:required"),
+            FINISH,
+        ],
+    ),
+    # ---- crumbs: steps (rule 7) ----
+    (
+        C,
+        "step hygiene",
+        IDS,
+        [
+            inp("pipeline:step:end", stepName="never"),
+            inp("pipeline:step:start", stepName="a"),
+            inp("pipeline:step:start", stepName="a"),
+            inp("pipeline:step:start", stepName="b"),
+            inp("pipeline:step:end", stepName="a"),
+            inp("pipeline:step:end", stepName="a"),
+            inp("pipeline:step:start", stepName="a"),
+            inp("pipeline:step:start", stepName="c"),
+            inp("agent:run:end"),
+        ],
+    ),
+    # ---- crumbs: files ----
+    (
+        C,
+        "file generated and file result at run end",
+        IDS,
+        [
+            td("Here"),
+            inp("file:generated", uri="s3://b/a.png", mimeType="image/png", name="a.png"),
+            td(" it is"),
+            inp("file:generated", uri="s3://b/a.png", mimeType="image/png"),
+            inp("file:generated", uri="s3://b/c.csv", mimeType="text/csv"),
+            inp(
+                "agent:run:end",
+                result={
+                    "uri": "s3://b/report.pdf",
+                    "mimeType": "application/pdf",
+                    "name": "report.pdf",
+                },
+            ),
+        ],
+    ),
+    (
+        C,
+        "file result already announced",
+        IDS,
+        [
+            inp("file:generated", uri="f://x", mimeType="text/plain"),
+            inp("agent:run:end", result={"uri": "f://x", "mimeType": "text/plain"}),
+        ],
+    ),
+    (
+        C,
+        "result with extra keys is not a file reference",
+        IDS,
+        [
+            inp("agent:run:end", result={"uri": "f://x", "mimeType": "text/plain", "size": 3}),
+        ],
+    ),
+    (
+        C,
+        "result with a non-string name is not a file reference",
+        IDS,
+        [
+            inp("agent:run:end", result={"uri": "f://x", "mimeType": "text/plain", "name": 7}),
+        ],
+    ),
+    (
+        C,
+        "run end result kept unchanged",
+        IDS,
+        [
+            inp("agent:run:end", result={"answer": 42, "items": [1.5, None, {"a": "b"}]}),
+        ],
+    ),
+    (C, "run end with an empty string result", IDS, [inp("agent:run:end", result="")]),
+    # ---- crumbs: state (rules 8, 9) ----
+    (
+        C,
+        "loop state accretes and a new loopId starts fresh",
+        IDS,
+        [
+            inp("loop:start", loopId="L", maxIterations=3),
+            inp("loop:iteration:start", loopId="L", iteration=1, goal="find"),
+            td("thinking"),
+            inp("loop:iteration:end", loopId="L", score=0.5),
+            inp("loop:iteration:start", loopId="L", iteration=2),
+            inp("loop:check", loopId="L", goal="refine"),
+            inp("loop:iteration:end", loopId="L"),
+            inp("loop:end", loopId="L", reason="converged"),
+            inp("loop:start", loopId="M"),
+            inp("loop:iteration:start", loopId="M"),
+            FINISH,
+        ],
+    ),
+    (
+        C,
+        "merged run state from the created state",
+        {**IDS, "state": {"user": "ada", "task": 0}},
+        [
+            inp("subagent:run:start", subagentId="sa", parentAgentId="root"),
+            inp("task:start", taskRunId="tr1", taskId="summarize", model="m-1"),
+            inp(
+                "task:end",
+                taskRunId="tr1",
+                taskId="summarize",
+                status="failed",
+                durationMs=1200,
+                usage={"inputTokens": 10, "outputTokens": 5},
+                error={"code": "E_LIMIT", "message": "too long"},
+            ),
+            inp("subagent:run:end", subagentId="sa", parentAgentId="root", output={"summary": "s"}),
+            inp("loop:start", loopId="L"),
+            FINISH,
+        ],
+    ),
+    (
+        C,
+        "subagent and task defaults",
+        IDS,
+        [
+            inp("subagent:run:start", subagentId="sa", parentAgentId="p", status="queued"),
+            inp("task:start", taskRunId="tr", taskId="t"),
+            inp("task:end", taskRunId="tr", taskId="t"),
+            inp("subagent:run:end", subagentId="sa", parentAgentId="p"),
+            inp("subagent:run:end", subagentId="sa", parentAgentId="p", status="failed"),
+            inp("agent:run:end"),
+        ],
+    ),
+    # ---- crumbs: human in the loop ----
+    (
+        C,
+        "human required gives an interrupt outcome",
+        IDS,
+        [
+            td("May I?"),
+            inp(
+                "human:required",
+                interruptId="ask-1",
+                reason="approval",
+                message="Delete 3 files?",
+                toolCallId="c9",
+                responseSchema={"type": "object"},
+            ),
+            inp("human:required", interruptId="ask-1", reason="again"),
+            inp("human:required"),
+            td("while waiting"),
+            inp("tool:call", toolCallId="c1", toolName="f", input={}),
+            inp("agent:run:end", result="suspended"),
+        ],
+    ),
+    (C, "human required then finish()", IDS, [inp("human:required", reason=""), FINISH]),
+    (
+        C,
+        "human required then agent:error gives RUN_ERROR",
+        IDS,
+        [
+            inp("human:required", interruptId="i"),
+            td("x"),
+            inp("agent:error", message="gone"),
+        ],
+    ),
+    (C, "agent error with and without code", IDS, [inp("agent:error", message="")]),
+    # ---- crumbs: unknown, errors ----
+    (
+        C,
+        "unknown crumb types ignored",
+        IDS,
+        [
+            inp("mystery"),
+            td("a"),
+            inp("agent:thinking", delta=5),
+            inp("loopy"),
+            td("b"),
+            FINISH,
+        ],
+    ),
+    (
+        C,
+        "bad crumbs raise and change nothing",
+        IDS,
+        [
+            {"input": {"type": "text:delta"}, "error": "text:delta: 'delta' must be a string"},
+            {
+                "input": {"type": "text:delta", "delta": 5},
+                "error": "text:delta: 'delta' must be a string",
+            },
+            {"input": "text", "error": "crumb must be a dict, not str"},
+            {"input": None, "error": "crumb must be a dict, not NoneType"},
+            {"input": {"delta": "x"}, "error": "crumb has no string 'type'"},
+            td("ok"),
+            {
+                "input": {"type": "tool:call", "toolCallId": "c1", "toolName": "f"},
+                "error": "tool:call: 'input' must be a JSON value",
+            },
+            {
+                "input": {"type": "tool:error", "toolCallId": "c1", "error": "x"},
+                "error": "tool:error: 'error' must be an object",
+            },
+            {
+                "input": {"type": "loop:start", "loopId": "L", "iteration": "1"},
+                "error": "loop:start: 'iteration' must be an integer",
+            },
+            {"input": {"type": "loop:start"}, "error": "loop:start: 'loopId' must be a string"},
+            {
+                "input": {"type": "task:end", "taskRunId": "a", "taskId": "b", "usage": [1]},
+                "error": "task:end: 'usage' must be an object",
+            },
+            {
+                "input": {"type": "agent:error", "message": "m", "code": 3},
+                "error": "agent:error: 'code' must be a string",
+            },
+            td("ok2"),
+            FINISH,
+        ],
+    ),
+    (
+        C,
+        "optional None fields mean absent",
+        IDS,
+        [
+            inp("agent:run:start", runId=None, sessionId=None),
+            inp("human:required", interruptId=None, reason=None, message=None),
+            inp("agent:error", message="m", code=None),
+        ],
+    ),
+    # ---- crumbs: values, SSE ----
+    (
+        C,
+        "non-ASCII and escapes in SSE",
+        IDS,
+        [
+            td("héllo 世界 🎉"),
+            td('"q" \\ \n\t\r\b\f \u0000 \u001f \u007f \u2028 </script>'),
+            inp(
+                "tool:call",
+                toolCallId="c/é",
+                toolName="f",
+                input={"k\n": "v\u0001", "ü": "\U0001f600"},
+            ),
+            FINISH,
+        ],
+    ),
+    (
+        C,
+        "floats and integers",
+        IDS,
+        [
+            inp(
+                "tool:call",
+                toolCallId="c1",
+                toolName="f",
+                input={
+                    "a": 0.00001,
+                    "b": 100.0,
+                    "c": -0.0,
+                    "d": 1e16,
+                    "e": 1.5e-7,
+                    "f": 1.2345678901234568e17,
+                    "g": 0.1,
+                    "h": 123456789.125,
+                    "i": 9999999999999998.0,
+                    "j": 1e-5,
+                    "k": 9.9e-6,
+                    "l": -2.5e300,
+                    "m": 5e-324,
+                    "n": 1.7976931348623157e308,
+                    "o": 18446744073709551615,
+                    "p": -9223372036854775808,
+                    "q": 0,
+                },
+            ),
+            inp("loop:start", loopId="L", score=0.30000000000000004, big=1e22, small=-1e-7, x=3.0),
+            FINISH,
+        ],
+    ),
+    # ---- chunks ----
+    (
+        K,
+        "chunks text forms",
+        IDS,
+        [
+            raw("Hel"),
+            raw({"type": "token", "content": "lo"}),
+            raw({"type": "chunk", "content": "!"}),
+            raw({"type": "done", "output": "fin"}),
+        ],
+    ),
+    (
+        K,
+        "chunks close text before every other event",
+        IDS,
+        [
+            raw("a"),
+            raw({"type": "plan_update", "plan": ["x"]}),
+            raw("b"),
+            raw({"type": "interrupt", "question": "ok?"}),
+            raw("c"),
+            raw({"type": "subagent.started", "id": "s1"}),
+            raw("d"),
+            raw({"type": "progress", "pct": 50}),
+            raw("e"),
+            raw({"type": "tool_call", "id": "c1", "name": "f", "input": {"a": 1}}),
+            raw("f"),
+            raw({"type": "tool_result", "id": "c1", "output": "r"}),
+            raw("g"),
+            raw({"type": "done"}),
+        ],
+    ),
+    (
+        K,
+        "chunks dropped and ignored inputs keep the text open",
+        IDS,
+        [
+            raw("a"),
+            raw({"type": "tool_result", "id": "ghost", "output": "x"}),
+            raw(42),
+            raw(None),
+            raw([1]),
+            raw(True),
+            raw(""),
+            raw({"type": "token", "content": ""}),
+            raw("b"),
+            raw({"type": "tool_call", "id": "c1", "name": "f"}),
+            raw("c"),
+            raw({"type": "tool_call", "id": "c1", "name": "f"}),
+            raw("d"),
+            FINISH,
+        ],
+    ),
+    (
+        K,
+        "chunks tool calls",
+        IDS,
+        [
+            raw({"type": "tool_call", "name": "f"}),
+            raw({"type": "tool_call", "id": None, "name": "g", "input": None}),
+            raw("text"),
+            raw({"type": "tool_call", "id": "r1:t3", "name": "h", "input": [1, "x"]}),
+            raw({"type": "tool_call", "name": "i", "input": "raw string"}),
+            raw({"type": "tool_result", "id": "r1:t1", "output": {"ok": True}}),
+            raw({"type": "tool_result", "id": "r1:t2", "output": None}),
+            raw({"type": "tool_result", "id": "r1:t3", "output": 7}),
+            raw({"type": "tool_result", "id": "r1:t4", "output": ""}),
+            FINISH,
+        ],
+    ),
+    (
+        K,
+        "chunks state merges from the created state",
+        {**IDS, "state": {"user": "ada", "plan": 0}},
+        [
+            raw({"type": "plan_update", "plan": ["a", "b"]}),
+            raw({"type": "progress", "pct": 10, "note": None}),
+            raw({"pct": 20, "extra": {"x": [1.5]}}),
+            raw({"type": 5, "typed": False}),
+            raw({"type": "plan_update", "plan": {"steps": 2}}),
+            raw({"type": "plan_update"}),
+            raw({"type": "done", "output": {"answer": 1}}),
+        ],
+    ),
+    (
+        K,
+        "chunks interrupt and subagent customs",
+        {**IDS, "custom_prefix": "acme"},
+        [
+            raw({"type": "interrupt", "id": "i1", "payload": {"q": "Proceed?"}, "x": None}),
+            raw({"type": "subagent.finished", "id": "s1", "result": [1]}),
+            raw({"type": "subagent"}),
+            raw({"type": "interrupt"}),
+            raw("after"),
+            FINISH,
+        ],
+    ),
+    (
+        K,
+        "chunks default custom prefix",
+        IDS,
+        [raw({"type": "subagent.started", "name": "n"}), raw({"type": "done", "output": None})],
+    ),
+    (
+        K,
+        "chunks done with string error",
+        IDS,
+        [
+            raw("partial"),
+            raw({"type": "done", "output": {"error": "model failed", "code": "X"}}),
+        ],
+    ),
+    (
+        K,
+        "chunks done with error message and code",
+        IDS,
+        [
+            raw({"type": "done", "output": {"error": {"message": "m", "code": "E1", "detail": 1}}}),
+        ],
+    ),
+    (
+        K,
+        "chunks done with error and non-string code",
+        IDS,
+        [
+            raw({"type": "done", "output": {"error": {"message": "m", "code": 5}}}),
+        ],
+    ),
+    (
+        K,
+        "chunks done with error without message",
+        IDS,
+        [
+            raw({"type": "done", "output": {"error": {"code": "E2", "why": ["a", 1.0]}}}),
+        ],
+    ),
+    (
+        K,
+        "chunks done with non-string error message",
+        IDS,
+        [
+            raw({"type": "done", "output": {"error": {"message": 5}}}),
+        ],
+    ),
+    (K, "chunks done with numeric error", IDS, [raw({"type": "done", "output": {"error": 42}})]),
+    (K, "chunks done with false error", IDS, [raw({"type": "done", "output": {"error": False}})]),
+    (
+        K,
+        "chunks done with null error is success",
+        IDS,
+        [
+            raw({"type": "done", "output": {"error": None, "value": 1}}),
+        ],
+    ),
+    (K, "chunks done with a non-object output", IDS, [raw({"type": "done", "output": [1, 2]})]),
+    (
+        K,
+        "chunks input after done dropped",
+        IDS,
+        [
+            raw("a"),
+            raw({"type": "done", "output": "x"}),
+            raw("late"),
+            raw({"type": "token", "content": 5}),
+            raw(42),
+            raw({"type": "done"}),
+            FINISH,
+            fail("ValueError", "late"),
+        ],
+    ),
+    (K, "chunks finish without done", IDS, [raw("a"), FINISH, FINISH]),
+    (K, "chunks fail", IDS, [raw("a"), fail("RuntimeError", "stream broke"), FINISH]),
+    (K, "chunks first call yields RUN_STARTED", IDS, [raw(7), FINISH]),
+    (
+        K,
+        "chunks bad items raise and change nothing",
+        IDS,
+        [
+            {
+                "input": {"type": "token", "content": 5},
+                "error": "token: 'content' must be a string",
+            },
+            {"input": {"type": "token"}, "error": "token: 'content' must be a string"},
+            {
+                "input": {"type": "chunk", "content": ["x"]},
+                "error": "chunk: 'content' must be a string",
+            },
+            {
+                "input": {"type": "tool_call", "id": "c1"},
+                "error": "tool_call: 'name' must be a string",
+            },
+            {
+                "input": {"type": "tool_call", "id": 5, "name": "f"},
+                "error": "tool_call: 'id' must be a string",
+            },
+            {
+                "input": {"type": "tool_result", "output": "x"},
+                "error": "tool_result: 'id' must be a string",
+            },
+            raw("ok"),
+            {
+                "input": {"type": "tool_call", "name": 1},
+                "error": "tool_call: 'name' must be a string",
+            },
+            raw({"type": "tool_call", "name": "f"}),
+            FINISH,
+        ],
+    ),
+    (
+        K,
+        "chunks non-ASCII and floats",
+        IDS,
+        [
+            raw("naïve — “quotes” \n\u0007"),
+            raw({"type": "plan_update", "plan": [0.1, 1e16, -0.0, 1.5e-7, 100.0]}),
+            raw({"type": "tool_call", "name": "ü", "input": {"π": 3.14159}}),
+            FINISH,
+        ],
+    ),
+    (
+        K,
+        "chunks generated ids skip used ids",
+        IDS,
+        [
+            raw({"type": "tool_call", "id": "r1:t1", "name": "f"}),
+            raw({"type": "tool_call", "id": "r1:m1", "name": "f"}),
+            raw({"type": "tool_call", "id": "r1:r1", "name": "f"}),
+            raw({"type": "tool_call", "name": "g"}),
+            raw("hi"),
+            raw({"type": "tool_result", "id": "r1:t1", "output": "x"}),
+            FINISH,
+        ],
+    ),
+]
+
+
+def make_exception(spec):
+    import builtins
+
+    cls = getattr(builtins, spec["type"], None)
+    if not (isinstance(cls, type) and issubclass(cls, BaseException)):
+        cls = type(spec["type"], (Exception,), {})
+    return cls(spec["message"])
+
+
+def run(dialect, create, steps):
+    kwargs = dict(create)
+    if dialect == C:
+        t = pure.create_agui_transformer(**kwargs)
+    else:
+        t = pure.create_agui_translator(**kwargs)
+    events, sse = [], b""
+    out_steps = []
+    for step in steps:
+        step = dict(step)
+        if "finish" in step:
+            got = t.finish()
+        elif "fail" in step:
+            got = t.fail(make_exception(step["fail"]))
+        else:
+            try:
+                got = t(step["input"])
+            except CrumbError as error:
+                if step.get("error") != str(error):
+                    print(f"  !! error differs: {step.get('error')!r} vs {str(error)!r}")
+                step["error"] = str(error)
+                got = []
+            else:
+                if "error" in step:
+                    print(f"  !! expected error {step['error']!r}, got events")
+                    del step["error"]
+        events += got
+        sse += pure.encode_sse(got) if got else b""
+        out_steps.append(step)
+    return out_steps, events, sse.decode(), t.dropped, t.ignored, t.finished
+
+
+def slug(name):
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+
+
+def main():
+    force = "--force" in sys.argv
+    for dialect, name, create, steps in SPECS:
+        out_steps, events, sse, dropped, ignored, finished = run(dialect, create, steps)
+        vector = {
+            "name": name,
+            "dialect": dialect,
+            "create": create,
+            "steps": out_steps,
+            "events": events,
+            "sse": sse,
+            "dropped": dropped,
+            "ignored": ignored,
+            "finished": finished,
+        }
+        path = HERE / f"{'c' if dialect == C else 'k'}_{slug(name)}.json"
+        if path.exists() and not force:
+            continue
+        path.write_text(json.dumps(vector, indent=1, ensure_ascii=False) + "\n")
+        print(f"wrote {path.name}: {len(events)} events, dropped={dropped} ignored={ignored}")
+
+
+if __name__ == "__main__":
+    main()
