@@ -1,0 +1,500 @@
+"""Server benchmark: agui-bridge on granian RSGI against Starlette + uvicorn + EventEncoder.
+
+    python benches/server.py            # what `make bench-server` runs
+    python benches/server.py --quick    # smaller counts, for a smoke run
+
+One run, this machine, loopback only, one worker per server, the same agent
+(N text deltas per request) and the same load client for both:
+
+  (a) ``benches/bench_app.py`` on granian (RSGI, uvloop), the native build when present;
+  (b) ``benches/peer_app.py`` on uvicorn (uvloop + httptools, i.e. ``uvicorn[standard]``):
+      Starlette ``StreamingResponse``, one pydantic event model and one
+      ``EventEncoder.encode`` chunk per event.
+
+The load client is one process of raw asyncio ``Protocol`` connections on uvloop
+(HTTP/1.1, ``Connection: close``): it counts ``data: `` frames with
+``bytes.count`` as bytes arrive and checks the status line and the final
+``RUN_FINISHED``; it parses nothing else, so it stays cheap. Nothing is pinned
+by default (granian's worker has a Rust I/O thread beside the Python one);
+``--pin`` puts the server on CPU 0 and the client on CPU 1. RSS is the server
+worker's ``VmRSS`` from /proc, sampled every 20 ms.
+
+Figures: events/s of one 10,000-delta stream (median of 3); aggregate events/s
+of 16 concurrent 10,000-delta streams (median of 3); 1,000 concurrently open
+slow streams (20 deltas, one every 100 ms): all complete with every event, and
+RSS growth per open stream (peak minus idle, over 1,000). Targets: (a) ≥ 10x (b)
+on both throughput figures; the 1,000 streams all complete with ≤ 64 KiB each.
+The figures go to stdout and to benches/results/server.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime as dt
+import json
+import os
+import platform
+import shlex
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benches" / "results" / "server.md"
+EVENTS_BESIDE_DELTAS = 4  # RUN_STARTED, TEXT_MESSAGE_START, TEXT_MESSAGE_END, RUN_FINISHED
+SERVER_CPU, CLIENT_CPU = 0, 1
+PIN = False
+
+
+# ---------------------------------------------------------------- servers
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    with contextlib.suppress(OSError):
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as fh:
+                out += [int(c) for c in fh.read().split()]
+    return out
+
+
+def rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise RuntimeError(f"no VmRSS for {pid}")
+
+
+@dataclass
+class Server:
+    name: str
+    argv: list[str]
+    env: dict = field(default_factory=dict)
+    worker_is_child: bool = False
+    port: int = 0
+    proc: subprocess.Popen | None = None
+    worker: int = 0
+
+    def start(self, timeout: float = 30.0) -> None:
+        self.port = _free_port()
+        argv = [a.replace("{port}", str(self.port)) for a in self.argv]
+        env = {**os.environ, **self.env}
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(ROOT / "python"), str(ROOT), env.get("PYTHONPATH")) if p
+        )
+        self.command = shlex.join(argv)
+        pin = ["taskset", "-c", str(SERVER_CPU)] if PIN else []
+        self.proc = subprocess.Popen(
+            [*pin, *argv],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited: {self.proc.stderr.read()}")
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port)):
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.name} did not listen within {timeout}s")
+            time.sleep(0.05)
+        # taskset execs the server, so proc.pid is the server itself.
+        self.worker = self.proc.pid
+        if self.worker_is_child:
+            kids = _children(self.proc.pid)
+            if len(kids) != 1:
+                raise RuntimeError(f"{self.name}: expected one worker, found {kids}")
+            self.worker = kids[0]
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+        self.proc = None
+
+
+def granian_server(name: str, env: dict) -> Server:
+    argv = [sys.executable, "-m", "granian", "--interface", "rsgi", "--host", "127.0.0.1"]
+    argv += ["--port", "{port}", "--workers", "1", "--loop", "uvloop", "--http", "1"]
+    argv += ["--backlog", "2048", "--backpressure", "2048", "--log-level", "warning"]
+    argv += ["benches.bench_app:app"]
+    return Server(name, argv, env=env, worker_is_child=True)
+
+
+def uvicorn_server() -> Server:
+    argv = [sys.executable, "-m", "uvicorn", "benches.peer_app:app", "--host", "127.0.0.1"]
+    argv += ["--port", "{port}", "--workers", "1", "--loop", "uvloop", "--http", "httptools"]
+    argv += ["--backlog", "2048", "--log-level", "warning", "--no-access-log"]
+    return Server("starlette+uvicorn+EventEncoder", argv)
+
+
+# ---------------------------------------------------------------- load client
+
+
+def request_bytes(port: int, deltas: int, interval: float) -> bytes:
+    body = json.dumps(
+        {
+            "threadId": f"bench-{uuid.uuid4().hex[:12]}",
+            "runId": uuid.uuid4().hex,
+            "state": {},
+            "messages": [{"id": uuid.uuid4().hex, "role": "user", "content": "go"}],
+            "tools": [],
+            "context": [],
+            "forwardedProps": {"deltas": deltas, "interval": interval},
+        }
+    ).encode()
+    head = (
+        f"POST /ag-ui/run HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+        "Content-Type: application/json\r\nAccept: text/event-stream\r\n"
+        f"Connection: close\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    return head.encode() + body
+
+
+class Stream(asyncio.Protocol):
+    """One SSE response: counts ``data: `` frames as bytes arrive."""
+
+    def __init__(self, request: bytes, done: asyncio.Future, tracker: dict):
+        self.request, self.done, self.tracker = request, done, tracker
+        self.frames = 0
+        self.nbytes = 0
+        self.head = b""
+        self.tail = b""
+        self.carry = b""
+        self.first = 0.0
+
+    def connection_made(self, transport):
+        transport.write(self.request)
+
+    def data_received(self, data):
+        if not self.nbytes:
+            self.first = time.perf_counter()
+            self.head = data[:16]
+            self.tracker["open"] += 1
+            self.tracker["peak"] = max(self.tracker["peak"], self.tracker["open"])
+        self.nbytes += len(data)
+        # A 5-byte carry cannot hold a whole "data: ", so nothing is counted twice.
+        buf = self.carry + data
+        self.frames += buf.count(b"data: ")
+        self.carry = buf[-5:]
+        self.tail = (self.tail + data)[-400:]
+
+    def connection_lost(self, exc):
+        if self.nbytes:
+            self.tracker["open"] -= 1
+        if not self.done.done():
+            self.done.set_result(exc)
+
+    def complete(self, deltas: int) -> bool:
+        return (
+            self.head.startswith(b"HTTP/1.1 200")
+            and self.frames == deltas + EVENTS_BESIDE_DELTAS
+            and b'"type":"RUN_FINISHED"' in self.tail
+        )
+
+
+async def run_streams(
+    port: int, count: int, deltas: int, interval: float, timeout: float, sampler=None
+) -> dict:
+    loop = asyncio.get_running_loop()
+    tracker = {"open": 0, "peak": 0}
+    streams, waits = [], []
+    start = time.perf_counter()
+    for _ in range(count):
+        done = loop.create_future()
+        stream = Stream(request_bytes(port, deltas, interval), done, tracker)
+        await loop.create_connection(lambda s=stream: s, "127.0.0.1", port)
+        streams.append(stream)
+        waits.append(done)
+    sampling = asyncio.ensure_future(sampler()) if sampler else None
+    try:
+        await asyncio.wait_for(asyncio.gather(*waits), timeout)
+    finally:
+        if sampling:
+            sampling.cancel()
+    elapsed = time.perf_counter() - start
+    complete = sum(s.complete(deltas) for s in streams)
+    frames = sum(s.frames for s in streams)
+    return {
+        "elapsed": elapsed,
+        "frames": frames,
+        "complete": complete,
+        "count": count,
+        "peak_open": tracker["peak"],
+        "events_per_s": frames / elapsed,
+    }
+
+
+# ---------------------------------------------------------------- phases
+
+
+async def throughput(server: Server, streams: int, deltas: int, repeats: int) -> dict:
+    runs = []
+    for _ in range(repeats):
+        result = await run_streams(server.port, streams, deltas, 0.0, timeout=300)
+        if result["complete"] != streams:
+            raise RuntimeError(f"{server.name}: {streams - result['complete']} streams incomplete")
+        runs.append(result["events_per_s"])
+    return {"median": statistics.median(runs), "runs": runs}
+
+
+async def slow_streams(server: Server, streams: int, deltas: int, interval: float) -> dict:
+    await asyncio.sleep(0.5)
+    idle = rss_kib(server.worker)
+    peak = [idle]
+
+    async def sample():
+        while True:
+            peak[0] = max(peak[0], rss_kib(server.worker))
+            await asyncio.sleep(0.02)
+
+    result = await run_streams(
+        server.port, streams, deltas, interval, timeout=deltas * interval + 120, sampler=sample
+    )
+    result.update(
+        rss_idle_kib=idle,
+        rss_peak_kib=peak[0],
+        kib_per_stream=(peak[0] - idle) / streams,
+    )
+    return result
+
+
+async def measure(server: Server, args) -> dict:
+    # Warm up: imports, code paths, the allocator.
+    await run_streams(server.port, 4, 1000, 0.0, timeout=60)
+    await run_streams(server.port, 64, 20, 0.0, timeout=60)
+    out = {
+        "single": await throughput(server, 1, args.deltas, args.repeats),
+        "concurrent": await throughput(server, args.concurrency, args.deltas, args.repeats),
+    }
+    if not args.skip_slow:
+        out["slow"] = await slow_streams(server, args.slow_streams, args.slow_deltas, 0.1)
+    return out
+
+
+def bench_info(env: dict) -> dict:
+    code = (
+        "import json, agui_bridge, benches.bench_app as b;"
+        "print(json.dumps({'mode': b.MODE, 'impl': agui_bridge.IMPLEMENTATION}))"
+    )
+    full = {**os.environ, **env, "PYTHONPATH": f"{ROOT / 'python'}{os.pathsep}{ROOT}"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=full, capture_output=True, text=True
+    )
+    if out.returncode:
+        raise RuntimeError(out.stderr)
+    return json.loads(out.stdout)
+
+
+def versions() -> dict:
+    import importlib.metadata as md
+
+    names = ["granian", "uvicorn", "starlette", "ag-ui-protocol", "pydantic", "uvloop", "httptools"]
+    return {n: md.version(n) for n in names}
+
+
+# ---------------------------------------------------------------- report
+
+
+def fmt(v: float) -> str:
+    return f"{v:,.0f}"
+
+
+def report(results: dict, infos: dict, args, commands: dict) -> str:
+    ours, peer = results["ours"], results["peer"]
+    lines = []
+    rows = [("figure", "agui-bridge (a)", "peer (b)", "target", "verdict")]
+    ratio_1 = ours["single"]["median"] / peer["single"]["median"]
+    ratio_16 = ours["concurrent"]["median"] / peer["concurrent"]["median"]
+    rows.append(
+        (
+            f"1 stream x {args.deltas:,} deltas, events/s",
+            fmt(ours["single"]["median"]),
+            fmt(peer["single"]["median"]),
+            "≥ 10x peer",
+            f"{ratio_1:.1f}x {'PASS' if ratio_1 >= 10 else 'FAIL'}",
+        )
+    )
+    rows.append(
+        (
+            f"{args.concurrency} streams x {args.deltas:,} deltas, aggregate events/s",
+            fmt(ours["concurrent"]["median"]),
+            fmt(peer["concurrent"]["median"]),
+            "≥ 10x peer",
+            f"{ratio_16:.1f}x {'PASS' if ratio_16 >= 10 else 'FAIL'}",
+        )
+    )
+    if "slow" in ours:
+        o, p = ours["slow"], peer["slow"]
+        ok_all = o["complete"] == o["count"]
+        rows.append(
+            (
+                f"{args.slow_streams:,} slow streams ({args.slow_deltas} deltas/100 ms): complete",
+                f"{o['complete']}/{o['count']} (peak open {o['peak_open']})",
+                f"{p['complete']}/{p['count']} (peak open {p['peak_open']})",
+                "all",
+                "PASS" if ok_all else "FAIL",
+            )
+        )
+        rows.append(
+            (
+                "  RSS growth per open stream (KiB)",
+                f"{o['kib_per_stream']:.1f} ({o['rss_idle_kib'] // 1024}→"
+                f"{o['rss_peak_kib'] // 1024} MiB)",
+                f"{p['kib_per_stream']:.1f} ({p['rss_idle_kib'] // 1024}→"
+                f"{p['rss_peak_kib'] // 1024} MiB)",
+                "≤ 64",
+                "PASS" if o["kib_per_stream"] <= 64 else "FAIL",
+            )
+        )
+        rows.append(
+            (
+                "  wall time of the slow phase (s)",
+                f"{o['elapsed']:.2f}",
+                f"{p['elapsed']:.2f}",
+                f"≥ {args.slow_deltas * 0.1:.1f}",
+                "",
+            )
+        )
+    if "pure" in results:
+        pure = results["pure"]
+        rows.append(
+            (
+                "  (a) on the pure build: 1 stream / 16 streams, events/s",
+                f"{fmt(pure['single']['median'])} / {fmt(pure['concurrent']['median'])}",
+                "",
+                "",
+                "",
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    lines.append("| " + " | ".join(r.ljust(w) for r, w in zip(rows[0], widths, strict=True)) + " |")
+    lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for row in rows[1:]:
+        lines.append("| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + " |")
+    table = "\n".join(lines)
+
+    info = infos["ours"]
+    served = (
+        "`agui_bridge.App` (memory store)"
+        if info["mode"] == "app"
+        else "a minimal RSGI handler over the public transformer (`agui_bridge.App` "
+        "had not landed), one `encode` + `send_bytes` per crumb"
+    )
+    ver = versions()
+    pinning = (
+        f"server on CPU {SERVER_CPU}, client on CPU {CLIENT_CPU}"
+        if PIN
+        else "none (server and client share both cores)"
+    )
+    md = f"""# Server benchmark: agui-bridge on granian vs Starlette + uvicorn + EventEncoder
+
+Date: {dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")}.
+Command: `{" ".join(["python", "benches/server.py", *sys.argv[1:]])}` (`make bench-server`).
+Machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()};
+{", ".join(f"{k} {v}" for k, v in ver.items())}.
+
+{table}
+
+- (a) `benches/bench_app.py` served by {served}, on the **{info["impl"]}** build.
+  `{commands["ours"]}`
+- (b) `benches/peer_app.py`: Starlette `StreamingResponse`, one `ag_ui.core` pydantic
+  event and one `EventEncoder.encode` chunk per event.
+  `{commands["peer"]}`
+- The agent is the same in both: N deltas of `"token "`, then the run ends; each stream
+  is N + 4 events. Throughput figures are the median of {args.repeats} runs
+  (runs: a single {[fmt(x) for x in ours["single"]["runs"]]} vs
+  {[fmt(x) for x in peer["single"]["runs"]]}; {args.concurrency} streams
+  {[fmt(x) for x in ours["concurrent"]["runs"]]} vs
+  {[fmt(x) for x in peer["concurrent"]["runs"]]}).
+- Load client: one process, uvloop, raw asyncio `Protocol` connections (HTTP/1.1,
+  `Connection: close`) that only count `data: ` frames with `bytes.count` and check the
+  status line, the frame count (none lost) and the final `RUN_FINISHED`. CPU pinning:
+  {pinning}. Events/s = frames received / wall time from the first connect to the
+  last close.
+- RSS: the server worker's `VmRSS` from /proc, idle after warm-up vs the peak sampled
+  every 20 ms while the slow streams are open; growth / number of streams.
+"""
+    return table, md
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--deltas", type=int, default=10_000)
+    ap.add_argument("--concurrency", type=int, default=16)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--slow-streams", type=int, default=1000)
+    ap.add_argument("--slow-deltas", type=int, default=20)
+    ap.add_argument("--skip-slow", action="store_true")
+    ap.add_argument("--no-pure", action="store_true", help="skip the pure-build row")
+    ap.add_argument("--quick", action="store_true", help="small counts; results not written")
+    ap.add_argument(
+        "--pin", action="store_true", help=f"pin the server to CPU {SERVER_CPU}, the client to 1"
+    )
+    ap.add_argument("--out", type=Path, default=RESULTS)
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.deltas, args.repeats, args.slow_streams = 2000, 1, 200
+    return args
+
+
+def main(argv=None) -> int:
+    global PIN
+    args = parse_args(argv)
+    PIN = args.pin
+    if PIN:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, {CLIENT_CPU})
+    import uvloop
+
+    infos = {"ours": bench_info({}), "peer": {}}
+    if infos["ours"]["impl"] != "rust":
+        print("warning: the native build is missing; (a) runs on the pure build", file=sys.stderr)
+    servers = {"ours": granian_server("agui-bridge+granian", {}), "peer": uvicorn_server()}
+    if infos["ours"]["impl"] == "rust" and not args.no_pure:
+        servers["pure"] = granian_server("agui-bridge+granian (pure)", {"AGUI_BRIDGE_PURE": "1"})
+    results, commands = {}, {}
+    for key, server in servers.items():
+        print(f"… {server.name}", file=sys.stderr, flush=True)
+        server.start()
+        try:
+            sub = argparse.Namespace(**vars(args))
+            sub.skip_slow = args.skip_slow or key == "pure"
+            results[key] = uvloop.run(measure(server, sub))
+            commands[key] = server.command
+        finally:
+            server.stop()
+    table, md = report(results, infos, args, commands)
+    print(table)
+    if not args.quick:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(md)
+        print(f"written to {args.out.relative_to(ROOT)}", file=sys.stderr)
+    verdicts = [line for line in table.splitlines() if "FAIL" in line]
+    return 1 if verdicts else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
