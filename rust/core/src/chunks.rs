@@ -1,0 +1,198 @@
+//! The chunks dialect (contract section 4, seed 001).
+
+use crate::error::CrumbError;
+use crate::fields::{self, Input, Kind, Kinds, parse_fields};
+use crate::framing::{Framer, IdKind};
+use crate::json::{Map, Value, compact};
+use crate::stream::Dialect;
+
+type Fields = Map<String, Value>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Row {
+    Token,
+    ToolCall,
+    ToolResult,
+    PlanUpdate,
+    Interrupt,
+    Done,
+}
+
+const CONTENT: &[(&str, Kind)] = &[("content", Kind::Str)];
+const TOOL_CALL: &[(&str, Kind)] = &[("id", Kind::Str), ("name", Kind::Str)];
+const TOOL_RESULT: &[(&str, Kind)] = &[("id", Kind::Str)];
+
+// Chunks type only the fields of their own row; everything else is a JSON value.
+fn row(chunk_type: &str) -> Option<(Row, &'static [&'static str], &'static [(&'static str, Kind)])> {
+    Some(match chunk_type {
+        "token" | "chunk" => (Row::Token, &["content"], CONTENT),
+        "tool_call" => (Row::ToolCall, &["name"], TOOL_CALL),
+        "tool_result" => (Row::ToolResult, &["id"], TOOL_RESULT),
+        "plan_update" => (Row::PlanUpdate, &[], &[]),
+        "interrupt" => (Row::Interrupt, &[], &[]),
+        "done" => (Row::Done, &[], &[]),
+        _ => return None,
+    })
+}
+
+#[derive(Debug)]
+pub enum Parsed {
+    Text(String),
+    Ignored,
+    Object(Fields),
+    Custom(String, Fields),
+    Row(Row, Fields),
+}
+
+#[derive(Debug, Clone)]
+pub struct Chunks {
+    framer: Framer,
+    custom_prefix: String,
+}
+
+impl Chunks {
+    pub fn new(
+        thread_id: String,
+        run_id: String,
+        state: Map<String, Value>,
+        custom_prefix: String,
+    ) -> Self {
+        Self {
+            framer: Framer::new(thread_id, run_id, state, true),
+            custom_prefix,
+        }
+    }
+
+    fn done(&mut self, output: Option<Value>) {
+        let error = match &output {
+            Some(Value::Object(map)) => map.get("error").filter(|error| !error.is_null()),
+            _ => None,
+        };
+        let Some(error) = error else {
+            self.framer.run_finished(output, None);
+            return;
+        };
+        let message = match error {
+            Value::String(message) => message.clone(),
+            Value::Object(map) if map.get("message").is_some_and(Value::is_string) => {
+                map["message"].as_str().unwrap_or_default().to_owned()
+            }
+            other => compact(other),
+        };
+        let code = error
+            .get("code")
+            .filter(|_| error.is_object())
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        self.framer.run_error(&message, code.as_deref());
+    }
+}
+
+impl Dialect for Chunks {
+    type Parsed = Parsed;
+
+    fn framer(&self) -> &Framer {
+        &self.framer
+    }
+
+    fn framer_mut(&mut self) -> &mut Framer {
+        &mut self.framer
+    }
+
+    fn parse(&self, input: &Input) -> Result<Parsed, CrumbError> {
+        let entries = match input {
+            Input::Str { text: Some(text), .. } => return Ok(Parsed::Text(text.clone())),
+            Input::Str { text: None, .. } => {
+                return Err(CrumbError::new("token: 'content' must be a JSON value"));
+            }
+            Input::Other { .. } => return Ok(Parsed::Ignored),
+            Input::Dict(entries) => entries,
+        };
+        let Some(chunk_type) = fields::item_type(entries) else {
+            return Ok(Parsed::Object(parse_fields(
+                "chunk",
+                entries,
+                &[],
+                Kinds::Listed(&[]),
+                true,
+            )?));
+        };
+        let Some((row, required, kinds)) = row(chunk_type) else {
+            let fields = parse_fields(chunk_type, entries, &[], Kinds::Listed(&[]), true)?;
+            if chunk_type.starts_with("subagent.") {
+                return Ok(Parsed::Custom(chunk_type.to_owned(), fields));
+            }
+            return Ok(Parsed::Object(fields));
+        };
+        let fields = parse_fields(chunk_type, entries, required, Kinds::Listed(kinds), true)?;
+        Ok(Parsed::Row(row, fields))
+    }
+
+    fn apply(&mut self, parsed: Parsed) {
+        if !self.framer.started {
+            self.framer.start(None, None);
+        }
+        let (row, mut f) = match parsed {
+            Parsed::Text(text) => return self.framer.text(&text),
+            Parsed::Ignored => {
+                self.framer.ignored += 1;
+                return;
+            }
+            Parsed::Object(fields) => return self.framer.snapshot(fields),
+            Parsed::Custom(chunk_type, fields) => {
+                let name = format!("{}.{chunk_type}", self.custom_prefix);
+                return self.framer.custom(&name, Value::Object(fields));
+            }
+            Parsed::Row(row, fields) => (row, fields),
+        };
+        match row {
+            Row::Token => {
+                let content = f.get("content").and_then(Value::as_str).unwrap_or_default();
+                self.framer.text(content);
+            }
+            Row::ToolCall => {
+                let tool_call_id = match f.get("id").and_then(Value::as_str) {
+                    Some(id) => id.to_owned(),
+                    None => self.framer.new_id(IdKind::Tool),
+                };
+                let name = f.get("name").and_then(Value::as_str).unwrap_or_default();
+                if self.framer.tool_start(&tool_call_id, name) {
+                    let args = match f.get("input") {
+                        None | Some(Value::Null) => "{}".to_owned(),
+                        Some(input) => compact(input),
+                    };
+                    self.framer.tool_args(&tool_call_id, &args);
+                    self.framer.tool_end(&tool_call_id);
+                }
+            }
+            Row::ToolResult => {
+                let content = match f.get("output") {
+                    Some(Value::String(output)) => output.clone(),
+                    Some(output) => compact(output),
+                    None => "null".to_owned(),
+                };
+                let id = f.get("id").and_then(Value::as_str).unwrap_or_default();
+                self.framer.tool_result(id, content);
+            }
+            Row::PlanUpdate => {
+                let plan = f.shift_remove("plan").unwrap_or(Value::Null);
+                let mut update = Map::new();
+                update.insert("plan".to_owned(), plan);
+                self.framer.snapshot(update);
+            }
+            Row::Interrupt => self.framer.custom("on_interrupt", Value::Object(f)),
+            Row::Done => {
+                let output = f.shift_remove("output");
+                self.done(output);
+            }
+        }
+    }
+
+    fn finish_run(&mut self) {
+        self.framer.run_finished(None, None);
+    }
+
+    fn fail_run(&mut self, message: &str, code: &str) {
+        self.framer.run_error(message, Some(code));
+    }
+}

@@ -1,0 +1,398 @@
+//! The crumbs dialect (contract section 3, seed 000).
+
+use std::collections::HashSet;
+
+use crate::error::CrumbError;
+use crate::fields::{self, Input, Kinds, check_error_object, parse_fields};
+use crate::framing::{Framer, IdKind};
+use crate::json::{Map, Value, compact};
+use crate::stream::Dialect;
+
+type Fields = Map<String, Value>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Known {
+    RunStart,
+    Text,
+    File,
+    InputStart,
+    InputDelta,
+    InputEnd,
+    Call,
+    Result,
+    Error,
+    RunEnd,
+    AgentError,
+    Human,
+    StepStart,
+    StepEnd,
+    SubagentStart,
+    SubagentEnd,
+    TaskStart,
+    TaskEnd,
+}
+
+fn known(crumb_type: &str) -> Option<(Known, &'static [&'static str])> {
+    Some(match crumb_type {
+        "agent:run:start" => (Known::RunStart, &[]),
+        "text:delta" => (Known::Text, &["delta"]),
+        "file:generated" => (Known::File, &["uri", "mimeType"]),
+        "tool:input:start" => (Known::InputStart, &["toolCallId", "toolName"]),
+        "tool:input:delta" => (Known::InputDelta, &["toolCallId", "delta"]),
+        "tool:input:end" => (Known::InputEnd, &["toolCallId"]),
+        "tool:call" => (Known::Call, &["toolCallId", "toolName", "input"]),
+        "tool:result" => (Known::Result, &["toolCallId", "result"]),
+        "tool:error" => (Known::Error, &["toolCallId", "error"]),
+        "agent:run:end" => (Known::RunEnd, &[]),
+        "agent:error" => (Known::AgentError, &["message"]),
+        "human:required" => (Known::Human, &[]),
+        "pipeline:step:start" => (Known::StepStart, &["stepName"]),
+        "pipeline:step:end" => (Known::StepEnd, &["stepName"]),
+        "subagent:run:start" => (Known::SubagentStart, &["subagentId", "parentAgentId"]),
+        "subagent:run:end" => (Known::SubagentEnd, &["subagentId", "parentAgentId"]),
+        "task:start" => (Known::TaskStart, &["taskRunId", "taskId"]),
+        "task:end" => (Known::TaskEnd, &["taskRunId", "taskId"]),
+        _ => return None,
+    })
+}
+
+const LOOP_OWN_FIELDS: [&str; 4] = ["type", "loopId", "phase", "iteration"];
+
+#[derive(Debug)]
+pub enum Parsed {
+    Known(Known, Fields),
+    Loop(String, Fields),
+    Unknown,
+}
+
+/// A file reference: string `uri` and `mimeType`, optional string `name`, nothing else.
+pub fn is_file_reference(value: &Value) -> bool {
+    let Value::Object(map) = value else {
+        return false;
+    };
+    matches!(map.get("uri"), Some(Value::String(_)))
+        && matches!(map.get("mimeType"), Some(Value::String(_)))
+        && map.get("name").is_none_or(Value::is_string)
+        && map
+            .keys()
+            .all(|key| matches!(key.as_str(), "uri" | "mimeType" | "name"))
+}
+
+fn file_value(fields: &Map<String, Value>) -> Value {
+    let mut value = Map::new();
+    value.insert("uri".to_owned(), fields["uri"].clone());
+    value.insert("mimeType".to_owned(), fields["mimeType"].clone());
+    if let Some(name) = fields.get("name").filter(|name| !name.is_null()) {
+        value.insert("name".to_owned(), name.clone());
+    }
+    Value::Object(value)
+}
+
+fn text<'a>(fields: &'a Fields, key: &str) -> &'a str {
+    fields.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+fn opt_text(fields: &Fields, key: &str) -> Option<String> {
+    fields.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+#[derive(Debug, Clone)]
+pub struct Crumbs {
+    framer: Framer,
+    streamed: HashSet<String>,
+    interrupts: Vec<Map<String, Value>>,
+    interrupt_ids: HashSet<String>,
+    files: HashSet<String>,
+    current_loop: Option<Map<String, Value>>,
+}
+
+impl Crumbs {
+    pub fn new(thread_id: String, run_id: String, state: Map<String, Value>) -> Self {
+        Self {
+            framer: Framer::new(thread_id, run_id, state, false),
+            streamed: HashSet::new(),
+            interrupts: Vec::new(),
+            interrupt_ids: HashSet::new(),
+            files: HashSet::new(),
+            current_loop: None,
+        }
+    }
+
+    /// The interrupts recorded by human:required so far.
+    pub fn interrupts(&self) -> &[Map<String, Value>] {
+        &self.interrupts
+    }
+
+    fn announce(&mut self, value: Value) {
+        let uri = value["uri"].as_str().unwrap_or_default().to_owned();
+        if !self.files.insert(uri) {
+            self.framer.dropped += 1;
+            return;
+        }
+        self.framer.custom("FILE_GENERATED", value);
+    }
+
+    fn call_tool(&mut self, f: &Fields) {
+        let tool_call_id = text(f, "toolCallId");
+        if self.streamed.contains(tool_call_id) {
+            return;
+        }
+        if self.framer.tool_start(tool_call_id, text(f, "toolName")) {
+            self.framer.tool_args(tool_call_id, &compact(&f["input"]));
+            self.framer.tool_end(tool_call_id);
+        }
+    }
+
+    fn run_end(&mut self, f: &Fields) {
+        let result = f.get("result").cloned();
+        self.framer.close_all();
+        if let Some(result) = &result {
+            let announced = result
+                .get("uri")
+                .and_then(Value::as_str)
+                .is_some_and(|uri| self.files.contains(uri));
+            if is_file_reference(result) && !announced {
+                let Value::Object(map) = result else {
+                    unreachable!()
+                };
+                self.announce(file_value(map));
+            }
+        }
+        let outcome = (!self.interrupts.is_empty()).then(|| {
+            let mut outcome = Map::new();
+            outcome.insert("type".to_owned(), "interrupt".into());
+            let list = self.interrupts.iter().cloned().map(Value::Object).collect();
+            outcome.insert("interrupts".to_owned(), Value::Array(list));
+            Value::Object(outcome)
+        });
+        self.framer.run_finished(result, outcome);
+    }
+
+    fn human(&mut self, f: &Fields) {
+        let interrupt_id = match opt_text(f, "interruptId") {
+            Some(id) if self.interrupt_ids.contains(&id) => {
+                self.framer.dropped += 1;
+                return;
+            }
+            Some(id) => {
+                self.framer.used_ids.insert(id.clone());
+                id
+            }
+            None => self.framer.new_id(IdKind::Interrupt),
+        };
+        self.interrupt_ids.insert(interrupt_id.clone());
+        let mut interrupt = Map::new();
+        interrupt.insert("id".to_owned(), interrupt_id.into());
+        let reason = f
+            .get("reason")
+            .cloned()
+            .unwrap_or_else(|| "human_required".into());
+        interrupt.insert("reason".to_owned(), reason);
+        for key in ["message", "toolCallId", "responseSchema"] {
+            if let Some(value) = f.get(key) {
+                interrupt.insert(key.to_owned(), value.clone());
+            }
+        }
+        self.interrupts.push(interrupt);
+        self.framer.close_text();
+    }
+
+    fn step_then_snapshot(&mut self, name: &str, starting: bool, key: &str, value: Value) {
+        if starting {
+            self.framer.step_start(name);
+        } else {
+            self.framer.step_end(name);
+        }
+        let mut update = Map::new();
+        update.insert(key.to_owned(), value);
+        self.framer.snapshot(update);
+    }
+
+    fn status(f: &Fields, starting: bool) -> Value {
+        f.get("status")
+            .cloned()
+            .unwrap_or_else(|| if starting { "running" } else { "completed" }.into())
+    }
+
+    fn subagent(&mut self, f: &Fields, starting: bool) {
+        let name = format!("subagent_{}", text(f, "subagentId"));
+        let mut subagent = Map::new();
+        subagent.insert("parentAgentId".to_owned(), f["parentAgentId"].clone());
+        subagent.insert("subagentId".to_owned(), f["subagentId"].clone());
+        subagent.insert("status".to_owned(), Self::status(f, starting));
+        if let Some(output) = f.get("output") {
+            subagent.insert("output".to_owned(), output.clone());
+        }
+        self.step_then_snapshot(&name, starting, "subagent", Value::Object(subagent));
+    }
+
+    fn task(&mut self, f: &Fields, starting: bool) {
+        let name = format!("task_{}", text(f, "taskRunId"));
+        let mut task = Map::new();
+        task.insert("taskRunId".to_owned(), f["taskRunId"].clone());
+        task.insert("taskId".to_owned(), f["taskId"].clone());
+        if let Some(model) = f.get("model") {
+            task.insert("model".to_owned(), model.clone());
+        }
+        task.insert("status".to_owned(), Self::status(f, starting));
+        for key in ["durationMs", "usage", "error"] {
+            if let Some(value) = f.get(key) {
+                task.insert(key.to_owned(), value.clone());
+            }
+        }
+        self.step_then_snapshot(&name, starting, "task", Value::Object(task));
+    }
+
+    fn loop_crumb(&mut self, phase: &str, f: &Fields) {
+        let loop_id = text(f, "loopId").to_owned();
+        let mut current = match self.current_loop.take() {
+            Some(previous) if previous.get("loopId").and_then(Value::as_str) == Some(&loop_id) => {
+                previous
+            }
+            _ => {
+                let mut fresh = Map::new();
+                fresh.insert("loopId".to_owned(), loop_id.clone().into());
+                fresh.insert("phase".to_owned(), phase.into());
+                fresh.insert("iteration".to_owned(), 0.into());
+                fresh
+            }
+        };
+        current.insert("phase".to_owned(), phase.into());
+        if let Some(iteration) = f.get("iteration") {
+            current.insert("iteration".to_owned(), iteration.clone());
+        }
+        for (key, value) in f {
+            if !LOOP_OWN_FIELDS.contains(&key.as_str()) {
+                current.insert(key.clone(), value.clone());
+            }
+        }
+        let step = format!("loop_{loop_id}_{}", current["iteration"]);
+        self.current_loop = Some(current.clone());
+        match phase {
+            "iteration:start" => self.framer.step_start(&step),
+            "iteration:end" => self.framer.step_end(&step),
+            _ => {}
+        }
+        let mut update = Map::new();
+        update.insert("loop".to_owned(), Value::Object(current));
+        self.framer.snapshot(update);
+    }
+}
+
+impl Dialect for Crumbs {
+    type Parsed = Parsed;
+
+    fn framer(&self) -> &Framer {
+        &self.framer
+    }
+
+    fn framer_mut(&mut self) -> &mut Framer {
+        &mut self.framer
+    }
+
+    fn parse(&self, input: &Input) -> Result<Parsed, CrumbError> {
+        let entries = match input {
+            Input::Dict(entries) => entries,
+            Input::Str { type_name, .. } | Input::Other { type_name } => {
+                return Err(CrumbError::new(format!(
+                    "crumb must be a dict, not {type_name}"
+                )));
+            }
+        };
+        let Some(crumb_type) = fields::item_type(entries) else {
+            return Err(CrumbError::new("crumb has no string 'type'"));
+        };
+        let (parsed_kind, required): (Option<Known>, &[&str]) = match known(crumb_type) {
+            Some((kind, required)) => (Some(kind), required),
+            None if crumb_type.starts_with("loop:") => (None, &["loopId"]),
+            None => return Ok(Parsed::Unknown),
+        };
+        let fields = parse_fields(crumb_type, entries, required, Kinds::ByName, false)?;
+        if let Some(error) = fields.get("error") {
+            check_error_object(crumb_type, error)?;
+        }
+        Ok(match parsed_kind {
+            Some(kind) => Parsed::Known(kind, fields),
+            None => Parsed::Loop(crumb_type["loop:".len()..].to_owned(), fields),
+        })
+    }
+
+    fn apply(&mut self, parsed: Parsed) {
+        if let Parsed::Known(Known::RunStart, f) = &parsed {
+            if self.framer.started {
+                self.framer.dropped += 1;
+            } else {
+                self.framer
+                    .start(opt_text(f, "sessionId"), opt_text(f, "runId"));
+            }
+            return;
+        }
+        if !self.framer.started {
+            self.framer.start(None, None);
+        }
+        let (kind, f) = match parsed {
+            Parsed::Unknown => {
+                self.framer.ignored += 1;
+                return;
+            }
+            Parsed::Loop(phase, f) => {
+                self.loop_crumb(&phase, &f);
+                return;
+            }
+            Parsed::Known(kind, f) => (kind, f),
+        };
+        match kind {
+            Known::RunStart => {}
+            Known::Text => self.framer.text(text(&f, "delta")),
+            Known::File => self.announce(file_value(&f)),
+            Known::InputStart => {
+                let id = text(&f, "toolCallId");
+                if self.framer.tool_start(id, text(&f, "toolName")) {
+                    self.streamed.insert(id.to_owned());
+                }
+            }
+            Known::InputDelta => self
+                .framer
+                .tool_args(text(&f, "toolCallId"), text(&f, "delta")),
+            Known::InputEnd => self.framer.tool_end(text(&f, "toolCallId")),
+            Known::Call => self.call_tool(&f),
+            Known::Result => {
+                let content = match &f["result"] {
+                    Value::String(result) => result.clone(),
+                    other => compact(other),
+                };
+                self.framer.tool_result(text(&f, "toolCallId"), content);
+            }
+            Known::Error => {
+                let error = &f["error"];
+                let mut inner = Map::new();
+                inner.insert("code".to_owned(), error["code"].clone());
+                inner.insert("message".to_owned(), error["message"].clone());
+                let mut outer = Map::new();
+                outer.insert("error".to_owned(), Value::Object(inner));
+                let content = compact(&Value::Object(outer));
+                self.framer.tool_result(text(&f, "toolCallId"), content);
+            }
+            Known::RunEnd => self.run_end(&f),
+            Known::AgentError => {
+                let code = opt_text(&f, "code");
+                self.framer.run_error(text(&f, "message"), code.as_deref());
+            }
+            Known::Human => self.human(&f),
+            Known::StepStart => self.framer.step_start(text(&f, "stepName")),
+            Known::StepEnd => self.framer.step_end(text(&f, "stepName")),
+            Known::SubagentStart => self.subagent(&f, true),
+            Known::SubagentEnd => self.subagent(&f, false),
+            Known::TaskStart => self.task(&f, true),
+            Known::TaskEnd => self.task(&f, false),
+        }
+    }
+
+    fn finish_run(&mut self) {
+        self.run_end(&Map::new());
+    }
+
+    fn fail_run(&mut self, message: &str, code: &str) {
+        self.framer.run_error(message, Some(code));
+    }
+}

@@ -1,0 +1,279 @@
+//! Rules 10 and 12: the typed fields of an input item, checked before anything changes.
+
+use crate::error::CrumbError;
+use crate::json::{Map, Value};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Str,
+    Int,
+    Object,
+    Json,
+}
+
+impl Kind {
+    pub fn text(self) -> &'static str {
+        match self {
+            Kind::Str => "a string",
+            Kind::Int => "an integer",
+            Kind::Object => "an object",
+            Kind::Json => "a JSON value",
+        }
+    }
+}
+
+/// What the type checks need to know of an input value, before it is a JSON value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    Null,
+    Str,
+    /// An integer that is not a bool.
+    Int,
+    Dict,
+    Other,
+}
+
+/// A top-level field value: its shape and, when it is JSON, its normal form.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loose {
+    pub shape: Shape,
+    /// `None` when the value is not JSON (a lone surrogate, a big int, an object…).
+    pub value: Option<Value>,
+}
+
+impl Loose {
+    /// A field read from JSON text, as the vectors carry them.
+    pub fn from_json(value: &Value) -> Self {
+        let shape = match value {
+            Value::Null => Shape::Null,
+            Value::String(_) => Shape::Str,
+            Value::Number(number) if !number.is_f64() => Shape::Int,
+            Value::Object(_) => Shape::Dict,
+            _ => Shape::Other,
+        };
+        Self {
+            shape,
+            value: Some(value.clone()),
+        }
+    }
+}
+
+/// An input item as the dialects see it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Input {
+    /// A dict, in insertion order; a key is `None` when it is not a valid string.
+    Dict(Vec<(Option<String>, Loose)>),
+    /// A str; `None` when it holds a lone surrogate.
+    Str {
+        text: Option<String>,
+        type_name: String,
+    },
+    Other {
+        type_name: String,
+    },
+}
+
+impl Input {
+    pub fn from_json(value: &Value) -> Self {
+        match value {
+            Value::Object(map) => Input::Dict(
+                map.iter()
+                    .map(|(key, item)| (Some(key.clone()), Loose::from_json(item)))
+                    .collect(),
+            ),
+            Value::String(text) => Input::Str {
+                text: Some(text.clone()),
+                type_name: "str".to_owned(),
+            },
+            other => Input::Other {
+                type_name: python_type_name(other).to_owned(),
+            },
+        }
+    }
+}
+
+fn python_type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "NoneType",
+        Value::Bool(_) => "bool",
+        Value::Number(number) if number.is_f64() => "float",
+        Value::Number(_) => "int",
+        Value::String(_) => "str",
+        Value::Array(_) => "list",
+        Value::Object(_) => "dict",
+    }
+}
+
+/// The string `type` of a dict item, if it has one.
+pub fn item_type(entries: &[(Option<String>, Loose)]) -> Option<&str> {
+    match lookup(entries, "type") {
+        Some(Loose {
+            shape: Shape::Str,
+            value: Some(Value::String(text)),
+        }) => Some(text),
+        _ => None,
+    }
+}
+
+pub fn lookup<'a>(entries: &'a [(Option<String>, Loose)], field: &str) -> Option<&'a Loose> {
+    entries
+        .iter()
+        .find(|(key, _)| key.as_deref() == Some(field))
+        .map(|(_, value)| value)
+}
+
+/// Rule 12 types a crumb field by its name, whatever the crumb.
+pub fn kind_by_name(field: &str) -> Kind {
+    match field {
+        "iteration" | "durationMs" => Kind::Int,
+        "error" | "responseSchema" | "usage" => Kind::Object,
+        "delta" | "uri" | "mimeType" | "message" | "code" | "reason" | "status" | "stepName"
+        | "loopId" | "content" | "id" | "name" => Kind::Str,
+        _ if field.ends_with("Id") || field.ends_with("Name") => Kind::Str,
+        _ => Kind::Json,
+    }
+}
+
+#[cold]
+pub fn wrong(item_type: &str, field: &str, kind: Kind) -> CrumbError {
+    CrumbError::new(format!("{item_type}: '{field}' must be {}", kind.text()))
+}
+
+/// The normal form of a present, non-null field, or the rule-10 error.
+pub fn check(item_type: &str, field: &str, loose: &Loose, kind: Kind) -> Result<Value, CrumbError> {
+    let fits = match kind {
+        Kind::Str => loose.shape == Shape::Str,
+        Kind::Int => loose.shape == Shape::Int,
+        Kind::Object => loose.shape == Shape::Dict,
+        Kind::Json => true,
+    };
+    if !fits {
+        return Err(wrong(item_type, field, kind));
+    }
+    loose
+        .value
+        .clone()
+        .ok_or_else(|| wrong(item_type, field, Kind::Json))
+}
+
+/// Crumbs carry errors as {code: string, message: string}.
+pub fn check_error_object(item_type: &str, error: &Value) -> Result<(), CrumbError> {
+    for part in ["code", "message"] {
+        if !matches!(error.get(part), Some(Value::String(_))) {
+            return Err(wrong(item_type, &format!("error.{part}"), Kind::Str));
+        }
+    }
+    Ok(())
+}
+
+/// How the fields outside `required` are typed.
+#[derive(Clone, Copy)]
+pub enum Kinds<'a> {
+    /// Crumbs: by name (rule 12).
+    ByName,
+    /// Chunks: only the listed fields are typed; the rest are JSON values.
+    Listed(&'a [(&'a str, Kind)]),
+}
+
+impl Kinds<'_> {
+    fn of(self, field: &str) -> Kind {
+        match self {
+            Kinds::ByName => kind_by_name(field),
+            Kinds::Listed(list) => list
+                .iter()
+                .find(|(name, _)| *name == field)
+                .map_or(Kind::Json, |(_, kind)| *kind),
+        }
+    }
+}
+
+/// Checks the required fields first, then every other field in item order.
+///
+/// `null` means absent unless `keep_null` (a chunk's payload is a value, where
+/// null is data).
+pub fn parse_fields(
+    item_type: &str,
+    entries: &[(Option<String>, Loose)],
+    required: &[&str],
+    kinds: Kinds<'_>,
+    keep_null: bool,
+) -> Result<Map<String, Value>, CrumbError> {
+    let mut out = Map::new();
+    for &field in required {
+        let kind = kinds.of(field);
+        match lookup(entries, field) {
+            None
+            | Some(Loose {
+                shape: Shape::Null, ..
+            }) => return Err(wrong(item_type, field, kind)),
+            Some(loose) => {
+                out.insert(field.to_owned(), check(item_type, field, loose, kind)?);
+            }
+        }
+    }
+    for (key, loose) in entries {
+        let Some(field) = key else {
+            return Err(CrumbError::new(format!(
+                "{item_type}: field names must be strings"
+            )));
+        };
+        if field == "type" || out.contains_key(field) {
+            continue;
+        }
+        if loose.shape == Shape::Null {
+            if keep_null {
+                out.insert(field.clone(), Value::Null);
+            }
+            continue;
+        }
+        let value = check(item_type, field, loose, kinds.of(field))?;
+        out.insert(field.clone(), value);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn entries(value: &Value) -> Vec<(Option<String>, Loose)> {
+        match Input::from_json(value) {
+            Input::Dict(entries) => entries,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn kinds_by_name() {
+        assert_eq!(kind_by_name("toolCallId"), Kind::Str);
+        assert_eq!(kind_by_name("toolName"), Kind::Str);
+        assert_eq!(kind_by_name("iteration"), Kind::Int);
+        assert_eq!(kind_by_name("usage"), Kind::Object);
+        assert_eq!(kind_by_name("model"), Kind::Json);
+    }
+
+    #[test]
+    fn required_first_then_item_order() {
+        let item = json!({"type": "x", "a": 1, "delta": null});
+        let error = parse_fields("x", &entries(&item), &["delta"], Kinds::ByName, false);
+        assert_eq!(error.unwrap_err().message(), "x: 'delta' must be a string");
+        let item = json!({"type": "x", "iteration": true, "delta": "d"});
+        let error = parse_fields("x", &entries(&item), &["delta"], Kinds::ByName, false);
+        assert_eq!(error.unwrap_err().message(), "x: 'iteration' must be an integer");
+        let item = json!({"type": "x", "b": 2, "delta": "d", "c": null});
+        let fields = parse_fields("x", &entries(&item), &["delta"], Kinds::ByName, false).unwrap();
+        assert_eq!(Value::Object(fields), json!({"delta": "d", "b": 2}));
+    }
+
+    #[test]
+    fn not_json_is_named() {
+        let mut items = entries(&json!({"type": "x", "delta": "d"}));
+        items[1].1.value = None;
+        let error = parse_fields("x", &items, &[], Kinds::ByName, false);
+        assert_eq!(error.unwrap_err().message(), "x: 'delta' must be a JSON value");
+        items[1].0 = None;
+        let error = parse_fields("x", &items, &[], Kinds::ByName, false);
+        assert_eq!(error.unwrap_err().message(), "x: field names must be strings");
+    }
+}

@@ -1,0 +1,384 @@
+//! The framing core (contract section 1) that both input dialects drive.
+//!
+//! A dialect validates an item completely before calling in here, so nothing
+//! here fails on bad input: a call either emits events or counts a drop.
+
+use std::collections::HashSet;
+
+use indexmap::IndexSet;
+
+use crate::json::{self, Map, Value};
+
+/// One AG-UI event: `type` first, then its fields in contract order.
+pub type Event = Map<String, Value>;
+
+pub fn event(kind: &str) -> Event {
+    let mut event = Map::new();
+    event.insert("type".to_owned(), Value::String(kind.to_owned()));
+    event
+}
+
+fn put(event: &mut Event, key: &str, value: impl Into<Value>) {
+    event.insert(key.to_owned(), value.into());
+}
+
+/// A fresh id for a thread or run the caller did not name.
+pub fn generated_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+#[derive(Clone, Copy)]
+pub enum IdKind {
+    Message,
+    Result,
+    Tool,
+    Interrupt,
+}
+
+impl IdKind {
+    fn letter(self) -> char {
+        match self {
+            IdKind::Message => 'm',
+            IdKind::Result => 'r',
+            IdKind::Tool => 't',
+            IdKind::Interrupt => 'i',
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Framer {
+    pub thread_id: String,
+    pub run_id: String,
+    pub started: bool,
+    pub finished: bool,
+    pub out: Vec<Event>,
+    pub text_id: Option<String>,
+    pub latest_text_id: Option<String>,
+    /// The SSE bytes of a TEXT_MESSAGE_CONTENT frame up to its delta, for the open message.
+    pub content_prefix: Vec<u8>,
+    // Ordered sets: closing order is the order of opening.
+    open_tools: IndexSet<String>,
+    known_tools: HashSet<String>,
+    steps: IndexSet<String>,
+    pub state: Map<String, Value>,
+    pub used_ids: HashSet<String>,
+    counters: [u64; 4],
+    pub dropped: u64,
+    pub ignored: u64,
+    close_text_always: bool,
+}
+
+impl Framer {
+    pub fn new(
+        thread_id: String,
+        run_id: String,
+        state: Map<String, Value>,
+        close_text_always: bool,
+    ) -> Self {
+        Self {
+            thread_id,
+            run_id,
+            started: false,
+            finished: false,
+            out: Vec::new(),
+            text_id: None,
+            latest_text_id: None,
+            content_prefix: Vec::new(),
+            open_tools: IndexSet::new(),
+            known_tools: HashSet::new(),
+            steps: IndexSet::new(),
+            state,
+            used_ids: HashSet::new(),
+            counters: [0; 4],
+            dropped: 0,
+            ignored: 0,
+            close_text_always,
+        }
+    }
+
+    pub fn emit(&mut self, event: Event) {
+        if self.close_text_always && self.text_id.is_some() {
+            self.close_text();
+        }
+        self.out.push(event);
+    }
+
+    pub fn new_id(&mut self, kind: IdKind) -> String {
+        let slot = kind as usize;
+        let mut n = self.counters[slot];
+        let candidate = loop {
+            n += 1;
+            let candidate = format!("{}:{}{n}", self.run_id, kind.letter());
+            if !self.used_ids.contains(&candidate) {
+                break candidate;
+            }
+        };
+        self.counters[slot] = n;
+        self.used_ids.insert(candidate.clone());
+        candidate
+    }
+
+    pub fn start(&mut self, thread_id: Option<String>, run_id: Option<String>) {
+        if let Some(thread_id) = thread_id {
+            self.thread_id = thread_id;
+        }
+        if let Some(run_id) = run_id {
+            self.run_id = run_id;
+        }
+        self.started = true;
+        let mut event = event("RUN_STARTED");
+        put(&mut event, "threadId", self.thread_id.clone());
+        put(&mut event, "runId", self.run_id.clone());
+        self.out.push(event);
+    }
+
+    pub fn text(&mut self, delta: &str) {
+        if delta.is_empty() {
+            return;
+        }
+        let message_id = match &self.text_id {
+            Some(id) => id.clone(),
+            None => {
+                let id = self.new_id(IdKind::Message);
+                let mut start = event("TEXT_MESSAGE_START");
+                put(&mut start, "messageId", id.clone());
+                put(&mut start, "role", "assistant");
+                self.out.push(start);
+                self.open_text(id.clone());
+                id
+            }
+        };
+        let mut content = event("TEXT_MESSAGE_CONTENT");
+        put(&mut content, "messageId", message_id);
+        put(&mut content, "delta", delta);
+        self.out.push(content);
+    }
+
+    fn open_text(&mut self, id: String) {
+        self.content_prefix.clear();
+        self.content_prefix
+            .extend_from_slice(br#"data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"#);
+        json::write_str(&mut self.content_prefix, &id);
+        self.content_prefix.extend_from_slice(br#","delta":"#);
+        self.text_id = Some(id.clone());
+        self.latest_text_id = Some(id);
+    }
+
+    pub fn close_text(&mut self) {
+        if let Some(message_id) = self.text_id.take() {
+            let mut event = event("TEXT_MESSAGE_END");
+            put(&mut event, "messageId", message_id);
+            self.out.push(event);
+        }
+    }
+
+    pub fn tool_start(&mut self, tool_call_id: &str, tool_name: &str) -> bool {
+        if self.known_tools.contains(tool_call_id) {
+            self.dropped += 1;
+            return false;
+        }
+        self.close_text();
+        self.known_tools.insert(tool_call_id.to_owned());
+        self.used_ids.insert(tool_call_id.to_owned());
+        self.open_tools.insert(tool_call_id.to_owned());
+        let mut event = event("TOOL_CALL_START");
+        put(&mut event, "toolCallId", tool_call_id);
+        put(&mut event, "toolCallName", tool_name);
+        if let Some(parent) = &self.latest_text_id {
+            put(&mut event, "parentMessageId", parent.clone());
+        }
+        self.emit(event);
+        true
+    }
+
+    pub fn tool_args(&mut self, tool_call_id: &str, delta: &str) {
+        if !self.open_tools.contains(tool_call_id) {
+            self.dropped += 1;
+        } else if !delta.is_empty() {
+            let mut event = event("TOOL_CALL_ARGS");
+            put(&mut event, "toolCallId", tool_call_id);
+            put(&mut event, "delta", delta);
+            self.emit(event);
+        }
+    }
+
+    pub fn tool_end(&mut self, tool_call_id: &str) {
+        if !self.open_tools.shift_remove(tool_call_id) {
+            self.dropped += 1;
+            return;
+        }
+        let mut event = event("TOOL_CALL_END");
+        put(&mut event, "toolCallId", tool_call_id);
+        self.emit(event);
+    }
+
+    pub fn tool_result(&mut self, tool_call_id: &str, content: String) {
+        if !self.known_tools.contains(tool_call_id) {
+            self.dropped += 1;
+            return;
+        }
+        if self.open_tools.contains(tool_call_id) {
+            self.tool_end(tool_call_id);
+        }
+        let message_id = self.new_id(IdKind::Result);
+        let mut event = event("TOOL_CALL_RESULT");
+        put(&mut event, "messageId", message_id);
+        put(&mut event, "toolCallId", tool_call_id);
+        put(&mut event, "content", content);
+        put(&mut event, "role", "tool");
+        self.emit(event);
+    }
+
+    pub fn step_start(&mut self, name: &str) {
+        if self.steps.contains(name) {
+            self.dropped += 1;
+            return;
+        }
+        self.steps.insert(name.to_owned());
+        let mut event = event("STEP_STARTED");
+        put(&mut event, "stepName", name);
+        self.emit(event);
+    }
+
+    pub fn step_end(&mut self, name: &str) {
+        if !self.steps.shift_remove(name) {
+            self.dropped += 1;
+            return;
+        }
+        let mut event = event("STEP_FINISHED");
+        put(&mut event, "stepName", name);
+        self.emit(event);
+    }
+
+    /// A shallow merge: a merged key keeps its first position, as in a Python dict.
+    pub fn snapshot(&mut self, updates: Map<String, Value>) {
+        for (key, value) in updates {
+            self.state.insert(key, value);
+        }
+        let mut event = event("STATE_SNAPSHOT");
+        put(&mut event, "snapshot", Value::Object(self.state.clone()));
+        self.emit(event);
+    }
+
+    pub fn custom(&mut self, name: &str, value: Value) {
+        let mut event = event("CUSTOM");
+        put(&mut event, "name", name);
+        put(&mut event, "value", value);
+        self.emit(event);
+    }
+
+    pub fn close_all(&mut self) {
+        self.close_text();
+        let open: Vec<String> = self.open_tools.iter().cloned().collect();
+        for tool_call_id in open {
+            self.tool_end(&tool_call_id);
+        }
+        let steps: Vec<String> = self.steps.iter().rev().cloned().collect();
+        for name in steps {
+            self.step_end(&name);
+        }
+    }
+
+    pub fn run_finished(&mut self, result: Option<Value>, outcome: Option<Value>) {
+        self.close_all();
+        let mut event = event("RUN_FINISHED");
+        put(&mut event, "threadId", self.thread_id.clone());
+        put(&mut event, "runId", self.run_id.clone());
+        if let Some(result) = result.filter(|value| !value.is_null()) {
+            put(&mut event, "result", result);
+        }
+        if let Some(outcome) = outcome {
+            put(&mut event, "outcome", outcome);
+        }
+        self.emit(event);
+        self.finished = true;
+    }
+
+    pub fn run_error(&mut self, message: &str, code: Option<&str>) {
+        self.close_all();
+        let mut event = event("RUN_ERROR");
+        put(&mut event, "message", message);
+        if let Some(code) = code {
+            put(&mut event, "code", code);
+        }
+        self.emit(event);
+        self.finished = true;
+    }
+
+    pub fn take_out(&mut self) -> Vec<Event> {
+        std::mem::take(&mut self.out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn framer() -> Framer {
+        Framer::new("t".into(), "r".into(), Map::new(), false)
+    }
+
+    #[test]
+    fn ids_skip_used_values() {
+        let mut framer = framer();
+        framer.used_ids.insert("r:m1".into());
+        framer.used_ids.insert("r:m3".into());
+        assert_eq!(framer.new_id(IdKind::Message), "r:m2");
+        assert_eq!(framer.new_id(IdKind::Message), "r:m4");
+        assert_eq!(framer.new_id(IdKind::Tool), "r:t1");
+    }
+
+    #[test]
+    fn closes_before_terminal_in_order() {
+        let mut framer = framer();
+        framer.start(None, None);
+        framer.step_start("a");
+        framer.step_start("b");
+        framer.text("hi");
+        assert!(framer.tool_start("x", "f"));
+        assert!(framer.tool_start("y", "f"));
+        framer.run_finished(None, None);
+        let types: Vec<&str> = framer
+            .out
+            .iter()
+            .map(|e| e["type"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            types,
+            [
+                "RUN_STARTED",
+                "STEP_STARTED",
+                "STEP_STARTED",
+                "TEXT_MESSAGE_START",
+                "TEXT_MESSAGE_CONTENT",
+                "TEXT_MESSAGE_END",
+                "TOOL_CALL_START",
+                "TOOL_CALL_START",
+                "TOOL_CALL_END",
+                "TOOL_CALL_END",
+                "STEP_FINISHED",
+                "STEP_FINISHED",
+                "RUN_FINISHED",
+            ]
+        );
+        assert_eq!(framer.out[8]["toolCallId"], "x");
+        assert_eq!(framer.out[10]["stepName"], "b");
+        assert_eq!(framer.out[6]["parentMessageId"], "r:m1");
+    }
+
+    #[test]
+    fn hygiene_drops() {
+        let mut framer = framer();
+        framer.start(None, None);
+        framer.tool_args("nope", "x");
+        framer.tool_end("nope");
+        framer.tool_result("nope", String::new());
+        framer.step_end("nope");
+        framer.step_start("s");
+        framer.step_start("s");
+        assert!(framer.tool_start("x", "f"));
+        assert!(!framer.tool_start("x", "f"));
+        assert_eq!(framer.dropped, 6);
+    }
+}

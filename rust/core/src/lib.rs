@@ -1,0 +1,15 @@
+//! The AG-UI framing core of agui-bridge, with no Python in it.
+//!
+//! Both input dialects (crumbs, chunks) drive one [`framing::Framer`]; the
+//! [`sse`] module writes its events as frames byte for byte like orjson.
+
+pub mod chunks;
+pub mod crumbs;
+pub mod error;
+pub mod fields;
+pub mod framing;
+pub mod json;
+pub mod sse;
+pub mod stream;
+
+pub use error::CrumbError;

@@ -1,0 +1,78 @@
+//! The API surface both dialects share (contract section 5).
+
+use crate::error::CrumbError;
+use crate::fields::Input;
+use crate::framing::{Event, Framer};
+
+/// What a text delta on the fast path needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FastText {
+    /// No event: the run is over (counted as dropped) or the delta is empty.
+    Nothing,
+    /// One TEXT_MESSAGE_CONTENT for the open message: `content_prefix`, the delta, `}`.
+    Content,
+    /// Anything else (the first call, no open message) takes the general path.
+    General,
+}
+
+pub trait Dialect: Sized {
+    type Parsed;
+
+    fn framer(&self) -> &Framer;
+    fn framer_mut(&mut self) -> &mut Framer;
+    fn parse(&self, input: &Input) -> Result<Self::Parsed, CrumbError>;
+    fn apply(&mut self, parsed: Self::Parsed);
+    fn finish_run(&mut self);
+    fn fail_run(&mut self, message: &str, code: &str);
+
+    /// The events for one item; a bad item changes nothing.
+    fn call(&mut self, input: &Input) -> Result<Vec<Event>, CrumbError> {
+        if self.framer().finished {
+            self.framer_mut().dropped += 1;
+            return Ok(Vec::new());
+        }
+        let parsed = self.parse(input)?;
+        self.framer_mut().out.clear();
+        self.apply(parsed);
+        Ok(self.framer_mut().take_out())
+    }
+
+    /// Decides a valid text delta without building events, when it can.
+    fn fast_text(&mut self, delta: &str) -> FastText {
+        let framer = self.framer_mut();
+        if framer.finished {
+            framer.dropped += 1;
+            FastText::Nothing
+        } else if !framer.started {
+            FastText::General
+        } else if delta.is_empty() {
+            FastText::Nothing
+        } else if framer.text_id.is_some() {
+            FastText::Content
+        } else {
+            FastText::General
+        }
+    }
+
+    fn finish(&mut self) -> Vec<Event> {
+        self.terminal(Self::finish_run)
+    }
+
+    /// `fail(exc)`: `message` is str(exc) made valid Unicode, `code` its class name.
+    fn fail(&mut self, message: &str, code: &str) -> Vec<Event> {
+        self.terminal(|dialect| dialect.fail_run(message, code))
+    }
+
+    fn terminal(&mut self, act: impl FnOnce(&mut Self)) -> Vec<Event> {
+        if self.framer().finished {
+            return Vec::new();
+        }
+        let framer = self.framer_mut();
+        framer.out.clear();
+        if !framer.started {
+            framer.start(None, None);
+        }
+        act(self);
+        self.framer_mut().take_out()
+    }
+}
