@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from types import SimpleNamespace
 
 import orjson
@@ -258,3 +259,20 @@ async def minimal_app(scope, proto):
         tail = transformer.fail_encoded(error)
     if tail:
         await transport.send_bytes(tail)
+
+
+# Under agui_bridge.App: the first agent takes the default path /ag-ui/run, every
+# agent is also at /agui/{urlencoded id}. One id has a space, so the client's URL
+# encoding and the ingress's decoding are on the path too.
+APP_IDS = {name: name for name in CRUMB_AGENTS} | {"tool_error": "tool error"}
+
+
+def make_app():
+    """``granian --factory tests.interop_apps:make_app``; store from ``INTEROP_STORE``."""
+    from agui_bridge import App
+
+    app = App(store=os.environ.get("INTEROP_STORE", "memory://"))
+    for name, agent in CRUMB_AGENTS.items():
+        app.agent(APP_IDS[name])(agent)
+    app.agent("chunks", dialect="chunks")(chunks)
+    return app

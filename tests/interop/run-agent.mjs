@@ -7,8 +7,9 @@
 //
 // <client-version>: "1.0.0" (@ag-ui/client) or "0.0.58" (npm alias client-0058).
 // A scenario is {threadId?, initialMessages?, initialState?, headers?, runs: [run...]}
-// and each run is {addMessages?, tools?, context?, forwardedProps?, resume?,
-// resumePending?: {status, payload?}, url?}. All runs share one HttpAgent, so
+// and each run is {setMessages?, addMessages?, tools?, context?, forwardedProps?, resume?,
+// resumePending?: {status, payload?}, url?}. `setMessages` replaces the agent's
+// messages first (a fresh tab that only knows the threadId). All runs share one HttpAgent, so
 // messages, state and pendingInterrupts carry from one run to the next, as in
 // a browser tab. `resumePending` builds the 1.0 `resume` list from the agent's
 // own pendingInterrupts (what a UI does when the user answers).
@@ -61,6 +62,7 @@ const runs = [];
 let ok = true;
 for (const [index, spec] of (scenario.runs ?? [{}]).entries()) {
   if (spec.url) agent.url = spec.url;
+  if (spec.setMessages) agent.setMessages(spec.setMessages);
   for (const message of spec.addMessages ?? []) agent.addMessage(message);
   const params = {
     tools: spec.tools ?? [],
