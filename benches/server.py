@@ -491,7 +491,7 @@ def main(argv=None) -> int:
     if not args.quick:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(md)
-        print(f"written to {args.out.relative_to(ROOT)}", file=sys.stderr)
+        print(f"written to {args.out}", file=sys.stderr)
     verdicts = [line for line in table.splitlines() if "FAIL" in line]
     return 1 if verdicts else 0
 
