@@ -1,0 +1,184 @@
+"""App: agents, routes, auth, threads and ``on_event`` subscribers.
+
+``App`` is an ASGI app (``await app(scope, receive, send)``, mountable in
+Starlette/FastAPI) and an RSGI app (``app.__rsgi__``, what granian and
+``agui-bridge serve`` run), over one request handler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from .ingress.asgi import serve_asgi
+from .ingress.handler import Handler, HttpError
+from .ingress.rsgi import RsgiConn
+from .store import DEFAULT_STORE, open_store
+
+DEFAULT_PATH = "/ag-ui/run"
+
+
+class Unauthorized(HttpError):
+    """Raise from ``authenticate`` to answer 401 with your own message."""
+
+    def __init__(self, message: str = "authentication required"):
+        super().__init__(401, "unauthorized", message)
+
+
+class Forbidden(HttpError):
+    """Raise from ``authenticate`` or ``authorize_thread`` to answer 403."""
+
+    def __init__(self, message: str = "forbidden"):
+        super().__init__(403, "forbidden", message)
+
+
+@dataclass(frozen=True)
+class Agent:
+    agent_id: str
+    fn: Callable
+    paths: tuple[str, ...]
+    dialect: str
+    authorize_thread: Callable | None
+
+
+class App:
+    """An AG-UI server for one or more agents.
+
+    ``store``: ``"sqlite:///PATH"`` (default ``sqlite:///.agui/threads.sqlite``),
+    ``"memory://"`` or a store object (see ``agui_bridge.store``).
+    ``authenticate(request) -> identity``: sync or async; ``None`` (or raising)
+    answers 401; an identity with ``actions`` (a dict key or an attribute) must
+    grant ``"run"`` (or ``"*"``) to run and ``"read"`` or ``"run"`` to read a
+    thread's state, else 403. Without ``authorize_thread`` on an agent, any
+    caller who knows a threadId can use that thread.
+    ``body_limit``: bytes (413 past it). ``keepalive``: seconds of silence before
+    a ``: ping`` comment. ``on_disconnect``: ``"continue"`` (the run goes on and
+    its history lands) or ``"cancel"`` (the agent is cancelled, nothing of the
+    run is stored). ``max_buffered``: bytes a client that stops reading may make
+    the server hold per stream (``None``: unbounded); past it the stream ends
+    with ``RUN_ERROR`` (code ``stream_overflow``) and the run goes on.
+    """
+
+    def __init__(
+        self,
+        store: Any = DEFAULT_STORE,
+        authenticate: Callable | None = None,
+        body_limit: int = 1 << 20,
+        keepalive: float = 15.0,
+        on_disconnect: str = "continue",
+        max_buffered: int | None = 8 << 20,
+    ):
+        if on_disconnect not in ("continue", "cancel"):
+            raise ValueError("on_disconnect must be 'continue' or 'cancel'")
+        self._store_spec = store
+        self._store = None if isinstance(store, str) else store
+        self.authenticate = authenticate
+        self.body_limit = body_limit
+        self.keepalive = keepalive
+        self.on_disconnect = on_disconnect
+        self.max_buffered = max_buffered
+        self.overflow_grace = 5.0
+        self._agents: dict[str, Agent] = {}
+        self._routes: dict[str, Agent] = {}
+        self._listeners: list[Callable] = []
+        self._active: dict[str, Any] = {}
+        self._tasks: set[asyncio.Task] = set()
+        self._handler = Handler(self)
+
+    # -- configuration -------------------------------------------------------
+
+    @property
+    def store(self):
+        """The thread store, opened on first use (so each granian worker opens its own)."""
+        if self._store is None:
+            self._store = open_store(self._store_spec)
+        return self._store
+
+    def agent(
+        self,
+        agent_id: str,
+        path: str | None = None,
+        dialect: str = "crumbs",
+        authorize_thread: Callable | None = None,
+    ):
+        """Registers an async generator function ``fn(ctx: RunContext)`` as an agent.
+
+        It is served at ``path`` (the first agent defaults to ``/ag-ui/run``) and
+        always at ``/agui/{urlencoded agent_id}``. ``dialect``: ``"crumbs"`` or
+        ``"chunks"``. ``authorize_thread(identity, thread_id) -> bool`` (sync or
+        async) answers 403 when false.
+        """
+        if dialect not in ("crumbs", "chunks"):
+            raise ValueError("dialect must be 'crumbs' or 'chunks'")
+        if agent_id in self._agents:
+            raise ValueError(f"agent {agent_id!r} is already registered")
+
+        def register(fn):
+            if not inspect.isasyncgenfunction(fn) and not callable(fn):
+                raise TypeError("an agent is an async generator function taking a RunContext")
+            paths = []
+            chosen = path if path is not None else (DEFAULT_PATH if not self._agents else None)
+            if chosen is not None:
+                paths.append(chosen)
+            paths.append("/agui/" + agent_id)
+            for p in paths:
+                if p in self._routes:
+                    raise ValueError(f"path {p!r} is already taken")
+            agent = Agent(agent_id, fn, tuple(paths), dialect, authorize_thread)
+            self._agents[agent_id] = agent
+            for p in paths:
+                self._routes[p] = agent
+            return fn
+
+        return register
+
+    def url_path(self, agent_id: str) -> str:
+        """The ``/agui/{urlencoded agent id}`` path of an agent (what clients POST to)."""
+        return "/agui/" + quote(agent_id, safe="")
+
+    def on_event(self, callback: Callable) -> Callable:
+        """``callback(event, info)`` sees every AG-UI event of every run on this app.
+
+        ``info`` is a ``RunInfo`` (agent_id, thread_id, run_id). Each run has its
+        own transformer for these callbacks, independent of the response's. An
+        async callback is awaited in order; an exception is logged and ignored.
+        """
+        self._listeners.append(callback)
+        return callback
+
+    def _release(self, thread_id: str, run) -> None:
+        if self._active.get(thread_id) is run:
+            del self._active[thread_id]
+
+    async def aclose(self) -> None:
+        if self._store is not None:
+            await self._store.close()
+            self._store = None if isinstance(self._store_spec, str) else self._store
+
+    # -- servers -------------------------------------------------------------
+
+    async def __call__(self, scope, receive, send) -> None:
+        await serve_asgi(self, self._handler, scope, receive, send)
+
+    async def __rsgi__(self, scope, protocol) -> None:
+        if scope.proto != "http":
+            return
+        await self._handler.handle(RsgiConn(scope, protocol))
+
+    def __rsgi_init__(self, loop) -> None:
+        pass
+
+    def __rsgi_del__(self, loop) -> None:
+        store = self._store
+        if store is not None and hasattr(store, "close"):
+            try:
+                loop.run_until_complete(store.close())
+            except RuntimeError:
+                pass
+
+
+__all__ = ["App", "Forbidden", "Unauthorized"]

@@ -1,0 +1,74 @@
+"""What an agent gets: one ``RunContext`` per run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Resumption:
+    """The client's answer to the thread's pending interrupts.
+
+    ``interrupts`` are the pending interrupts this run answers (as they were
+    stored: ``{id, reason, message?, ...}``). ``decision`` is the decision of
+    ``forwardedProps.command.resume``, or for AG-UI 1.0 ``resume`` entries the
+    first entry's ``payload``; ``status`` is ``"resolved"`` or ``"cancelled"``;
+    ``entries`` are the 1.0 entries as sent (empty for the forwardedProps form).
+    """
+
+    interrupts: tuple[dict, ...]
+    decision: Any = None
+    interrupt_id: str | None = None
+    status: str = "resolved"
+    entries: tuple[dict, ...] = ()
+
+    @property
+    def interrupt(self) -> dict | None:
+        """The answered interrupt when there is one (the common case)."""
+        if self.interrupt_id is not None:
+            for interrupt in self.interrupts:
+                if interrupt.get("id") == self.interrupt_id:
+                    return interrupt
+        return self.interrupts[0] if self.interrupts else None
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """One run of an agent.
+
+    ``input`` is the text of this turn's new user message (``""`` when the run
+    only carries tool results or a resume). ``history`` is the conversation
+    before this turn, as AG-UI messages (server-side, from the store, plus any
+    earlier messages the client sent that the thread did not hold).
+    ``tool_results`` are the newest ``tool`` messages that answer this thread's
+    tool calls (frontend tools). ``state`` is the thread's shared state (the
+    stored one, updated with the client's ``state``). ``identity`` is what
+    ``authenticate`` returned (``None`` without auth).
+    """
+
+    thread_id: str
+    run_id: str
+    agent_id: str
+    input: str
+    history: list[dict] = field(default_factory=list)
+    state: dict = field(default_factory=dict)
+    resume: Resumption | None = None
+    tools: list[dict] = field(default_factory=list)
+    tool_results: list[dict] = field(default_factory=list)
+    context: list[dict] = field(default_factory=list)
+    forwarded_props: Any = None
+    identity: Any = None
+    messages: list[dict] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What an ``on_event`` callback learns about the run an event belongs to."""
+
+    agent_id: str
+    thread_id: str
+    run_id: str
+
+
+__all__ = ["Resumption", "RunContext", "RunInfo"]

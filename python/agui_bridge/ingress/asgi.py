@@ -1,0 +1,123 @@
+"""The ASGI front end: mount the App in Starlette/FastAPI or serve it with any ASGI server."""
+
+from __future__ import annotations
+
+from .handler import Closed, TooLarge
+
+
+class Aborted(Exception):
+    """Raised out of the ASGI app so the server drops a connection that stalled."""
+
+
+def _route_path(scope) -> str:
+    path = scope["path"]
+    root = scope.get("root_path", "")
+    if root and path.startswith(root) and path != root and path[len(root)] == "/":
+        return path[len(root) :]
+    return path
+
+
+class AsgiConn:
+    __slots__ = ("aborted", "client", "gone", "headers", "method", "path", "query_string",
+                 "receive", "send_", "streaming")
+
+    def __init__(self, scope, receive, send):
+        self.receive = receive
+        self.send_ = send
+        self.method = scope["method"]
+        self.path = _route_path(scope)
+        self.headers = {k.decode("latin-1").lower(): v.decode("latin-1")
+                        for k, v in scope.get("headers", ())}
+        self.query_string = scope.get("query_string", b"").decode("latin-1")
+        client = scope.get("client")
+        self.client = f"{client[0]}:{client[1]}" if client else None
+        self.gone = False
+        self.aborted = False
+        self.streaming = False
+
+    async def read_body(self, limit: int) -> bytes:
+        chunks = []
+        total = 0
+        while True:
+            message = await self.receive()
+            if message["type"] == "http.disconnect":
+                self.gone = True
+                raise Closed
+            chunk = message.get("body", b"")
+            total += len(chunk)
+            if total > limit:
+                raise TooLarge
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+    async def respond(self, status: int, body: bytes, headers) -> None:
+        await self.send_({
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in
+                        [*headers, ("content-length", str(len(body)))]],
+        })
+        await self.send_({"type": "http.response.body", "body": body, "more_body": False})
+
+    async def start_stream(self, status: int, headers) -> None:
+        self.streaming = True
+        await self.send_({
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers],
+        })
+
+    async def send(self, data: bytes) -> None:
+        if self.gone:
+            raise Closed
+        try:
+            await self.send_({"type": "http.response.body", "body": data, "more_body": True})
+        except OSError:
+            self.gone = True
+            raise Closed from None
+        if self.gone:
+            raise Closed
+
+    async def wait_disconnect(self) -> None:
+        while True:
+            message = await self.receive()
+            if message["type"] == "http.disconnect":
+                self.gone = True
+                return
+
+    def probe(self, limit):
+        return None  # send() waits for the socket: what is held is counted in the run
+
+    def abort(self) -> None:
+        self.aborted = True
+
+    async def end_stream(self) -> None:
+        if self.aborted:
+            raise Aborted("the client stopped reading; connection dropped")
+        if self.gone:
+            return
+        try:
+            await self.send_({"type": "http.response.body", "body": b"", "more_body": False})
+        except OSError:
+            pass
+
+
+async def serve_asgi(app, handler, scope, receive, send) -> None:
+    kind = scope["type"]
+    if kind == "lifespan":
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await app.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+    if kind != "http":
+        return
+    conn = AsgiConn(scope, receive, send)
+    try:
+        await handler.handle(conn)
+    except Closed:
+        pass

@@ -1,0 +1,70 @@
+"""The RSGI front end (granian): ``App.__rsgi__`` drives the handler with this."""
+
+from __future__ import annotations
+
+from granian.rsgi import ProtocolClosed
+
+from .handler import Closed, TooLarge
+from .tcpinfo import Probe
+
+
+class RsgiConn:
+    __slots__ = ("client", "headers", "method", "path", "protocol", "query_string", "scope",
+                 "streaming", "trx")
+
+    def __init__(self, scope, protocol):
+        self.scope = scope
+        self.protocol = protocol
+        self.method = scope.method
+        self.path = scope.path
+        self.headers = scope.headers
+        self.query_string = scope.query_string
+        self.client = scope.client
+        self.trx = None
+        self.streaming = False
+
+    async def read_body(self, limit: int) -> bytes:
+        length = self.headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) <= limit:
+            return await self.protocol()
+        chunks = []
+        total = 0
+        async for chunk in self.protocol:
+            total += len(chunk)
+            if total > limit:
+                raise TooLarge
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def respond(self, status: int, body: bytes, headers) -> None:
+        self.protocol.response_bytes(status, headers, body)
+
+    async def start_stream(self, status: int, headers) -> None:
+        self.streaming = True
+        self.trx = self.protocol.response_stream(status, headers)
+
+    async def send(self, data: bytes) -> None:
+        try:
+            await self.trx.send_bytes(data)
+        except ProtocolClosed:
+            raise Closed from None
+
+    async def wait_disconnect(self) -> None:
+        await self.protocol.client_disconnect()
+
+    def probe(self, limit):
+        if not limit:
+            return None
+        return Probe(self.scope.server, self.scope.client, limit)
+
+    def abort(self) -> None:
+        pass
+
+    async def end_stream(self) -> None:
+        self.trx = None  # the stream ends when granian's transport is freed
+
+
+async def serve_rsgi(handler, scope, protocol) -> None:
+    if scope.proto != "http":
+        return
+    await handler.handle(RsgiConn(scope, protocol))

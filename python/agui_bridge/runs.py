@@ -1,0 +1,423 @@
+"""A run: the agent task → one transformer → SSE bytes → subscribers → the store.
+
+The run is an asyncio task of its own, so it survives its client: the
+response is only a *subscriber* that drains the frames queued for it. Every
+frame is encoded once and fanned out as the same bytes.
+
+One transformer per run builds both the wire frames and the thread's new
+history. The hot path (a text delta while a text message is open) goes
+through ``t.encode(item)``, one boundary crossing that returns the frame; the
+delta is appended to the open history message without building any event.
+Every other item goes through ``t(item)``: its events are recorded into the
+history and written as frames with orjson (the same bytes ``encode`` gives).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from typing import Any
+
+import orjson
+
+from . import create_agui_transformer, create_agui_translator
+from .context import RunContext, RunInfo
+
+log = logging.getLogger("agui_bridge.runs")
+
+PING = b": ping\n\n"
+# An agent that yields without awaiting never lets the response pump run; past
+# this many queued bytes the run yields to the loop so the frames go out.
+YIELD_AT = 64 * 1024
+
+
+def frames_of(events: list[dict]) -> bytes:
+    return b"".join([b"data: " + orjson.dumps(e) + b"\n\n" for e in events])
+
+
+class History:
+    """The assistant and tool messages of one run, built from its events."""
+
+    __slots__ = (
+        "by_id",
+        "errored",
+        "interrupts",
+        "messages",
+        "open_tools",
+        "run_id",
+        "steps",
+        "text_id",
+        "text_parts",
+    )
+
+    def __init__(self, run_id: str):
+        self.run_id = run_id
+        self.errored = False
+        self.messages: list[dict] = []
+        self.by_id: dict[str, dict] = {}
+        self.text_id: str | None = None
+        self.text_parts: list[str] = []
+        self.open_tools: dict[str, tuple[dict, list[str], dict]] = {}
+        self.steps: list[str] = []
+        self.interrupts: list[dict] = []
+
+    def record(self, events: list[dict]) -> None:
+        for event in events:
+            kind = event["type"]
+            if kind == "TEXT_MESSAGE_CONTENT":
+                if event["messageId"] == self.text_id:
+                    self.text_parts.append(event["delta"])
+            elif kind == "TEXT_MESSAGE_START":
+                message = {"id": event["messageId"], "role": "assistant", "content": ""}
+                self._add(message)
+                self.text_id = event["messageId"]
+                self.text_parts = []
+            elif kind == "TEXT_MESSAGE_END":
+                self.close_text()
+            elif kind == "TOOL_CALL_START":
+                self._tool_start(event)
+            elif kind == "TOOL_CALL_ARGS":
+                entry = self.open_tools.get(event["toolCallId"])
+                if entry is not None:
+                    entry[1].append(event["delta"])
+            elif kind == "TOOL_CALL_END":
+                entry = self.open_tools.pop(event["toolCallId"], None)
+                if entry is not None:
+                    entry[0]["function"]["arguments"] = "".join(entry[1])
+            elif kind == "TOOL_CALL_RESULT":
+                self._add(
+                    {
+                        "id": event["messageId"],
+                        "role": "tool",
+                        "toolCallId": event["toolCallId"],
+                        "content": event["content"],
+                    }
+                )
+            elif kind == "STEP_STARTED":
+                self.steps.append(event["stepName"])
+            elif kind == "STEP_FINISHED":
+                if event["stepName"] in self.steps:
+                    self.steps.remove(event["stepName"])
+            elif kind == "RUN_FINISHED":
+                outcome = event.get("outcome")
+                if isinstance(outcome, dict) and outcome.get("type") == "interrupt":
+                    self.interrupts = list(outcome.get("interrupts") or [])
+            elif kind == "CUSTOM" and event.get("name") == "on_interrupt":
+                self._chunk_interrupt(event.get("value"))
+
+    def close_text(self) -> None:
+        if self.text_id is not None:
+            self.by_id[self.text_id]["content"] = "".join(self.text_parts)
+            self.text_id = None
+            self.text_parts = []
+
+    def _add(self, message: dict) -> None:
+        self.messages.append(message)
+        self.by_id[message["id"]] = message
+
+    def _tool_start(self, event: dict) -> None:
+        call_id = event["toolCallId"]
+        parent = self.by_id.get(event.get("parentMessageId", ""))
+        if parent is None or parent["role"] != "assistant":
+            parent = self.by_id.get(call_id)
+            if parent is None:
+                parent = {"id": call_id, "role": "assistant"}
+                self._add(parent)
+        call = {"id": call_id, "type": "function", "function": {"name": event["toolCallName"]}}
+        call["function"]["arguments"] = ""
+        parent.setdefault("toolCalls", []).append(call)
+        self.open_tools[call_id] = (call, [], parent)
+
+    def _chunk_interrupt(self, value: Any) -> None:
+        value = value if isinstance(value, dict) else {"value": value}
+        interrupt_id = value.get("interruptId", value.get("id"))
+        if not isinstance(interrupt_id, str) or not interrupt_id:
+            interrupt_id = f"{self.run_id}:i{len(self.interrupts) + 1}"
+        reason = value.get("reason")
+        interrupt = {"id": interrupt_id, "reason": reason if isinstance(reason, str) else "interrupt"}
+        if isinstance(value.get("message"), str):
+            interrupt["message"] = value["message"]
+        interrupt["payload"] = value
+        self.interrupts.append(interrupt)
+
+    def abort(self) -> None:
+        """Drops what was still open (half-written) when the run failed."""
+        if self.text_id is not None:
+            self._remove(self.by_id[self.text_id])
+            self.text_id = None
+        for call, _parts, parent in self.open_tools.values():
+            parent["toolCalls"].remove(call)
+            if not parent["toolCalls"]:
+                del parent["toolCalls"]
+                if "content" not in parent:
+                    self._remove(parent)
+        self.open_tools.clear()
+
+    def _remove(self, message: dict) -> None:
+        self.messages.remove(message)
+        del self.by_id[message["id"]]
+
+    def closing_events(self, message: str, code: str) -> list[dict]:
+        """What closes this run's open entities for a subscriber cut off mid-run."""
+        events: list[dict] = []
+        if self.text_id is not None:
+            events.append({"type": "TEXT_MESSAGE_END", "messageId": self.text_id})
+        events.extend({"type": "TOOL_CALL_END", "toolCallId": i} for i in self.open_tools)
+        events.extend({"type": "STEP_FINISHED", "stepName": s} for s in reversed(self.steps))
+        events.append({"type": "RUN_ERROR", "message": message, "code": code})
+        return events
+
+
+class Subscriber:
+    """One consumer of a run's frames (an HTTP response).
+
+    ``buf`` holds frames not yet handed to the transport; the response's pump
+    drains all of them into one write. ``limit`` bounds what this subscriber
+    may make the server hold (see ``ingress.handler``): past it the run cuts
+    the subscriber off with a final RUN_ERROR and goes on without it.
+    """
+
+    __slots__ = ("buf", "done", "inflight", "limit", "overflowed", "probe", "size", "wake")
+
+    def __init__(self, limit: int | None, probe=None):
+        self.buf: list[bytes] = []
+        self.size = 0
+        self.inflight = 0
+        self.done = False
+        self.overflowed = False
+        self.limit = limit
+        self.probe = probe
+        self.wake = asyncio.Event()
+
+    def held(self) -> int:
+        held = self.size + self.inflight
+        if self.probe is not None:
+            held += self.probe.unacked()
+        return held
+
+    def take(self) -> bytes:
+        data = b"".join(self.buf) if len(self.buf) > 1 else self.buf[0]
+        self.buf.clear()
+        self.size = 0
+        return data
+
+
+class Run:
+    def __init__(
+        self,
+        app,
+        agent,
+        ctx: RunContext,
+        new_messages: list[dict],
+        pending: list[dict],
+    ):
+        self.app = app
+        self.agent = agent
+        self.ctx = ctx
+        self.new_messages = new_messages
+        self.pending = pending
+        self.crumbs = agent.dialect == "crumbs"
+        factory = create_agui_transformer if self.crumbs else create_agui_translator
+        self.t = factory(thread_id=ctx.thread_id, run_id=ctx.run_id, state=ctx.state)
+        self.history = History(ctx.run_id)
+        self.subscribers: list[Subscriber] = []
+        self.cancelled = False
+        self.pressed = False
+        self.task: asyncio.Task | None = None
+        self.info = RunInfo(agent.agent_id, ctx.thread_id, ctx.run_id)
+        self.listeners = list(app._listeners)
+        self.observer = factory(thread_id=ctx.thread_id, run_id=ctx.run_id, state=ctx.state) if (
+            self.listeners
+        ) else None
+
+    # -- subscribers -------------------------------------------------------
+
+    def subscribe(self, sub: Subscriber) -> None:
+        self.subscribers.append(sub)
+
+    def detach(self, sub: Subscriber, reason: str | None = None) -> None:
+        """Stops feeding ``sub``; with a reason, its stream ends with RUN_ERROR."""
+        if sub in self.subscribers:
+            self.subscribers.remove(sub)
+            if reason is not None:
+                frame = frames_of(
+                    self.history.closing_events(
+                        f"stream closed: {reason}", "stream_overflow"
+                    )
+                )
+                sub.buf.append(frame)
+                sub.size += len(frame)
+        sub.done = True
+        sub.wake.set()
+
+    def client_left(self, sub: Subscriber) -> None:
+        self.detach(sub)
+        if self.app.on_disconnect == "cancel" and self.task is not None and not self.task.done():
+            self.cancelled = True
+            self.task.cancel()
+
+    def _publish(self, frame: bytes) -> None:
+        pressed = False
+        for sub in tuple(self.subscribers):
+            sub.buf.append(frame)
+            sub.size += len(frame)
+            sub.wake.set()
+            if sub.limit is not None and sub.size + sub.inflight > sub.limit:
+                self._overflow(sub)
+            elif sub.size > YIELD_AT:
+                pressed = True
+        # A probe-backed subscriber (RSGI) also checks after each write, in the pump.
+        self.pressed = pressed
+
+    def _overflow(self, sub: Subscriber) -> None:
+        if sub.overflowed:
+            return
+        sub.overflowed = True
+        log.warning(
+            "run %s of thread %s: the client is not reading; closed its stream past %d"
+            " buffered bytes (the run goes on)",
+            self.ctx.run_id,
+            self.ctx.thread_id,
+            sub.limit,
+        )
+        self.detach(sub, "the client did not keep up")
+
+    def _finish_subscribers(self) -> None:
+        for sub in list(self.subscribers):
+            self.detach(sub)
+
+    # -- the run -----------------------------------------------------------
+
+    async def _notify(self, item) -> None:
+        observer = self.observer
+        try:
+            events = observer(item) if item is not _FINISH else observer.finish()
+        except Exception as error:  # noqa: BLE001
+            events = observer.fail(error)
+        for event in events:
+            for listener in self.listeners:
+                try:
+                    result = listener(event, self.info)
+                    if inspect.isawaitable(result):
+                        await result
+                except Exception:
+                    log.exception("on_event callback failed")
+
+    async def _notify_fail(self, error: BaseException) -> None:
+        for event in self.observer.fail(error):
+            for listener in self.listeners:
+                try:
+                    result = listener(event, self.info)
+                    if inspect.isawaitable(result):
+                        await result
+                except Exception:
+                    log.exception("on_event callback failed")
+
+    def _apply(self, item) -> bytes:
+        t = self.t
+        history = self.history
+        if history.text_id is not None:
+            if self.crumbs:
+                if type(item) is dict and item.get("type") == "text:delta":
+                    delta = item.get("delta")
+                    frame = t.encode(item)
+                    if frame:
+                        history.text_parts.append(delta)
+                    return frame
+            elif type(item) is str:
+                frame = t.encode(item)
+                if frame:
+                    history.text_parts.append(item)
+                return frame
+            elif type(item) is dict and item.get("type") in ("token", "chunk"):
+                frame = t.encode(item)
+                if frame:
+                    history.text_parts.append(item["content"])
+                return frame
+        events = t(item)
+        if events:
+            if events[-1]["type"] == "RUN_ERROR":
+                history.abort()
+                history.errored = True
+            history.record(events)
+        return frames_of(events)
+
+    async def run(self) -> None:
+        """The whole run; the task the ingress starts. Never raises."""
+        app = self.app
+        ctx = self.ctx
+        failed = None
+        try:
+            start = {"type": "agent:run:start", "runId": ctx.run_id, "sessionId": ctx.thread_id}
+            first = start if self.crumbs else None
+            self._publish(self._apply(first))
+            if self.observer is not None:
+                await self._notify(first)
+            agen = self.agent.fn(ctx)
+            try:
+                async for item in agen:
+                    frame = self._apply(item)
+                    if frame:
+                        self._publish(frame)
+                        if self.pressed:
+                            await asyncio.sleep(0)
+                    if self.observer is not None:
+                        await self._notify(item)
+                    if self.t.finished:
+                        break
+            finally:
+                aclose = getattr(agen, "aclose", None)
+                if aclose is not None:
+                    await aclose()
+            if not self.t.finished:
+                events = self.t.finish()
+                self.history.record(events)
+                self._publish(frames_of(events))
+            if self.observer is not None:
+                await self._notify(_FINISH)
+        except asyncio.CancelledError:
+            if self.cancelled:
+                log.info("run %s of thread %s cancelled: its client left", ctx.run_id,
+                         ctx.thread_id)
+                self._finish_subscribers()
+                app._release(ctx.thread_id, self)
+                return
+            raise
+        except Exception as error:
+            failed = error
+            log.exception("run %s of thread %s failed", ctx.run_id, ctx.thread_id)
+            self.history.abort()
+            self.history.errored = True
+            events = self.t.fail(error)
+            self._publish(frames_of(events))
+            if self.observer is not None:
+                await self._notify_fail(error)
+        try:
+            await self._save(failed)
+        except Exception:
+            log.exception("run %s of thread %s: saving the thread failed", ctx.run_id,
+                          ctx.thread_id)
+        finally:
+            self._finish_subscribers()
+            app._release(ctx.thread_id, self)
+
+    async def _save(self, failed) -> None:
+        history = self.history
+        history.close_text()
+        # New interrupts replace the pending ones; a run that ends without any
+        # settles them, except a failed run, which leaves them pending.
+        interrupts = history.interrupts
+        if not interrupts and history.errored:
+            interrupts = self.pending
+        state = self.t.state
+        await self.app.store.save(
+            self.ctx.thread_id,
+            self.agent.agent_id,
+            self.new_messages + history.messages,
+            state,
+            interrupts,
+        )
+
+
+_FINISH = object()

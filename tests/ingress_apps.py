@@ -1,0 +1,170 @@
+"""Test apps for the ingress suites; configured by environment variables.
+
+AGUI_TEST_STORE (default memory://), AGUI_TEST_KEEPALIVE (s),
+AGUI_TEST_ON_DISCONNECT, AGUI_TEST_MAX_BUFFERED, AGUI_TEST_BODY_LIMIT,
+AGUI_TEST_EVENTS (a file: every on_event call is appended as a JSON line),
+AGUI_TEST_MARKS (a directory: agents touch files there to show progress).
+
+What the "echo" agent (crumbs) does is chosen by the user's words.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import orjson
+
+from agui_bridge import crumbs as c
+from agui_bridge.app import App, Forbidden
+
+_env = os.environ.get
+
+
+def _int(name, default):
+    value = _env(name)
+    return default if value in (None, "") else (None if value == "none" else int(value))
+
+
+def make_app(**overrides) -> App:
+    options = dict(
+        store=_env("AGUI_TEST_STORE", "memory://"),
+        keepalive=float(_env("AGUI_TEST_KEEPALIVE", "15")),
+        on_disconnect=_env("AGUI_TEST_ON_DISCONNECT", "continue"),
+        max_buffered=_int("AGUI_TEST_MAX_BUFFERED", 8 << 20),
+        body_limit=_int("AGUI_TEST_BODY_LIMIT", 1 << 20),
+    )
+    options.update(overrides)
+    app = App(**options)
+    _agents(app)
+    events_file = _env("AGUI_TEST_EVENTS")
+    if events_file:
+
+        def log_event(event, info):
+            with open(events_file, "ab") as out:
+                out.write(orjson.dumps({"run": info.run_id, "thread": info.thread_id,
+                                        "event": event}) + b"\n")
+
+        app.on_event(log_event)
+    return app
+
+
+def _mark(name: str) -> None:
+    marks = _env("AGUI_TEST_MARKS")
+    if marks:
+        Path(marks, name).write_text("1")
+
+
+def _agents(app: App) -> None:
+    @app.agent("echo")
+    async def echo(ctx):
+        words = ctx.input.split()
+        first = words[0] if words else ""
+        if ctx.resume is not None:
+            yield c.text_delta(f"decision {ctx.resume.decision!r} for {ctx.resume.interrupt['id']}")
+            return
+        if ctx.tool_results:
+            for result in ctx.tool_results:
+                yield c.text_delta(f"result {result['content']} for {result['toolCallId']}")
+            return
+        if first == "slow":
+            # "slow N": N deltas 50 ms apart; marks "started" and, at the end, "ended".
+            _mark(f"started-{ctx.run_id}")
+            for i in range(int(words[1]) if len(words) > 1 else 20):
+                yield c.text_delta(f"w{i} ")
+                await asyncio.sleep(0.05)
+            _mark(f"ended-{ctx.run_id}")
+            return
+        if first == "quiet":
+            await asyncio.sleep(float(words[1]) if len(words) > 1 else 1.0)
+            yield c.text_delta("after the quiet")
+            return
+        if first == "tool":
+            yield c.text_delta("let me add")
+            yield c.tool_input_start("call-1", "add")
+            yield c.tool_input_delta("call-1", '{"a": 1,')
+            yield c.tool_input_delta("call-1", ' "b": 2}')
+            yield c.tool_input_end("call-1")
+            yield c.tool_result("call-1", {"sum": 3})
+            yield c.text_delta("the sum is 3")
+            return
+        if first == "frontend":
+            names = [tool["name"] for tool in ctx.tools]
+            yield c.text_delta(f"tools: {','.join(names)}")
+            if names:
+                yield c.tool_call(f"fe-{ctx.run_id}", names[0], {"q": "x"})
+            return
+        if first == "approve":
+            yield c.text_delta("I need approval")
+            yield c.human_required(interrupt_id=f"ask-{ctx.run_id}", reason="approval",
+                                   message="ok?")
+            return
+        if first == "fail":
+            yield c.text_delta("complete part")
+            yield c.tool_call("t-done", "noop", {})
+            yield c.text_delta("half written")
+            raise RuntimeError("boom")
+        if first == "badcrumb":
+            yield c.text_delta("before")
+            yield {"type": "text:delta", "delta": 5}
+            return
+        if first == "big":
+            # "big N": N frames of 1 KiB of text, as fast as possible (slow-reader test).
+            chunk = "x" * 1024
+            for i in range(int(words[1])):
+                yield c.text_delta(chunk)
+                if i % 64 == 0:
+                    await asyncio.sleep(0)
+            _mark(f"ended-{ctx.run_id}")
+            return
+        if first == "state":
+            yield c.task_start("tr-1", "count")
+            yield c.task_end("tr-1", "count", duration_ms=3)
+            yield c.text_delta(f"state keys {sorted(ctx.state)}")
+            return
+        if first == "many":
+            for i in range(int(words[1])):
+                yield c.text_delta(f"d{i} ")
+            return
+        yield c.text_delta(f"turn {len([m for m in ctx.history if m['role'] == 'user']) + 1}: ")
+        yield c.text_delta(f"you said {ctx.input}")
+
+    @app.agent("planner", dialect="chunks")
+    async def planner(ctx):
+        if ctx.resume is not None:
+            yield f"resumed with {ctx.resume.decision}"
+            yield {"type": "done", "output": {"ok": True}}
+            return
+        yield "planning "
+        yield "now"
+        yield {"type": "tool_call", "id": "p-1", "name": "search", "input": {"q": ctx.input}}
+        yield {"type": "tool_result", "id": "p-1", "output": "found"}
+        yield {"type": "plan_update", "plan": ["a", "b"]}
+        if "approve" in ctx.input:
+            yield {"type": "interrupt", "interruptId": f"perm-{ctx.run_id}", "reason": "perm"}
+            return
+        yield {"type": "done", "output": "planned"}
+
+    @app.agent("guarded", path="/guarded/run",
+               authorize_thread=lambda identity, thread_id: thread_id.startswith(
+                   f"{identity['user'] if identity else 'anon'}-"))
+    async def guarded(ctx):
+        yield c.text_delta(f"hello {ctx.identity['user'] if ctx.identity else 'anon'}")
+
+
+def _authenticate(request):
+    token = request.headers.get("authorization")
+    if token == "Bearer alice":
+        return {"user": "alice", "actions": ["run", "read"]}
+    if token == "Bearer reader":
+        return {"user": "reader", "actions": ["read"]}
+    if token == "Bearer bob":
+        return {"user": "bob"}
+    if token == "Bearer evil":
+        raise Forbidden("banned")
+    return None
+
+
+app = make_app()
+auth_app = make_app(authenticate=_authenticate)

@@ -1,0 +1,86 @@
+"""Start a real granian server on a free 127.0.0.1 port, for tests.
+
+    with serve("tests.ingress_apps:app", env={"X": "1"}) as base_url:
+        httpx.post(base_url + "/ag-ui/run", json=...)
+
+The server runs in a subprocess (RSGI, one worker, bound to 127.0.0.1); the
+context manager waits until it answers HTTP (bounded), and stops it (SIGTERM,
+then SIGKILL) on exit. ``serve(..., interface="asgi")`` runs the ASGI side.
+The subprocess's stderr is kept in a temporary file; ``server_log(base_url)``
+returns what it wrote so far.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+_LOGS: dict[str, Path] = {}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def server_log(base_url: str) -> str:
+    path = _LOGS.get(base_url)
+    return path.read_text(errors="replace") if path and path.exists() else ""
+
+
+@contextlib.contextmanager
+def serve(target: str, env: dict | None = None, interface: str = "rsgi", timeout: float = 20.0,
+          cwd: str | os.PathLike | None = None):
+    port = free_port()
+    full_env = dict(os.environ)
+    full_env["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT / "python"), str(ROOT), full_env.get("PYTHONPATH", "")]
+    )
+    full_env.update(env or {})
+    log = tempfile.NamedTemporaryFile(prefix="granian-", suffix=".log", delete=False)  # noqa: SIM115
+    command = [
+        sys.executable, "-m", "granian", "--interface", interface, "--host", "127.0.0.1",
+        "--port", str(port), "--workers", "1", "--no-ws", "--log-level", "info",
+        "--workers-kill-timeout", "3", target,
+    ]
+    process = subprocess.Popen(
+        command, env=full_env, cwd=str(cwd or ROOT), stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    base_url = f"http://127.0.0.1:{port}"
+    _LOGS[base_url] = Path(log.name)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"granian exited early:\n{server_log(base_url)}")
+            try:
+                httpx.get(base_url + "/__ping__", timeout=1.0)
+                break
+            except httpx.TransportError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"granian did not answer in {timeout}s:\n{server_log(base_url)}"
+                    ) from None
+                time.sleep(0.05)
+        yield base_url
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=5)
+        log.close()
