@@ -1,0 +1,404 @@
+"""Random crumb and chunk sequences: both builds agree, and every stream is valid AG-UI.
+
+- ``test_*_builds_agree`` (native_only): per step, the same events, SSE bytes,
+  error type and message, and the same counters; ``encode_many`` gives the
+  same bytes, ``.index`` and ``.partial``.
+- ``test_*_streams_are_valid`` (each build): after ``finish()`` (or
+  ``fail()``), the stream passes ``ag-ui-validate`` with zero errors and
+  zero warnings, and every event parses as an ag-ui-protocol 1.0 event with
+  no field outside its schema, serializing back to the same JSON.
+
+One rule is switched off: AGUI204 (streamed tool-call arguments must join
+into valid JSON). The contract leaves that content to the agent (section 1),
+and the generated ``tool:input:delta`` pieces are random text. Arguments the
+transformer writes itself (``tool:call`` fallbacks, chunk ``tool_call``) are
+checked to be valid JSON here instead.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+
+import pytest
+from ag_ui.core import Event
+from ag_ui_validate.pytest_plugin import validate_agui
+from agui_bridge.errors import CrumbError
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel, TypeAdapter
+
+EVENT = TypeAdapter(Event)
+SETTINGS = settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+RULES_OFF = {"AGUI204": "off"}
+
+# ---- strategies ----
+
+# Small pools, so collisions (duplicate starts, results for open calls,
+# re-used step names, generated-id clashes) happen often.
+TOOL_IDS = st.sampled_from(["c1", "c2", "c3", "r1:m1", "r1:r1", "r1:t1"])
+STEP_NAMES = st.sampled_from(["a", "b", "loop_L_1", "task_tr", "subagent_sa"])
+LOOP_IDS = st.sampled_from(["L", "M"])
+NAMES = st.sampled_from(["search", "fetch", "ü"])
+TEXT = st.one_of(
+    st.sampled_from(["", "a", "Hi", " ", "é", "世界", "\n", '"', "\\", "\u2028", "🎉"]),
+    st.text(max_size=8),
+)
+INTS = st.integers(min_value=-(2**63), max_value=2**64 - 1)
+FLOATS = st.floats(allow_nan=True, allow_infinity=True)
+SCALARS = st.one_of(st.none(), st.booleans(), INTS, FLOATS, st.text(max_size=6))
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+OBJECTS = st.dictionaries(st.sampled_from(["k", "x", "plan", "ü", "type2"]), VALUES, max_size=3)
+ERROR_OBJECT = st.fixed_dictionaries({"code": st.text(max_size=4), "message": st.text(max_size=6)})
+FILE_URIS = st.sampled_from(["f://a", "f://b"])
+
+
+def crumb(kind, **fields):
+    return st.fixed_dictionaries({"type": st.just(kind), **fields})
+
+
+def optional(**fields):
+    return {key: st.one_of(st.none(), value) for key, value in fields.items()}
+
+
+GOOD_CRUMBS = st.one_of(
+    # text dominates, as in real runs
+    crumb("text:delta", delta=TEXT),
+    crumb("text:delta", delta=TEXT),
+    crumb("text:delta", delta=TEXT),
+    crumb("tool:input:start", toolCallId=TOOL_IDS, toolName=NAMES),
+    crumb("tool:input:delta", toolCallId=TOOL_IDS, delta=TEXT),
+    crumb("tool:input:end", toolCallId=TOOL_IDS),
+    crumb("tool:call", toolCallId=TOOL_IDS, toolName=NAMES, input=VALUES),
+    crumb("tool:result", toolCallId=TOOL_IDS, result=VALUES),
+    crumb("tool:result", toolCallId=TOOL_IDS, result=TEXT),
+    crumb("tool:error", toolCallId=TOOL_IDS, error=ERROR_OBJECT),
+    crumb("pipeline:step:start", stepName=STEP_NAMES),
+    crumb("pipeline:step:end", stepName=STEP_NAMES),
+    crumb("file:generated", uri=FILE_URIS, mimeType=st.just("text/plain"), **optional(name=TEXT)),
+    crumb(
+        "human:required",
+        **optional(
+            interruptId=st.sampled_from(["i1", "r1:i1", "r1:i2"]),
+            reason=TEXT,
+            message=TEXT,
+            toolCallId=TOOL_IDS,
+            responseSchema=OBJECTS,
+        ),
+    ),
+    crumb(
+        "loop:" + "start",
+        loopId=LOOP_IDS,
+        **optional(iteration=st.integers(0, 3), note=VALUES),
+    ),
+    st.builds(
+        lambda phase, loop_id, iteration: {
+            "type": f"loop:{phase}",
+            "loopId": loop_id,
+            **({} if iteration is None else {"iteration": iteration}),
+        },
+        st.sampled_from(["iteration:start", "iteration:end", "end", "check"]),
+        LOOP_IDS,
+        st.one_of(st.none(), st.integers(0, 2)),
+    ),
+    crumb(
+        "subagent:run:start",
+        subagentId=st.just("sa"),
+        parentAgentId=st.just("root"),
+        **optional(status=TEXT),
+    ),
+    crumb(
+        "subagent:run:end",
+        subagentId=st.just("sa"),
+        parentAgentId=st.just("root"),
+        **optional(status=TEXT, output=VALUES),
+    ),
+    crumb("task:start", taskRunId=st.just("tr"), taskId=st.just("t"), **optional(model=TEXT)),
+    crumb(
+        "task:end",
+        taskRunId=st.just("tr"),
+        taskId=st.just("t"),
+        **optional(
+            status=TEXT, durationMs=st.integers(0, 10**6), usage=OBJECTS, error=ERROR_OBJECT
+        ),
+    ),
+    crumb("agent:run:start", **optional(runId=st.just("r2"), sessionId=st.just("s2"))),
+    crumb("mystery:type", x=VALUES),
+)
+RARE_CRUMBS = st.one_of(
+    crumb(
+        "agent:run:end",
+        **optional(result=st.one_of(VALUES, st.just({"uri": "f://c", "mimeType": "m"}))),
+    ),
+    crumb("agent:error", message=TEXT, **optional(code=TEXT)),
+)
+BAD_CRUMBS = st.sampled_from(
+    [
+        {"type": "text:delta", "delta": 5},
+        {"type": "text:delta"},
+        {"type": "tool:call", "toolCallId": "c1", "toolName": "f"},
+        {"type": "tool:result", "toolCallId": "c1", "result": {1, 2}},
+        {"type": "tool:error", "toolCallId": "c1", "error": {"code": "E"}},
+        {"type": "loop:start"},
+        {"type": "loop:iteration:start", "loopId": "L", "iteration": "1"},
+        {"type": "pipeline:step:start", "stepName": None},
+        {"type": "human:required", "responseSchema": []},
+        {"type": "text:delta", "delta": "\ud800"},
+        {"type": 3},
+        42,
+        None,
+    ]
+)
+CRUMB_ITEM = st.one_of(GOOD_CRUMBS, GOOD_CRUMBS, GOOD_CRUMBS, GOOD_CRUMBS, BAD_CRUMBS)
+
+GOOD_CHUNKS = st.one_of(
+    TEXT,
+    TEXT,
+    st.fixed_dictionaries({"type": st.sampled_from(["token", "chunk"]), "content": TEXT}),
+    st.fixed_dictionaries(
+        {"type": st.just("tool_call"), "name": NAMES},
+        optional={"id": st.one_of(st.none(), TOOL_IDS), "input": VALUES},
+    ),
+    st.fixed_dictionaries({"type": st.just("tool_result"), "id": TOOL_IDS, "output": VALUES}),
+    st.fixed_dictionaries({"type": st.just("plan_update")}, optional={"plan": VALUES}),
+    st.builds(lambda d: {"type": "interrupt", **d}, OBJECTS),
+    st.builds(
+        lambda t, d: {"type": t, **d}, st.sampled_from(["subagent.started", "subagent.x"]), OBJECTS
+    ),
+    st.builds(lambda t, d: {"type": t, **d}, st.sampled_from(["progress", "subagent"]), OBJECTS),
+    OBJECTS,
+    st.one_of(st.integers(), st.none(), st.lists(st.integers(), max_size=2), st.booleans()),
+)
+RARE_CHUNKS = st.fixed_dictionaries(
+    {"type": st.just("done")},
+    optional={
+        "output": st.one_of(
+            VALUES,
+            st.fixed_dictionaries(
+                {
+                    "error": st.one_of(
+                        TEXT,
+                        VALUES,
+                        st.fixed_dictionaries({}, optional={"message": VALUES, "code": VALUES}),
+                    )
+                }
+            ),
+        )
+    },
+)
+BAD_CHUNKS = st.sampled_from(
+    [
+        {"type": "token", "content": 5},
+        {"type": "chunk"},
+        {"type": "tool_call"},
+        {"type": "tool_call", "name": "f", "id": 7},
+        {"type": "tool_result", "output": "x"},
+        {"type": "plan_update", "plan": {1, 2}},
+        {"type": "progress", "when": object()},
+        "lone \udc00",
+    ]
+)
+CHUNK_ITEM = st.one_of(GOOD_CHUNKS, GOOD_CHUNKS, GOOD_CHUNKS, BAD_CHUNKS)
+
+ENDINGS = st.sampled_from(["finish", "fail", "finish", "none"])
+
+
+@st.composite
+def runs(draw, items, terminals, max_size):
+    """Items with, sometimes, a terminal input at a random place (input after it is dropped)."""
+    sequence = draw(st.lists(items, max_size=max_size))
+    if draw(st.booleans()):
+        at = draw(st.integers(0, len(sequence)))
+        sequence.insert(at, draw(terminals))
+    return sequence, draw(ENDINGS)
+
+
+def crumb_runs():
+    return runs(CRUMB_ITEM, RARE_CRUMBS, 40)
+
+
+def chunk_runs():
+    return runs(CHUNK_ITEM, RARE_CHUNKS, 30)
+
+
+# ---- running ----
+
+
+def make(impl, dialect):
+    if dialect == "crumbs":
+        return impl.create_agui_transformer("t1", "r1", {"shared": 1})
+    return impl.create_agui_translator("t1", "r1", {"shared": 1}, "dawn")
+
+
+def step_outcome(call, item):
+    try:
+        return ("ok", call(item))
+    except CrumbError as error:
+        return ("error", type(error).__name__, str(error))
+
+
+def ending(t, how, encoded):
+    if how == "finish":
+        return t.finish_encoded() if encoded else t.finish()
+    if how == "fail":
+        exc = RuntimeError("stream broke: ü")
+        return t.fail_encoded(exc) if encoded else t.fail(exc)
+    return b"" if encoded else []
+
+
+def replay(impl, dialect, items, how):
+    """Per-step outcomes via t(item) and via t.encode(item), plus encode_many."""
+    t_events, t_bytes, t_many = make(impl, dialect), make(impl, dialect), make(impl, dialect)
+    events = [step_outcome(t_events, item) for item in items]
+    events.append(("end", ending(t_events, how, False)))
+    frames = [step_outcome(t_bytes.encode, item) for item in items]
+    frames.append(("end", ending(t_bytes, how, True)))
+    batches = []
+    rest = list(items)
+    while True:
+        try:
+            batches.append(("ok", t_many.encode_many(rest)))
+            break
+        except CrumbError as error:
+            batches.append(("error", str(error), error.index, error.partial))
+            rest = rest[error.index + 1 :]
+    counters = [(t.dropped, t.ignored, t.finished) for t in (t_events, t_bytes, t_many)]
+    return events, frames, batches, counters
+
+
+def all_events(outcomes):
+    out = []
+    for outcome in outcomes:
+        if outcome[0] in ("ok", "end"):
+            out += outcome[1]
+    return out
+
+
+def all_bytes(outcomes):
+    return b"".join(o[1] for o in outcomes if o[0] in ("ok", "end"))
+
+
+def check_self_consistent(impl, events, frames, batches, counters):
+    """Within one build: t(item), t.encode(item), encode_many and encode_sse agree."""
+    assert [o[0] for o in events] == [o[0] for o in frames]
+    assert [o for o in events if o[0] == "error"] == [o for o in frames if o[0] == "error"]
+    assert impl.encode_sse(all_events(events)) == all_bytes(frames)
+    many = b""
+    for batch in batches:
+        many += batch[1] if batch[0] == "ok" else batch[3]
+    assert many + frames[-1][1] == all_bytes(frames)
+    assert counters[0] == counters[1]
+    assert counters[2][:2] == counters[0][:2]
+
+
+def check_valid(stream, dialect):
+    report = validate_agui(stream, severity_overrides=RULES_OFF)
+    bad = [d for d in report.diagnostics if d.severity in ("error", "warning")]
+    assert not bad, "\n".join(f"{d.rule} {d.severity}: {d.message}" for d in bad)
+    for event in stream:
+        model = EVENT.validate_python(event)
+        assert_no_extras(model)
+        assert json.loads(model.model_dump_json(by_alias=True)) == event
+    if dialect == "chunks":
+        # Chunk tool calls are never streamed: the arguments are compact JSON.
+        for event in stream:
+            if event["type"] == "TOOL_CALL_ARGS":
+                json.loads(event["delta"])
+
+
+def assert_no_extras(model):
+    assert not model.model_extra, f"{type(model).__name__} has extra fields {model.model_extra}"
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        values = value if isinstance(value, list) else [value]
+        for item in values:
+            if isinstance(item, BaseModel):
+                assert_no_extras(item)
+
+
+# ---- tests ----
+
+
+@pytest.fixture(scope="module")
+def both():
+    if os.environ.get("AGUI_BRIDGE_PURE") == "1":
+        pytest.skip("AGUI_BRIDGE_PURE=1: the Rust build is deselected")
+    return importlib.import_module("agui_bridge._native"), importlib.import_module(
+        "agui_bridge.pure"
+    )
+
+
+@pytest.mark.native_only
+@SETTINGS
+@given(run=crumb_runs())
+def test_crumb_builds_agree(both, run):
+    native, pure = both
+    items, how = run
+    assert replay(native, "crumbs", items, how) == replay(pure, "crumbs", items, how)
+
+
+@pytest.mark.native_only
+@SETTINGS
+@given(run=chunk_runs())
+def test_chunk_builds_agree(both, run):
+    native, pure = both
+    items, how = run
+    assert replay(native, "chunks", items, how) == replay(pure, "chunks", items, how)
+
+
+@SETTINGS
+@given(run=crumb_runs())
+def test_crumb_streams_are_valid(impl, run):
+    items, how = run
+    events, frames, batches, counters = replay(impl, "crumbs", items, how)
+    check_self_consistent(impl, events, frames, batches, counters)
+    stream = all_events(events)
+    if how == "none":
+        # No terminal call: the transformer is still open, so end it here.
+        t = make(impl, "crumbs")
+        for item in items:
+            step_outcome(t, item)
+        stream += t.finish()
+    check_valid(stream, "crumbs")
+    assert [e["type"] for e in stream].count("RUN_STARTED") == 1
+    assert stream[-1]["type"] in ("RUN_FINISHED", "RUN_ERROR")
+    check_fallback_args(items, stream)
+
+
+@SETTINGS
+@given(run=chunk_runs())
+def test_chunk_streams_are_valid(impl, run):
+    items, how = run
+    events, frames, batches, counters = replay(impl, "chunks", items, how)
+    check_self_consistent(impl, events, frames, batches, counters)
+    stream = all_events(events)
+    if how == "none":
+        t = make(impl, "chunks")
+        for item in items:
+            step_outcome(t, item)
+        stream += t.finish()
+    check_valid(stream, "chunks")
+    assert stream[-1]["type"] in ("RUN_FINISHED", "RUN_ERROR")
+
+
+def check_fallback_args(items, stream):
+    """A tool:call that was not streamed carries its input as one compact JSON delta."""
+    streamed = {
+        i["toolCallId"]
+        for i in items
+        if isinstance(i, dict) and i.get("type") == "tool:input:start"
+    }
+    for event in stream:
+        if event["type"] == "TOOL_CALL_ARGS" and event["toolCallId"] not in streamed:
+            json.loads(event["delta"])
