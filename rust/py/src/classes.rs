@@ -1,0 +1,265 @@
+//! The two transformer pyclasses: frozen, with the dialect behind a mutex.
+
+use std::sync::Mutex;
+
+use agui_bridge_core::chunks::Chunks;
+use agui_bridge_core::crumbs::Crumbs;
+use agui_bridge_core::framing::generated_id;
+use agui_bridge_core::json::{Map, Value};
+use agui_bridge_core::stream::Dialect;
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+
+use crate::convert::{dict_value, type_name};
+use crate::stream::{self, lock};
+
+/// An argument whose explicit `None` differs from leaving it out.
+pub struct Given(pub Option<Py<PyAny>>);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Given {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        Ok(Given(Some(obj.to_owned().unbind())))
+    }
+}
+
+#[cold]
+fn not_a(name: &str, kind: &str, value: &Bound<'_, PyAny>) -> PyErr {
+    match type_name(value) {
+        Ok(found) => PyTypeError::new_err(format!("{name} must be {kind}, not {found}")),
+        Err(error) => error,
+    }
+}
+
+fn created_text(value: &Bound<'_, PyAny>, name: &str) -> PyResult<String> {
+    let text = value
+        .cast::<PyString>()
+        .map_err(|_| not_a(name, "a string", value))?;
+    // A Rust string cannot hold a lone surrogate; the pure build would fail later, in orjson.
+    text.to_str()
+        .map(str::to_owned)
+        .map_err(|_| PyValueError::new_err(format!("{name} must be valid unicode")))
+}
+
+fn created_id(value: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<String> {
+    match value {
+        Some(value) if !value.is_none() => created_text(value, name),
+        _ => Ok(generated_id()),
+    }
+}
+
+fn created_state(state: Option<&Bound<'_, PyAny>>) -> PyResult<Map<String, Value>> {
+    let Some(state) = state.filter(|state| !state.is_none()) else {
+        return Ok(Map::new());
+    };
+    let dict = state
+        .cast::<PyDict>()
+        .map_err(|_| not_a("state", "a dict", state))?;
+    dict_value(dict, 0).ok_or_else(|| PyValueError::new_err("state must be a JSON object"))
+}
+
+fn created(
+    thread_id: Option<&Bound<'_, PyAny>>,
+    run_id: Option<&Bound<'_, PyAny>>,
+    state: Option<&Bound<'_, PyAny>>,
+) -> PyResult<(String, String, Map<String, Value>)> {
+    Ok((
+        created_id(thread_id, "thread_id")?,
+        created_id(run_id, "run_id")?,
+        created_state(state)?,
+    ))
+}
+
+#[pyclass(frozen, module = "agui_bridge._native", name = "CrumbTransformer")]
+pub struct CrumbTransformerPy {
+    inner: Mutex<Crumbs>,
+}
+
+impl CrumbTransformerPy {
+    pub fn create(
+        thread_id: Option<&Bound<'_, PyAny>>,
+        run_id: Option<&Bound<'_, PyAny>>,
+        state: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let (thread_id, run_id, state) = created(thread_id, run_id, state)?;
+        Ok(Self {
+            inner: Mutex::new(Crumbs::new(thread_id, run_id, state)),
+        })
+    }
+}
+
+#[pymethods]
+impl CrumbTransformerPy {
+    #[new]
+    #[pyo3(signature = (thread_id=None, run_id=None, state=None))]
+    fn new(
+        thread_id: Option<&Bound<'_, PyAny>>,
+        run_id: Option<&Bound<'_, PyAny>>,
+        state: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        Self::create(thread_id, run_id, state)
+    }
+
+    fn __call__<'py>(&self, item: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        stream::call(item.py(), &self.inner, item)
+    }
+
+    fn encode<'py>(&self, item: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+        stream::encode(item.py(), &self.inner, item)
+    }
+
+    fn encode_many<'py>(&self, items: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+        stream::encode_many(items.py(), &self.inner, items)
+    }
+
+    fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        stream::events(py, &stream::finish(&self.inner))
+    }
+
+    fn finish_encoded<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        stream::frames(py, &stream::finish(&self.inner))
+    }
+
+    fn fail<'py>(&self, exc: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        stream::events(exc.py(), &stream::fail(&self.inner, exc)?)
+    }
+
+    fn fail_encoded<'py>(&self, exc: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+        Ok(stream::frames(exc.py(), &stream::fail(&self.inner, exc)?))
+    }
+
+    #[getter]
+    fn dropped(&self) -> u64 {
+        lock(&self.inner).framer().dropped
+    }
+
+    #[getter]
+    fn ignored(&self) -> u64 {
+        lock(&self.inner).framer().ignored
+    }
+
+    #[getter]
+    fn finished(&self) -> bool {
+        lock(&self.inner).framer().finished
+    }
+
+    #[getter]
+    fn thread_id(&self) -> String {
+        lock(&self.inner).framer().thread_id.clone()
+    }
+
+    #[getter]
+    fn run_id(&self) -> String {
+        lock(&self.inner).framer().run_id.clone()
+    }
+
+    #[getter]
+    fn state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        stream::state(py, &self.inner)
+    }
+
+    #[getter]
+    fn interrupts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        stream::interrupts(py, &self.inner)
+    }
+}
+
+#[pyclass(frozen, module = "agui_bridge._native", name = "ChunkTranslator")]
+pub struct ChunkTranslatorPy {
+    inner: Mutex<Chunks>,
+}
+
+impl ChunkTranslatorPy {
+    pub fn create(
+        py: Python<'_>,
+        thread_id: Option<&Bound<'_, PyAny>>,
+        run_id: Option<&Bound<'_, PyAny>>,
+        state: Option<&Bound<'_, PyAny>>,
+        custom_prefix: &Given,
+    ) -> PyResult<Self> {
+        // Checked first, as the pure build's constructor does.
+        let custom_prefix = match &custom_prefix.0 {
+            Some(prefix) => created_text(prefix.bind(py), "custom_prefix")?,
+            None => "dawn".to_owned(),
+        };
+        let (thread_id, run_id, state) = created(thread_id, run_id, state)?;
+        Ok(Self {
+            inner: Mutex::new(Chunks::new(thread_id, run_id, state, custom_prefix)),
+        })
+    }
+}
+
+#[pymethods]
+impl ChunkTranslatorPy {
+    #[new]
+    #[pyo3(signature = (thread_id, run_id, state=None, custom_prefix=Given(None)))]
+    fn new(
+        py: Python<'_>,
+        thread_id: Option<&Bound<'_, PyAny>>,
+        run_id: Option<&Bound<'_, PyAny>>,
+        state: Option<&Bound<'_, PyAny>>,
+        custom_prefix: Given,
+    ) -> PyResult<Self> {
+        Self::create(py, thread_id, run_id, state, &custom_prefix)
+    }
+
+    fn __call__<'py>(&self, item: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        stream::call(item.py(), &self.inner, item)
+    }
+
+    fn encode<'py>(&self, item: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+        stream::encode(item.py(), &self.inner, item)
+    }
+
+    fn encode_many<'py>(&self, items: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+        stream::encode_many(items.py(), &self.inner, items)
+    }
+
+    fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        stream::events(py, &stream::finish(&self.inner))
+    }
+
+    fn finish_encoded<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        stream::frames(py, &stream::finish(&self.inner))
+    }
+
+    fn fail<'py>(&self, exc: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        stream::events(exc.py(), &stream::fail(&self.inner, exc)?)
+    }
+
+    fn fail_encoded<'py>(&self, exc: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+        Ok(stream::frames(exc.py(), &stream::fail(&self.inner, exc)?))
+    }
+
+    #[getter]
+    fn dropped(&self) -> u64 {
+        lock(&self.inner).framer().dropped
+    }
+
+    #[getter]
+    fn ignored(&self) -> u64 {
+        lock(&self.inner).framer().ignored
+    }
+
+    #[getter]
+    fn finished(&self) -> bool {
+        lock(&self.inner).framer().finished
+    }
+
+    #[getter]
+    fn thread_id(&self) -> String {
+        lock(&self.inner).framer().thread_id.clone()
+    }
+
+    #[getter]
+    fn run_id(&self) -> String {
+        lock(&self.inner).framer().run_id.clone()
+    }
+
+    #[getter]
+    fn state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        stream::state(py, &self.inner)
+    }
+}

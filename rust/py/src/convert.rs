@@ -1,0 +1,162 @@
+//! Python objects to core inputs and JSON values, and events back to dicts.
+
+use agui_bridge_core::fields::{Input, Loose, Shape};
+use agui_bridge_core::framing::Event;
+use agui_bridge_core::json::{MAX_DEPTH, Map, Value, float};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+
+pub fn type_name(obj: &Bound<'_, PyAny>) -> PyResult<String> {
+    Ok(obj.get_type().name()?.to_string_lossy().into_owned())
+}
+
+fn int_value(obj: &Bound<'_, PyAny>) -> Option<Value> {
+    if let Ok(value) = obj.extract::<i64>() {
+        return Some(value.into());
+    }
+    obj.extract::<u64>().ok().map(Value::from)
+}
+
+/// The normal form of a JSON value (rule 11), or `None` when it is not one.
+///
+/// The checks run in the order of the pure build's `normalize`: bool before int,
+/// scalars before the depth limit.
+pub fn to_value(obj: &Bound<'_, PyAny>, depth: usize) -> Option<Value> {
+    if obj.is_none() {
+        return Some(Value::Null);
+    }
+    if let Ok(value) = obj.cast::<PyBool>() {
+        return Some(Value::Bool(value.is_true()));
+    }
+    if let Ok(text) = obj.cast::<PyString>() {
+        return text.to_str().ok().map(|text| Value::String(text.to_owned()));
+    }
+    if obj.is_instance_of::<PyInt>() {
+        return int_value(obj);
+    }
+    if let Ok(value) = obj.cast::<PyFloat>() {
+        return Some(float(value.value()));
+    }
+    if depth >= MAX_DEPTH {
+        return None;
+    }
+    if let Ok(dict) = obj.cast::<PyDict>() {
+        return dict_value(dict, depth).map(Value::Object);
+    }
+    if let Ok(list) = obj.cast::<PyList>() {
+        return list
+            .iter()
+            .map(|item| to_value(&item, depth + 1))
+            .collect::<Option<Vec<_>>>()
+            .map(Value::Array);
+    }
+    if let Ok(tuple) = obj.cast::<PyTuple>() {
+        return tuple
+            .iter()
+            .map(|item| to_value(&item, depth + 1))
+            .collect::<Option<Vec<_>>>()
+            .map(Value::Array);
+    }
+    None
+}
+
+pub fn dict_value(dict: &Bound<'_, PyDict>, depth: usize) -> Option<Map<String, Value>> {
+    let mut map = Map::with_capacity(dict.len());
+    for (key, item) in dict.iter() {
+        let key = key.cast::<PyString>().ok()?.to_str().ok()?;
+        map.insert(key.to_owned(), to_value(&item, depth + 1)?);
+    }
+    Some(map)
+}
+
+fn loose(obj: &Bound<'_, PyAny>) -> Loose {
+    let shape = if obj.is_none() {
+        Shape::Null
+    } else if obj.is_instance_of::<PyBool>() {
+        Shape::Other
+    } else if obj.is_instance_of::<PyString>() {
+        Shape::Str
+    } else if obj.is_instance_of::<PyInt>() {
+        Shape::Int
+    } else if obj.is_instance_of::<PyDict>() {
+        Shape::Dict
+    } else {
+        Shape::Other
+    };
+    Loose {
+        shape,
+        value: to_value(obj, 0),
+    }
+}
+
+/// An input item; a `type` with a lone surrogate is read lossily, as it only picks a row.
+pub fn to_input(obj: &Bound<'_, PyAny>) -> PyResult<Input> {
+    if let Ok(dict) = obj.cast::<PyDict>() {
+        let mut entries = Vec::with_capacity(dict.len());
+        for (key, item) in dict.iter() {
+            let key = key
+                .cast::<PyString>()
+                .ok()
+                .and_then(|key| key.to_str().ok())
+                .map(str::to_owned);
+            let mut value = loose(&item);
+            if key.as_deref() == Some("type") && value.shape == Shape::Str && value.value.is_none()
+            {
+                let lossy = item.cast::<PyString>()?.to_string_lossy().into_owned();
+                value.value = Some(Value::String(lossy));
+            }
+            entries.push((key, value));
+        }
+        return Ok(Input::Dict(entries));
+    }
+    if let Ok(text) = obj.cast::<PyString>() {
+        return Ok(Input::Str {
+            text: text.to_str().ok().map(str::to_owned),
+            type_name: type_name(obj)?,
+        });
+    }
+    Ok(Input::Other {
+        type_name: type_name(obj)?,
+    })
+}
+
+pub fn to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match value {
+        Value::Null => py.None().into_bound(py),
+        Value::Bool(flag) => PyBool::new(py, *flag).to_owned().into_any(),
+        Value::Number(number) => {
+            if let Some(int) = number.as_i64() {
+                int.into_pyobject(py)?.into_any()
+            } else if let Some(int) = number.as_u64() {
+                int.into_pyobject(py)?.into_any()
+            } else {
+                PyFloat::new(py, number.as_f64().unwrap_or(f64::NAN)).into_any()
+            }
+        }
+        Value::String(text) => PyString::new(py, text).into_any(),
+        Value::Array(items) => {
+            let list = PyList::empty(py);
+            for item in items {
+                list.append(to_py(py, item)?)?;
+            }
+            list.into_any()
+        }
+        Value::Object(map) => map_to_py(py, map)?.into_any(),
+    })
+}
+
+pub fn map_to_py<'py>(py: Python<'py>, map: &Map<String, Value>) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    for (key, item) in map {
+        dict.set_item(PyString::new(py, key), to_py(py, item)?)?;
+    }
+    Ok(dict)
+}
+
+pub fn events_to_py<'py>(py: Python<'py>, events: &[Event]) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    for event in events {
+        list.append(map_to_py(py, event)?)?;
+    }
+    Ok(list)
+}

@@ -1,0 +1,44 @@
+//! `agui_bridge._native`: thin PyO3 glue over `agui-bridge-core`.
+
+mod classes;
+mod convert;
+mod errors;
+mod sse;
+mod stream;
+
+use pyo3::prelude::*;
+
+use classes::{ChunkTranslatorPy, CrumbTransformerPy, Given};
+
+#[pyfunction]
+#[pyo3(signature = (thread_id=None, run_id=None, state=None))]
+fn create_agui_transformer(
+    thread_id: Option<&Bound<'_, PyAny>>,
+    run_id: Option<&Bound<'_, PyAny>>,
+    state: Option<&Bound<'_, PyAny>>,
+) -> PyResult<CrumbTransformerPy> {
+    CrumbTransformerPy::create(thread_id, run_id, state)
+}
+
+#[pyfunction]
+#[pyo3(signature = (thread_id=None, run_id=None, state=None, custom_prefix=Given(None)))]
+fn create_agui_translator(
+    py: Python<'_>,
+    thread_id: Option<&Bound<'_, PyAny>>,
+    run_id: Option<&Bound<'_, PyAny>>,
+    state: Option<&Bound<'_, PyAny>>,
+    custom_prefix: Given,
+) -> PyResult<ChunkTranslatorPy> {
+    ChunkTranslatorPy::create(py, thread_id, run_id, state, &custom_prefix)
+}
+
+#[pymodule(gil_used = false)]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("IMPLEMENTATION", "rust")?;
+    m.add_class::<CrumbTransformerPy>()?;
+    m.add_class::<ChunkTranslatorPy>()?;
+    m.add_function(wrap_pyfunction!(create_agui_transformer, m)?)?;
+    m.add_function(wrap_pyfunction!(create_agui_translator, m)?)?;
+    m.add_function(wrap_pyfunction!(sse::encode_sse, m)?)?;
+    Ok(())
+}
