@@ -153,6 +153,11 @@ def _agents(app: App) -> None:
         yield c.text_delta(f"hello {ctx.identity['user'] if ctx.identity else 'anon'}")
 
 
+    @app.agent("ops/team agent")
+    async def team(ctx):
+        yield c.text_delta(f"team here: {ctx.agent_id}")
+
+
 def _authenticate(request):
     token = request.headers.get("authorization")
     if token == "Bearer alice":
@@ -168,3 +173,64 @@ def _authenticate(request):
 
 app = make_app()
 auth_app = make_app(authenticate=_authenticate)
+
+
+# -- helpers the ingress tests share ------------------------------------------
+
+
+def parse_sse(text: str) -> tuple[list[dict], int]:
+    """The events of an SSE body and the number of ``: ping`` comments.
+
+    Strict, like @ag-ui/client: LF only, every frame one ``data:`` line or a
+    ``: ping`` comment, nothing else.
+    """
+    assert "\r" not in text
+    assert text.endswith("\n\n"), text[-200:]
+    events, pings = [], 0
+    for frame in text[:-2].split("\n\n"):
+        if frame == ": ping":
+            pings += 1
+            continue
+        assert frame.startswith("data: ") and "\n" not in frame, frame[:200]
+        events.append(orjson.loads(frame[6:]))
+    return events, pings
+
+
+def run_body(thread_id: str, messages, run_id: str | None = None, **extra) -> dict:
+    if isinstance(messages, str):
+        messages = [{"id": f"u-{thread_id}-{messages}", "role": "user", "content": messages}]
+    body = {"threadId": thread_id, "messages": messages, "tools": [], "context": [],
+            "forwardedProps": {}, "state": {}}
+    if run_id is not None:
+        body["runId"] = run_id
+    body.update(extra)
+    return body
+
+
+def messages_from_events(events: list[dict]) -> list[dict]:
+    """What a client's apply would add to its conversation from one run's events."""
+    out, by_id, args = [], {}, {}
+    for event in events:
+        kind = event["type"]
+        if kind == "TEXT_MESSAGE_START":
+            message = {"id": event["messageId"], "role": "assistant", "content": ""}
+            out.append(message)
+            by_id[message["id"]] = message
+        elif kind == "TEXT_MESSAGE_CONTENT":
+            by_id[event["messageId"]]["content"] += event["delta"]
+        elif kind == "TOOL_CALL_START":
+            parent = by_id.get(event.get("parentMessageId"))
+            if parent is None:
+                parent = {"id": event["toolCallId"], "role": "assistant"}
+                out.append(parent)
+                by_id[parent["id"]] = parent
+            call = {"id": event["toolCallId"], "type": "function",
+                    "function": {"name": event["toolCallName"], "arguments": ""}}
+            parent.setdefault("toolCalls", []).append(call)
+            args[event["toolCallId"]] = call
+        elif kind == "TOOL_CALL_ARGS":
+            args[event["toolCallId"]]["function"]["arguments"] += event["delta"]
+        elif kind == "TOOL_CALL_RESULT":
+            out.append({"id": event["messageId"], "role": "tool",
+                        "toolCallId": event["toolCallId"], "content": event["content"]})
+    return out

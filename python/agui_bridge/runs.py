@@ -196,10 +196,24 @@ class Subscriber:
             held += self.probe.unacked()
         return held
 
-    def take(self) -> bytes:
-        data = b"".join(self.buf) if len(self.buf) > 1 else self.buf[0]
-        self.buf.clear()
-        self.size = 0
+    def take(self, max_bytes: int | None = None) -> bytes:
+        """Everything queued as one write (at most about ``max_bytes`` when given)."""
+        buf = self.buf
+        if max_bytes is None or self.size <= max_bytes:
+            data = b"".join(buf) if len(buf) > 1 else buf[0]
+            buf.clear()
+            self.size = 0
+            return data
+        total = 0
+        count = 0
+        for frame in buf:
+            total += len(frame)
+            count += 1
+            if total >= max_bytes:
+                break
+        data = b"".join(buf[:count])
+        del buf[:count]
+        self.size -= len(data)
         return data
 
 

@@ -18,8 +18,11 @@ def _route_path(scope) -> str:
 
 
 class AsgiConn:
+    # A write waits in the server's channel (granian: 4 of them) uncounted, so
+    # writes stay small enough that what the server holds stays near the bound.
+    max_write = 64 * 1024
     __slots__ = ("aborted", "client", "gone", "headers", "method", "path", "query_string",
-                 "receive", "send_", "streaming")
+                 "receive", "send_", "streaming", "body_done")
 
     def __init__(self, scope, receive, send):
         self.receive = receive
@@ -34,6 +37,7 @@ class AsgiConn:
         self.gone = False
         self.aborted = False
         self.streaming = False
+        self.body_done = False
 
     async def read_body(self, limit: int) -> bytes:
         chunks = []
@@ -49,7 +53,22 @@ class AsgiConn:
                 raise TooLarge
             chunks.append(chunk)
             if not message.get("more_body", False):
+                self.body_done = True
                 return b"".join(chunks)
+
+    async def discard_body(self, limit: int) -> None:
+        if self.body_done:
+            return
+        total = 0
+        while total <= limit:
+            message = await self.receive()
+            if message["type"] == "http.disconnect":
+                self.gone = True
+                return
+            total += len(message.get("body", b""))
+            if not message.get("more_body", False):
+                self.body_done = True
+                return
 
     async def respond(self, status: int, body: bytes, headers) -> None:
         await self.send_({

@@ -201,15 +201,20 @@ class Handler:
         app = self.app
         if not _json_content_type(conn.headers.get("content-type")):
             raise HttpError(415, "unsupported_media_type", "the body must be application/json")
+        too_large = HttpError(413, "payload_too_large", f"the body is over {app.body_limit} bytes")
         length = conn.headers.get("content-length")
+        # A body over the limit is still read (and dropped) up to a few times the
+        # limit, so the client gets to read the 413 instead of a reset connection.
+        drain = 4 * app.body_limit + (64 << 10)
         if length is not None and length.isdigit() and int(length) > app.body_limit:
-            raise HttpError(413, "payload_too_large", f"the body is over {app.body_limit} bytes")
+            if int(length) <= drain:
+                await conn.discard_body(drain)
+            raise too_large
         try:
             raw = await conn.read_body(app.body_limit)
         except TooLarge:
-            raise HttpError(
-                413, "payload_too_large", f"the body is over {app.body_limit} bytes"
-            ) from None
+            await conn.discard_body(drain)
+            raise too_large from None
         try:
             return orjson.loads(raw)
         except orjson.JSONDecodeError as error:
@@ -325,6 +330,7 @@ class Handler:
         keepalive = app.keepalive
         limit = sub.limit
         probe = sub.probe
+        max_write = conn.max_write
         await conn.start_stream(200, STREAM_HEADERS)
         gone = asyncio.ensure_future(conn.wait_disconnect())
 
@@ -345,7 +351,7 @@ class Handler:
                     except TimeoutError:
                         await conn.send(PING)
                     continue
-                data = sub.take()
+                data = sub.take(max_write)
                 sub.inflight = len(data)
                 if sub.overflowed:
                     async with asyncio.timeout(app.overflow_grace):

@@ -9,6 +9,7 @@ from .tcpinfo import Probe
 
 
 class RsgiConn:
+    max_write = None  # send_bytes never waits: every queued frame goes in one write
     __slots__ = ("client", "headers", "method", "path", "protocol", "query_string", "scope",
                  "streaming", "trx")
 
@@ -35,6 +36,16 @@ class RsgiConn:
                 raise TooLarge
             chunks.append(chunk)
         return b"".join(chunks)
+
+    async def discard_body(self, limit: int) -> None:
+        total = 0
+        try:
+            async for chunk in self.protocol:
+                total += len(chunk)
+                if total > limit:
+                    return
+        except Exception:  # noqa: BLE001 - the body may be gone or already read
+            return
 
     async def respond(self, status: int, body: bytes, headers) -> None:
         self.protocol.response_bytes(status, headers, body)
