@@ -59,11 +59,23 @@ async def minimal_app(scope, proto):
     await send(transformer.finish_encoded())
 
 
+def _app_class():
+    try:
+        from agui_bridge import App
+    except ImportError:
+        try:  # before the public export lands
+            from agui_bridge.app import App
+        except ImportError:
+            return None
+    return App
+
+
 def _make_app():
-    mode = os.environ.get("BENCH_SERVER") or ("app" if hasattr(agui_bridge, "App") else "minimal")
+    app_class = _app_class()
+    mode = os.environ.get("BENCH_SERVER") or ("app" if app_class else "minimal")
     if mode == "minimal":
         return "minimal", minimal_app
-    bridge = agui_bridge.App(store="memory://")
+    bridge = app_class(store="memory://")
     bridge.agent("bench", path="/ag-ui/run")(bench_agent)
     return "app", bridge
 

@@ -269,7 +269,10 @@ APP_IDS = {name: name for name in CRUMB_AGENTS} | {"tool_error": "tool error"}
 
 def make_app():
     """``granian --factory tests.interop_apps:make_app``; store from ``INTEROP_STORE``."""
-    from agui_bridge import App
+    try:
+        from agui_bridge import App
+    except ImportError:  # before the public export lands
+        from agui_bridge.app import App
 
     app = App(store=os.environ.get("INTEROP_STORE", "memory://"))
     for name, agent in CRUMB_AGENTS.items():

@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import uuid
 from pathlib import Path
 
@@ -36,7 +37,7 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve_rsgi(target: str, env: dict | None = None, timeout: float = 20.0):
+def serve_rsgi(target: str, env: dict | None = None, extra=(), timeout: float = 20.0):
     """granian (RSGI, one worker) on a free 127.0.0.1 port; yields the base URL."""
     port = _free_port()
     environ = {**os.environ, **(env or {})}
@@ -44,7 +45,7 @@ def serve_rsgi(target: str, env: dict | None = None, timeout: float = 20.0):
         p for p in (str(ROOT / "python"), str(ROOT), environ.get("PYTHONPATH")) if p
     )
     cmd = [sys.executable, "-m", "granian", "--interface", "rsgi", "--host", "127.0.0.1"]
-    cmd += ["--port", str(port), "--workers", "1", "--log-level", "warning", target]
+    cmd += ["--port", str(port), "--workers", "1", "--log-level", "warning", *extra, target]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=environ, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + timeout
@@ -359,3 +360,46 @@ def test_harness_fails_on_http_error(node, client_version, minimal_url, tmp_path
     )
     assert out["ok"] is False
     assert "404" in out["runs"][0]["error"]
+
+
+# ---------------------------------------------------------------- through agui_bridge.App
+
+
+def app_path(name: str) -> str:
+    from tests.interop_apps import APP_IDS
+
+    if name == "text":
+        return "/ag-ui/run"  # the first agent's default path
+    return "/agui/" + urllib.parse.quote("chunks" if name == "chunks" else APP_IDS[name], safe="")
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory):
+    """``agui_bridge.App`` on granian, on a SQLite store (the default kind)."""
+    store = tmp_path_factory.mktemp("interop-store") / "threads.sqlite"
+    env = {"INTEROP_STORE": f"sqlite:///{store}"}
+    with serve_rsgi("tests.interop_apps:make_app", env=env, extra=["--factory"]) as url:
+        yield url
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_app(node, client_version, app_url, tmp_path, name):
+    """Every scenario through agui_bridge.App: ingress, store, run, transformer."""
+    SCENARIOS[name](node, client_version, lambda n: app_url + app_path(n), tmp_path)
+
+
+def test_app_default_route_also_serves_first_agent(node, client_version, app_url, tmp_path):
+    out = run_client(node, client_version, f"{app_url}/agui/text", one_turn("again"), tmp_path)
+    assert assistant_messages(out)[0]["content"] == "Hello, world! You said: again"
+
+
+def test_app_history_lives_on_the_server(node, client_version, app_url, tmp_path):
+    """The third turn comes from a fresh tab that sends only its new message."""
+    words = ["apples", "bananas", "cherries"]
+    ids = [f"u{i}-{uuid.uuid4().hex[:6]}" for i in range(3)]
+    runs = [{"addMessages": [{"id": ids[i], "role": "user", "content": words[i]}]} for i in (0, 1)]
+    runs.append({"setMessages": [{"id": ids[2], "role": "user", "content": words[2]}]})
+    scenario = {"threadId": f"thread-{uuid.uuid4().hex[:8]}", "runs": runs}
+    out = run_client(node, client_version, app_url + app_path("conversation"), scenario, tmp_path)
+    assert [m["role"] for m in out["messages"]] == ["user", "assistant"]
+    assert out["messages"][1]["content"] == "turn 3; I have seen: apples | bananas | cherries"
