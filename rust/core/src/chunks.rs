@@ -23,7 +23,14 @@ const TOOL_CALL: &[(&str, Kind)] = &[("id", Kind::Str), ("name", Kind::Str)];
 const TOOL_RESULT: &[(&str, Kind)] = &[("id", Kind::Str)];
 
 // Chunks type only the fields of their own row; everything else is a JSON value.
-fn row(chunk_type: &str) -> Option<(Row, &'static [&'static str], &'static [(&'static str, Kind)])> {
+/// A row, its required fields and the kinds of its typed fields.
+type RowSpec = (
+    Row,
+    &'static [&'static str],
+    &'static [(&'static str, Kind)],
+);
+
+fn row(chunk_type: &str) -> Option<RowSpec> {
     Some(match chunk_type {
         "token" | "chunk" => (Row::Token, &["content"], CONTENT),
         "tool_call" => (Row::ToolCall, &["name"], TOOL_CALL),
@@ -101,7 +108,9 @@ impl Dialect for Chunks {
 
     fn parse(&self, input: &Input) -> Result<Parsed, CrumbError> {
         let entries = match input {
-            Input::Str { text: Some(text), .. } => return Ok(Parsed::Text(text.clone())),
+            Input::Str {
+                text: Some(text), ..
+            } => return Ok(Parsed::Text(text.clone())),
             Input::Str { text: None, .. } => {
                 return Err(CrumbError::new("token: 'content' must be a JSON value"));
             }

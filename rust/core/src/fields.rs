@@ -260,7 +260,10 @@ mod tests {
         assert_eq!(error.unwrap_err().message(), "x: 'delta' must be a string");
         let item = json!({"type": "x", "iteration": true, "delta": "d"});
         let error = parse_fields("x", &entries(&item), &["delta"], Kinds::ByName, false);
-        assert_eq!(error.unwrap_err().message(), "x: 'iteration' must be an integer");
+        assert_eq!(
+            error.unwrap_err().message(),
+            "x: 'iteration' must be an integer"
+        );
         let item = json!({"type": "x", "b": 2, "delta": "d", "c": null});
         let fields = parse_fields("x", &entries(&item), &["delta"], Kinds::ByName, false).unwrap();
         assert_eq!(Value::Object(fields), json!({"delta": "d", "b": 2}));
@@ -271,9 +274,15 @@ mod tests {
         let mut items = entries(&json!({"type": "x", "delta": "d"}));
         items[1].1.value = None;
         let error = parse_fields("x", &items, &[], Kinds::ByName, false);
-        assert_eq!(error.unwrap_err().message(), "x: 'delta' must be a JSON value");
+        assert_eq!(
+            error.unwrap_err().message(),
+            "x: 'delta' must be a JSON value"
+        );
         items[1].0 = None;
         let error = parse_fields("x", &items, &[], Kinds::ByName, false);
-        assert_eq!(error.unwrap_err().message(), "x: field names must be strings");
+        assert_eq!(
+            error.unwrap_err().message(),
+            "x: field names must be strings"
+        );
     }
 }

@@ -55,7 +55,7 @@ pub struct Framer {
     pub out: Vec<Event>,
     pub text_id: Option<String>,
     pub latest_text_id: Option<String>,
-    /// The SSE bytes of a TEXT_MESSAGE_CONTENT frame up to its delta, for the open message.
+    /// The SSE bytes of a `TEXT_MESSAGE_CONTENT` frame up to its delta, for the open message.
     pub content_prefix: Vec<u8>,
     // Ordered sets: closing order is the order of opening.
     open_tools: IndexSet<String>,
@@ -137,17 +137,16 @@ impl Framer {
         if delta.is_empty() {
             return;
         }
-        let message_id = match &self.text_id {
-            Some(id) => id.clone(),
-            None => {
-                let id = self.new_id(IdKind::Message);
-                let mut start = event("TEXT_MESSAGE_START");
-                put(&mut start, "messageId", id.clone());
-                put(&mut start, "role", "assistant");
-                self.out.push(start);
-                self.open_text(id.clone());
-                id
-            }
+        let message_id = if let Some(id) = &self.text_id {
+            id.clone()
+        } else {
+            let id = self.new_id(IdKind::Message);
+            let mut start = event("TEXT_MESSAGE_START");
+            put(&mut start, "messageId", id.clone());
+            put(&mut start, "role", "assistant");
+            self.out.push(start);
+            self.open_text(id.clone());
+            id
         };
         let mut content = event("TEXT_MESSAGE_CONTENT");
         put(&mut content, "messageId", message_id);

@@ -30,7 +30,7 @@ pub fn content_frame_len(prefix: &[u8], delta: &str) -> usize {
 
 const CONTENT_END: &[u8] = b"}\n\n";
 
-/// Writes a TEXT_MESSAGE_CONTENT frame from the open message's precomputed prefix.
+/// Writes a `TEXT_MESSAGE_CONTENT` frame from the open message's precomputed prefix.
 pub fn write_content_frame(out: &mut Vec<u8>, prefix: &[u8], delta: &str) {
     out.extend_from_slice(prefix);
     json::write_str(out, delta);

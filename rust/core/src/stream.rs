@@ -9,7 +9,7 @@ use crate::framing::{Event, Framer};
 pub enum FastText {
     /// No event: the run is over (counted as dropped) or the delta is empty.
     Nothing,
-    /// One TEXT_MESSAGE_CONTENT for the open message: `content_prefix`, the delta, `}`.
+    /// One `TEXT_MESSAGE_CONTENT` for the open message: `content_prefix`, the delta, `}`.
     Content,
     /// Anything else (the first call, no open message) takes the general path.
     General,

@@ -29,7 +29,10 @@ pub fn to_value(obj: &Bound<'_, PyAny>, depth: usize) -> Option<Value> {
         return Some(Value::Bool(value.is_true()));
     }
     if let Ok(text) = obj.cast::<PyString>() {
-        return text.to_str().ok().map(|text| Value::String(text.to_owned()));
+        return text
+            .to_str()
+            .ok()
+            .map(|text| Value::String(text.to_owned()));
     }
     if obj.is_instance_of::<PyInt>() {
         return int_value(obj);

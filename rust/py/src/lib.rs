@@ -1,4 +1,4 @@
-//! `agui_bridge._native`: thin PyO3 glue over `agui-bridge-core`.
+//! `agui_bridge._native`: thin `PyO3` glue over `agui-bridge-core`.
 
 mod classes;
 mod convert;

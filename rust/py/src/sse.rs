@@ -24,7 +24,11 @@ fn event(obj: &Bound<'_, PyAny>) -> PyResult<Event> {
     };
     let mut out = Event::with_capacity(dict.len());
     for (key, value) in dict.iter() {
-        let Some(key) = key.cast::<PyString>().ok().and_then(|key| key.to_str().ok()) else {
+        let Some(key) = key
+            .cast::<PyString>()
+            .ok()
+            .and_then(|key| key.to_str().ok())
+        else {
             return Err(message_error(format!(
                 "{event_type}: field names must be strings"
             )));

@@ -1,0 +1,125 @@
+//! Runs every golden vector in `tests/vectors/*.json` through the core.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use agui_bridge_core::chunks::Chunks;
+use agui_bridge_core::crumbs::Crumbs;
+use agui_bridge_core::fields::Input;
+use agui_bridge_core::framing::Event;
+use agui_bridge_core::json::{Map, Value};
+use agui_bridge_core::sse;
+use agui_bridge_core::stream::Dialect;
+
+fn vector_paths() -> Vec<PathBuf> {
+    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/vectors");
+    let Ok(entries) = fs::read_dir(&folder) else {
+        return Vec::new();
+    };
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+        .collect();
+    paths.sort();
+    paths
+}
+
+fn text(create: &Value, key: &str) -> String {
+    create
+        .get(key)
+        .and_then(Value::as_str)
+        .unwrap_or("generated")
+        .to_owned()
+}
+
+struct Outcome {
+    events: Vec<Event>,
+    dropped: u64,
+    ignored: u64,
+    finished: bool,
+}
+
+fn run<D: Dialect>(mut dialect: D, steps: &[Value], name: &str) -> Outcome {
+    let mut events = Vec::new();
+    for (index, step) in steps.iter().enumerate() {
+        if let Some(input) = step.get("input") {
+            let result = dialect.call(&Input::from_json(input));
+            match (result, step.get("error").and_then(Value::as_str)) {
+                (Ok(out), None) => events.extend(out),
+                (Err(error), Some(expected)) => {
+                    assert_eq!(error.message(), expected, "{name}: step {index}");
+                }
+                (Ok(_), Some(expected)) => panic!("{name}: step {index} should raise {expected}"),
+                (Err(error), None) => panic!("{name}: step {index} raised {error}"),
+            }
+        } else if step.get("finish").is_some() {
+            events.extend(dialect.finish());
+        } else if let Some(fail) = step.get("fail") {
+            let message = fail["message"].as_str().unwrap_or_default();
+            let code = fail["type"].as_str().unwrap_or_default();
+            events.extend(dialect.fail(message, code));
+        } else {
+            panic!("{name}: step {index} has no input, finish or fail");
+        }
+    }
+    let framer = dialect.framer();
+    Outcome {
+        events,
+        dropped: framer.dropped,
+        ignored: framer.ignored,
+        finished: framer.finished,
+    }
+}
+
+fn check(path: &Path) {
+    let vector: Value = serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap();
+    let name = vector["name"].as_str().unwrap_or("?");
+    let create = vector.get("create").cloned().unwrap_or(Value::Null);
+    let (thread_id, run_id) = (text(&create, "thread_id"), text(&create, "run_id"));
+    let state = match create.get("state") {
+        Some(Value::Object(state)) => state.clone(),
+        _ => Map::new(),
+    };
+    let steps = vector["steps"].as_array().cloned().unwrap_or_default();
+    let outcome = match vector["dialect"].as_str() {
+        Some("crumbs") => run(Crumbs::new(thread_id, run_id, state), &steps, name),
+        Some("chunks") => {
+            let prefix = create
+                .get("custom_prefix")
+                .and_then(Value::as_str)
+                .unwrap_or("dawn");
+            let chunks = Chunks::new(thread_id, run_id, state, prefix.to_owned());
+            run(chunks, &steps, name)
+        }
+        other => panic!("{name}: unknown dialect {other:?}"),
+    };
+    let events = Value::Array(outcome.events.iter().cloned().map(Value::Object).collect());
+    assert_eq!(events, vector["events"], "{name}: events");
+    // Key order is part of the contract; `==` on maps ignores it.
+    let order = |value: &Value| serde_json::to_string(value).unwrap();
+    assert_eq!(
+        order(&events),
+        order(&vector["events"]),
+        "{name}: key order"
+    );
+    if let Some(expected) = vector.get("sse").and_then(Value::as_str) {
+        let bytes = sse::frames(&outcome.events);
+        assert_eq!(String::from_utf8(bytes).unwrap(), expected, "{name}: sse");
+    }
+    for (key, actual) in [("dropped", outcome.dropped), ("ignored", outcome.ignored)] {
+        if let Some(expected) = vector.get(key).and_then(Value::as_u64) {
+            assert_eq!(actual, expected, "{name}: {key}");
+        }
+    }
+    if let Some(expected) = vector.get("finished").and_then(Value::as_bool) {
+        assert_eq!(outcome.finished, expected, "{name}: finished");
+    }
+}
+
+#[test]
+fn golden_vectors() {
+    for path in vector_paths() {
+        check(&path);
+    }
+}
