@@ -1,0 +1,406 @@
+"""The transformer benchmark of issues 2 and 3: ``python benches/transformer.py``.
+
+A realistic 1,000-item run in each dialect (mostly 1-8 character text
+deltas, a few streamed tool calls, fallback tool calls, results, steps), and
+per item, in one process on this machine, side by side:
+
+- native ``encode`` per item (``agui_bridge._native``),
+- native ``encode_many`` on the whole run,
+- pure ``encode`` per item (``agui_bridge.pure``),
+- the official SDK path: the same events built as ``ag_ui.core`` pydantic
+  models and encoded one by one with ``ag_ui.encoder.EventEncoder().encode``
+  (the SDK path gets the events for free: none of the mapping is timed).
+
+Each figure is the median over many rounds of one whole run, divided by the
+number of items, measured with ``time.perf_counter_ns`` and the garbage
+collector paused (as ``timeit`` does). The script refuses to run when the
+native module is missing or a debug build, unless ``--allow-missing-native``
+(then only pure vs SDK is measured). ``--out FILE`` also writes the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import gc
+import importlib
+import platform
+import random
+import statistics
+import struct
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "python"))
+
+from ag_ui import core as sdk  # noqa: E402
+from ag_ui.encoder import EventEncoder  # noqa: E402
+from agui_bridge import pure  # noqa: E402
+
+N_ITEMS = 1000
+THREAD, RUN = "bench-thread", "bench-run"
+
+_PROSE = (
+    "The quick brown fox jumps over the lazy dog while the agent streams its answer "
+    "token by token, with café, naïve, 東京 and a few emoji 🎉 for good measure. "
+    "Results are summarised below: revenue grew 12.5% year over year, and costs fell."
+)
+WORDS = _PROSE.split(" ")
+
+
+def text_pieces(rng: random.Random, count: int) -> list[str]:
+    """``count`` deltas of 1-8 characters, cut from running text."""
+    stream = " ".join(rng.choice(WORDS) for _ in range(count * 2))
+    pieces, at = [], 0
+    while len(pieces) < count:
+        size = rng.randint(1, 8)
+        piece = stream[at : at + size]
+        if not piece:
+            at = 0
+            continue
+        pieces.append(piece)
+        at += size
+    return pieces
+
+
+def crumbs_run() -> list[dict]:
+    rng = random.Random(20261202)
+    tools = ["search", "fetch_page", "calculator", "lookup_user"]
+    non_text: dict[int, list[dict]] = {}
+    # 6 streamed tool calls (start, 8 deltas, end, tool:call no-op, result)
+    for n, at in enumerate([90, 230, 380, 520, 660, 800]):
+        cid = f"call_s{n}"
+        args = '{"query":"quarterly revenue by region","limit":10,"lang":"en"}'
+        cuts = sorted(rng.sample(range(1, len(args)), 7))
+        parts = [args[a:b] for a, b in zip([0, *cuts], [*cuts, len(args)], strict=True)]
+        non_text[at] = [
+            {"type": "tool:input:start", "toolCallId": cid, "toolName": tools[n % 4]},
+            *({"type": "tool:input:delta", "toolCallId": cid, "delta": p} for p in parts),
+            {"type": "tool:input:end", "toolCallId": cid},
+            {"type": "tool:call", "toolCallId": cid, "toolName": tools[n % 4], "input": {}},
+            {
+                "type": "tool:result",
+                "toolCallId": cid,
+                "result": {"rows": [{"region": "EMEA", "revenue": 1.25e6}], "count": 1},
+            },
+        ]
+    # 4 fallback tool calls with results, 1 error result
+    for n, at in enumerate([150, 450, 600, 900]):
+        cid = f"call_f{n}"
+        non_text[at] = [
+            {
+                "type": "tool:call",
+                "toolCallId": cid,
+                "toolName": "calculator",
+                "input": {"expression": "12.5 * 4", "precision": 2},
+            },
+            {"type": "tool:result", "toolCallId": cid, "result": "50.0"}
+            if n != 2
+            else {
+                "type": "tool:error",
+                "toolCallId": cid,
+                "error": {"code": "E_TIMEOUT", "message": "took too long"},
+            },
+        ]
+    # steps
+    for n, (start, end) in enumerate([(40, 300), (310, 700), (710, 950)]):
+        non_text.setdefault(start, []).append({"type": "pipeline:step:start", "stepName": f"s{n}"})
+        non_text.setdefault(end, []).append({"type": "pipeline:step:end", "stepName": f"s{n}"})
+    head = [
+        {"type": "agent:run:start", "runId": RUN, "sessionId": THREAD},
+        {"type": "pipeline:step:start", "stepName": "answer"},
+    ]
+    tail = [
+        {"type": "pipeline:step:end", "stepName": "answer"},
+        {"type": "agent:run:end", "result": {"status": "ok", "tokens": 812}},
+    ]
+    n_other = sum(len(v) for v in non_text.values())
+    texts = iter(text_pieces(rng, N_ITEMS - len(head) - len(tail) - n_other))
+    body: list[dict] = []
+    position = 0
+    while len(body) < N_ITEMS - len(head) - len(tail):
+        body += non_text.pop(position, [])
+        position += 1
+        piece = next(texts, None)
+        if piece is not None:
+            body.append({"type": "text:delta", "delta": piece})
+    assert not non_text
+    run = head + body + tail
+    assert len(run) == N_ITEMS, len(run)
+    return run
+
+
+def chunks_run() -> list:
+    rng = random.Random(20261203)
+    special: dict[int, list] = {}
+    for n, at in enumerate([90, 150, 230, 380, 450, 520, 600, 660, 800, 900]):
+        cid = f"call_{n}"
+        special[at] = [
+            {
+                "type": "tool_call",
+                "id": cid,
+                "name": "search",
+                "input": {"query": "quarterly revenue by region", "limit": 10},
+            },
+            {"type": "tool_result", "id": cid, "output": {"rows": [1, 2, 3], "score": 0.75}},
+        ]
+    for n, at in enumerate([40, 310, 710]):
+        special.setdefault(at, []).append(
+            {"type": "plan_update", "plan": [{"step": n, "status": "running"}]}
+        )
+    special.setdefault(500, []).append({"type": "subagent.started", "id": "sa1", "name": "critic"})
+    special.setdefault(700, []).append({"type": "progress", "pct": 70})
+    tail = [{"type": "done", "output": {"answer": "ok", "tokens": 812}}]
+    n_other = sum(len(v) for v in special.values())
+    texts = iter(text_pieces(rng, N_ITEMS - len(tail) - n_other))
+    body: list = []
+    position = 0
+    while len(body) < N_ITEMS - len(tail):
+        body += special.pop(position, [])
+        position += 1
+        piece = next(texts, None)
+        if piece is not None:
+            # Most agents yield bare strings; some wrap them as token chunks.
+            body.append(piece if position % 5 else {"type": "token", "content": piece})
+    assert not special
+    run = body + tail
+    assert len(run) == N_ITEMS, len(run)
+    return run
+
+
+# ---- the SDK path ----
+
+SDK_CLASSES = {
+    "RUN_STARTED": sdk.RunStartedEvent,
+    "RUN_FINISHED": sdk.RunFinishedEvent,
+    "RUN_ERROR": sdk.RunErrorEvent,
+    "STEP_STARTED": sdk.StepStartedEvent,
+    "STEP_FINISHED": sdk.StepFinishedEvent,
+    "TEXT_MESSAGE_START": sdk.TextMessageStartEvent,
+    "TEXT_MESSAGE_CONTENT": sdk.TextMessageContentEvent,
+    "TEXT_MESSAGE_END": sdk.TextMessageEndEvent,
+    "TOOL_CALL_START": sdk.ToolCallStartEvent,
+    "TOOL_CALL_ARGS": sdk.ToolCallArgsEvent,
+    "TOOL_CALL_END": sdk.ToolCallEndEvent,
+    "TOOL_CALL_RESULT": sdk.ToolCallResultEvent,
+    "STATE_SNAPSHOT": sdk.StateSnapshotEvent,
+    "CUSTOM": sdk.CustomEvent,
+}
+
+
+def snake(name: str) -> str:
+    return "".join("_" + c.lower() if c.isupper() else c for c in name)
+
+
+def sdk_plan(events_per_item: list[list[dict]]) -> list[list[tuple]]:
+    """Per item, the (model class, keyword arguments) of each of its events."""
+    return [
+        [
+            (SDK_CLASSES[e["type"]], {snake(k): v for k, v in e.items() if k != "type"})
+            for e in events
+        ]
+        for events in events_per_item
+    ]
+
+
+# ---- the native module ----
+
+
+def elf_has_debug_info(path: str) -> bool:
+    """True when the shared object carries DWARF (.debug_info): a debug build."""
+    data = Path(path).read_bytes()
+    if data[:4] != b"\x7fELF" or data[4] != 2:  # only 64-bit ELF is checked
+        return False
+    endian = "<" if data[5] == 1 else ">"
+    shoff = struct.unpack_from(endian + "Q", data, 0x28)[0]
+    shentsize, shnum, shstrndx = struct.unpack_from(endian + "HHH", data, 0x3A)
+    strtab = struct.unpack_from(endian + "QQ", data, shoff + shstrndx * shentsize + 0x18)
+    names = data[strtab[0] : strtab[0] + strtab[1]]
+    for index in range(shnum):
+        name_at = struct.unpack_from(endian + "I", data, shoff + index * shentsize)[0]
+        if names[name_at : names.index(b"\0", name_at)] == b".debug_info":
+            return True
+    return False
+
+
+def load_native(allow_missing: bool):
+    try:
+        native = importlib.import_module("agui_bridge._native")
+    except ModuleNotFoundError:
+        if allow_missing:
+            return None, "missing (agui_bridge._native is not built)"
+        sys.exit("refusing to run: agui_bridge._native is missing (run `make build`)")
+    profile = getattr(native, "BUILD_PROFILE", None)
+    debug = profile == "debug" if profile is not None else elf_has_debug_info(native.__file__)
+    if debug:
+        if allow_missing:
+            return None, f"a debug build ({native.__file__}), not measured"
+        sys.exit(
+            f"refusing to run: {native.__file__} is a debug build "
+            "(rebuild with `maturin develop --release`)"
+        )
+    return native, f"release build ({Path(native.__file__).name})"
+
+
+# ---- timing ----
+
+
+def measure(modes: dict, rounds: int) -> dict[str, float]:
+    """Median ns per run of each mode; modes are interleaved round by round."""
+    samples: dict[str, list[int]] = {name: [] for name in modes}
+    for fn in modes.values():  # warm up
+        fn()
+        fn()
+    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(rounds):
+            for name, fn in modes.items():
+                start = time.perf_counter_ns()
+                fn()
+                samples[name].append(time.perf_counter_ns() - start)
+    finally:
+        if enabled:
+            gc.enable()
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def modes_for(dialect: str, items: list, native):
+    def create(impl):
+        if dialect == "crumbs":
+            return impl.create_agui_transformer(THREAD, RUN)
+        return impl.create_agui_translator(THREAD, RUN)
+
+    reference = create(pure)
+    events_per_item = [reference(item) for item in items]
+    expected = pure.encode_sse([e for events in events_per_item for e in events])
+    plan = sdk_plan(events_per_item)
+    encoder = EventEncoder()
+
+    def per_item(impl):
+        # What a server does: encode each item as it arrives and write the bytes out.
+        def run():
+            encode = create(impl).encode
+            for item in items:
+                encode(item)
+
+        return run
+
+    def per_item_bytes(impl):
+        encode = create(impl).encode
+        return b"".join([encode(item) for item in items])
+
+    def many(impl):
+        return lambda: create(impl).encode_many(items)
+
+    def sdk_path():
+        encode = encoder.encode
+        return "".join([encode(cls(**kwargs)) for events in plan for cls, kwargs in events])
+
+    modes = {}
+    if native is not None:
+        modes["native encode"] = per_item(native)
+        modes["native encode_many"] = many(native)
+    modes["pure encode"] = per_item(pure)
+    modes["SDK path"] = sdk_path
+
+    # Every path must produce the same bytes before any of it is timed.
+    outputs = {"pure encode": per_item_bytes(pure)}
+    if native is not None:
+        outputs["native encode"] = per_item_bytes(native)
+        outputs["native encode_many"] = many(native)()
+    for name, got in outputs.items():
+        if got != expected:
+            sys.exit(f"{dialect}: {name} bytes differ from the pure reference; not measuring")
+    frames_ours = expected.split(b"\n\n")
+    frames_sdk = sdk_path().encode().split(b"\n\n")
+    same = sum(a == b for a, b in zip(frames_ours, frames_sdk, strict=False))
+    checks = [f"SDK frames byte-identical to ours: {same - 1} of {len(frames_ours) - 1}"]
+    n_events = sum(len(e) for e in events_per_item)
+    return modes, n_events, checks
+
+
+def report(dialect: str, items: list, native, rounds: int) -> tuple[list[str], bool]:
+    modes, n_events, checks = modes_for(dialect, items, native)
+    medians = measure(modes, rounds)
+    per = {name: ns / len(items) for name, ns in medians.items()}
+    lines = [
+        f"### {dialect}: {len(items)} items -> {n_events} events, median of {rounds} rounds",
+        "",
+        "| path | ns per item | µs per run | vs SDK |",
+        "|---|---:|---:|---:|",
+    ]
+    for name, ns in per.items():
+        lines.append(
+            f"| {name} | {ns:,.0f} | {medians[name] / 1000:,.1f} | {per['SDK path'] / ns:,.1f}x |"
+        )
+    lines.append("")
+    targets = []
+    if native is not None:
+        targets += [
+            ("native encode ≥ 20x SDK path", per["SDK path"] / per["native encode"], 20.0),
+            ("native encode ≥ 4x pure encode", per["pure encode"] / per["native encode"], 4.0),
+        ]
+    targets.append(("pure encode faster than SDK path", per["SDK path"] / per["pure encode"], 1.0))
+    if native is not None:
+        targets.append(
+            (
+                "encode_many ≥ 2x native per-item encode",
+                per["native encode"] / per["native encode_many"],
+                2.0,
+            )
+        )
+    ok = True
+    lines += ["| target | ratio | result |", "|---|---:|---|"]
+    for label, ratio, need in targets:
+        passed = ratio > need if need == 1.0 else ratio >= need
+        ok &= passed
+        lines.append(f"| {label} | {ratio:,.2f}x | {'PASS' if passed else 'FAIL'} |")
+    if native is None:
+        lines.append("| native targets | n/a | NOT MEASURED (no release native build) |")
+        ok = False
+    lines += ["", *checks, ""]
+    return lines, ok
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=40)
+    parser.add_argument("--allow-missing-native", action="store_true")
+    parser.add_argument("--out", type=Path, help="also write the report to this file")
+    args = parser.parse_args()
+
+    native, native_state = load_native(args.allow_missing_native)
+    import orjson
+    import pydantic
+
+    head = [
+        f"Date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M UTC}",
+        f"Command: {' '.join(['python', 'benches/transformer.py', *sys.argv[1:]])}",
+        f"Machine: {platform.machine()}, {platform.processor() or 'cpu'}, "
+        f"Python {platform.python_version()}, pydantic {pydantic.VERSION}, "
+        f"orjson {orjson.__version__}",
+        f"Native: {native_state}",
+        "",
+    ]
+    print("\n".join(head))
+    out = list(head)
+    all_ok = True
+    for dialect, items in (("crumbs", crumbs_run()), ("chunks", chunks_run())):
+        lines, ok = report(dialect, items, native, args.rounds)
+        all_ok &= ok
+        print("\n".join(lines), flush=True)
+        out += lines
+    verdict = "ALL TARGETS PASS" if all_ok else "SOME TARGETS FAIL OR WERE NOT MEASURED"
+    print(verdict)
+    out.append(verdict)
+    if args.out:
+        args.out.write_text("\n".join(out) + "\n", encoding="utf-8")
+    return 0 if all_ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
