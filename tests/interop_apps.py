@@ -146,6 +146,21 @@ async def conversation(ctx):
     yield crumbs.run_end()
 
 
+async def frontend_tool(ctx):
+    """A frontend tool (RunAgentInput.tools): call it, then answer from its result."""
+    results = list(getattr(ctx, "tool_results", None) or [])
+    if results:
+        yield crumbs.text_delta(f"You picked {results[0]['content']}.")
+        yield crumbs.run_end()
+        return
+    if "pick_city" not in [tool.get("name") for tool in ctx.tools]:
+        yield crumbs.agent_error("the client offered no pick_city tool", code="NO_TOOL")
+        return
+    yield crumbs.text_delta("Which city?")
+    yield crumbs.tool_call(f"pick-{ctx.run_id}", "pick_city", {"options": ["Oslo", "Lima"]})
+    yield crumbs.run_end()
+
+
 async def chunks(ctx):
     """The chunks dialect (seed 001): tokens, a tool call and result, a plan, done."""
     for token in ("Chunked ", "answer ", "to: ", ctx.input):
@@ -265,6 +280,7 @@ async def minimal_app(scope, proto):
 # agent is also at /agui/{urlencoded id}. One id has a space, so the client's URL
 # encoding and the ingress's decoding are on the path too.
 APP_IDS = {name: name for name in CRUMB_AGENTS} | {"tool_error": "tool error"}
+APP_ONLY = {"frontend_tool": frontend_tool}  # needs RunContext.tool_results
 
 
 def make_app():
@@ -277,5 +293,7 @@ def make_app():
     app = App(store=os.environ.get("INTEROP_STORE", "memory://"))
     for name, agent in CRUMB_AGENTS.items():
         app.agent(APP_IDS[name])(agent)
+    for name, agent in APP_ONLY.items():
+        app.agent(name)(agent)
     app.agent("chunks", dialect="chunks")(chunks)
     return app

@@ -81,7 +81,9 @@ def node():
 
 @pytest.fixture(scope="module")
 def minimal_url():
-    with serve_rsgi("tests.interop_apps:minimal_app") as url:
+    # The pure build here; App below gets the native one when it is built, so the
+    # real client judges both builds' output in one run.
+    with serve_rsgi("tests.interop_apps:minimal_app", env={"AGUI_BRIDGE_PURE": "1"}) as url:
         yield url
 
 
@@ -403,3 +405,26 @@ def test_app_history_lives_on_the_server(node, client_version, app_url, tmp_path
     out = run_client(node, client_version, app_url + app_path("conversation"), scenario, tmp_path)
     assert [m["role"] for m in out["messages"]] == ["user", "assistant"]
     assert out["messages"][1]["content"] == "turn 3; I have seen: apples | bananas | cherries"
+
+
+def test_app_frontend_tool_round_trip(node, client_version, app_url, tmp_path):
+    """RunAgentInput.tools reach the agent; the client's tool message answers the call."""
+    tool = {
+        "name": "pick_city",
+        "description": "Ask the user to pick a city",
+        "parameters": {"type": "object", "properties": {"options": {"type": "array"}}},
+    }
+    scenario = one_turn("plan a trip")
+    scenario["runs"] = [{"tools": [tool]}, {"tools": [tool], "answerToolCalls": "Lima"}]
+    out = run_client(node, client_version, f"{app_url}/agui/frontend_tool", scenario, tmp_path)
+    first, second = out["runs"]
+    check_lifecycle(first)
+    check_lifecycle(second)
+    asked, answered = assistant_messages(out)
+    assert asked["content"] == "Which city?"
+    [call] = asked["toolCalls"]
+    assert call["function"]["name"] == "pick_city"
+    assert json.loads(call["function"]["arguments"]) == {"options": ["Oslo", "Lima"]}
+    assert tool_messages(out)[call["id"]]["content"] == "Lima"
+    assert answered["content"] == "You picked Lima."
+    assert [m["role"] for m in out["messages"]] == ["user", "assistant", "tool", "assistant"]

@@ -8,11 +8,13 @@
 // <client-version>: "1.0.0" (@ag-ui/client) or "0.0.58" (npm alias client-0058).
 // A scenario is {threadId?, initialMessages?, initialState?, headers?, runs: [run...]}
 // and each run is {setMessages?, addMessages?, tools?, context?, forwardedProps?, resume?,
-// resumePending?: {status, payload?}, url?}. `setMessages` replaces the agent's
+// resumePending?: {status, payload?}, answerToolCalls?: string, url?}. `setMessages` replaces the agent's
 // messages first (a fresh tab that only knows the threadId). All runs share one HttpAgent, so
 // messages, state and pendingInterrupts carry from one run to the next, as in
 // a browser tab. `resumePending` builds the 1.0 `resume` list from the agent's
-// own pendingInterrupts (what a UI does when the user answers).
+// own pendingInterrupts (what a UI does when the user answers); `answerToolCalls`
+// adds a tool message with that content for every unanswered tool call (a
+// frontend tool).
 
 const PACKAGES = { "1.0.0": "@ag-ui/client", "0.0.58": "client-0058" };
 
@@ -64,6 +66,21 @@ for (const [index, spec] of (scenario.runs ?? [{}]).entries()) {
   if (spec.url) agent.url = spec.url;
   if (spec.setMessages) agent.setMessages(spec.setMessages);
   for (const message of spec.addMessages ?? []) agent.addMessage(message);
+  if (spec.answerToolCalls !== undefined) {
+    // What a frontend tool does: answer every tool call that has no result yet.
+    const answered = new Set(agent.messages.filter((m) => m.role === "tool").map((m) => m.toolCallId));
+    for (const message of [...agent.messages]) {
+      for (const call of message.toolCalls ?? []) {
+        if (answered.has(call.id)) continue;
+        agent.addMessage({
+          id: `result-${call.id}`,
+          role: "tool",
+          toolCallId: call.id,
+          content: spec.answerToolCalls,
+        });
+      }
+    }
+  }
   const params = {
     tools: spec.tools ?? [],
     context: spec.context ?? [],
