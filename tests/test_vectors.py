@@ -176,3 +176,59 @@ def test_vector_streams_are_valid_agui(path):
         model = adapter.validate_python(event)
         assert not model.model_extra, event
         assert json.loads(model.model_dump_json(by_alias=True)) == event
+
+
+# ---- framing rules a fixed vector cannot pin: generated run ids, the public selector ----
+
+HEX32 = re.compile(r"^[0-9a-f]{32}$")
+
+
+def test_ids_not_given_at_creation_are_uuid4_hex(impl):
+    for create_fn in (impl.create_agui_transformer, impl.create_agui_translator):
+        t = create_fn()
+        (started,) = t.finish()[:1]
+        assert started["type"] == "RUN_STARTED"
+        assert HEX32.match(started["threadId"]) and HEX32.match(started["runId"])
+        assert started["threadId"] != started["runId"]
+        other = create_fn().finish()[0]
+        assert other["runId"] != started["runId"]
+
+
+def test_generated_run_id_prefixes_generated_ids(impl):
+    t = impl.create_agui_transformer(thread_id="t1")
+    started, opened, _ = t({"type": "text:delta", "delta": "x"})
+    assert started["threadId"] == "t1"
+    assert opened["messageId"] == started["runId"] + ":m1"
+
+
+def test_run_start_without_ids_on_an_id_less_transformer(impl):
+    t = impl.create_agui_transformer()
+    (started,) = t({"type": "agent:run:start", "sessionId": "s"})
+    assert started["threadId"] == "s"
+    assert HEX32.match(started["runId"])
+
+
+def test_implementation_flag_and_pure_override():
+    import os
+    import subprocess
+    import sys
+
+    code = "import agui_bridge; print(agui_bridge.IMPLEMENTATION)"
+    source = str(Path(__file__).resolve().parent.parent / "python")
+    path = os.pathsep.join(filter(None, [source, os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "AGUI_BRIDGE_PURE": "1", "PYTHONPATH": path}
+    forced = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert forced.stdout.strip() == "python"
+    env.pop("AGUI_BRIDGE_PURE")
+    default = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    try:
+        import agui_bridge._native  # noqa: F401
+    except ModuleNotFoundError:
+        expected = "python"
+    else:
+        expected = "rust"
+    assert default.stdout.strip() == expected
