@@ -428,3 +428,28 @@ def test_app_frontend_tool_round_trip(node, client_version, app_url, tmp_path):
     assert tool_messages(out)[call["id"]]["content"] == "Lima"
     assert answered["content"] == "You picked Lima."
     assert [m["role"] for m in out["messages"]] == ["user", "assistant", "tool", "assistant"]
+
+
+def test_app_interrupt_resumed_after_a_server_restart(node, client_version, tmp_path):
+    """Suspend on one server, restart it on the same SQLite file, resume from the page."""
+    env = {"INTEROP_STORE": f"sqlite:///{tmp_path / 'threads.sqlite'}"}
+    target, path = "tests.interop_apps:make_app", app_path("approval")
+    with serve_rsgi(target, env=env, extra=["--factory"]) as url:
+        first = run_client(node, client_version, url + path, one_turn("email bob"), tmp_path)
+    [pending] = first["pendingInterrupts"]
+    scenario = {
+        "threadId": first["threadId"],
+        "initialMessages": first["messages"],
+        "pendingInterrupts": first["pendingInterrupts"],
+        "runs": [{"resumePending": {"status": "resolved", "payload": {"approved": False}}}],
+    }
+    with serve_rsgi(target, env=env, extra=["--factory"]) as url:
+        second = run_client(node, client_version, url + path, scenario, tmp_path)
+    assert second["pendingInterrupts"] == []
+    assert assistant_messages(second)[-1]["content"] == f"Resumed {pending['id']}: rejected."
+    assert second["runs"][0]["result"] == {"decision": "rejected"}
+    # The interrupt came from the file: on an empty store the same resume is refused.
+    env = {"INTEROP_STORE": f"sqlite:///{tmp_path / 'empty.sqlite'}"}
+    with serve_rsgi(target, env=env, extra=["--factory"]) as url:
+        refused = run_client(node, client_version, url + path, scenario, tmp_path, expect_ok=False)
+    assert "HTTP 400" in refused["runs"][0]["error"]

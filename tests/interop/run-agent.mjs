@@ -6,7 +6,8 @@
 //   node run-agent.mjs <client-version> <url> <scenario.json>
 //
 // <client-version>: "1.0.0" (@ag-ui/client) or "0.0.58" (npm alias client-0058).
-// A scenario is {threadId?, initialMessages?, initialState?, headers?, runs: [run...]}
+// A scenario is {threadId?, initialMessages?, initialState?, pendingInterrupts?, headers?,
+// runs: [run...]}
 // and each run is {setMessages?, addMessages?, tools?, context?, forwardedProps?, resume?,
 // resumePending?: {status, payload?}, answerToolCalls?: string, url?}. `setMessages` replaces the agent's
 // messages first (a fresh tab that only knows the threadId). All runs share one HttpAgent, so
@@ -59,6 +60,9 @@ const agent = new HttpAgent({
   initialState: scenario.initialState ?? {},
   headers: scenario.headers ?? {},
 });
+
+// A page that kept its pending interrupts across a reload (or a server restart).
+if (scenario.pendingInterrupts) agent.pendingInterrupts = scenario.pendingInterrupts;
 
 const runs = [];
 let ok = true;
