@@ -26,12 +26,18 @@ import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 _LOGS: dict[str, Path] = {}
+_INTERFACES: dict[str, str] = {}
 
 
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def interface_of(base_url: str) -> str:
+    """``"rsgi"`` or ``"asgi"``: what ``serve`` started at that URL."""
+    return _INTERFACES[base_url]
 
 
 def server_log(base_url: str) -> str:
@@ -60,6 +66,7 @@ def serve(target: str, env: dict | None = None, interface: str = "rsgi", timeout
     )
     base_url = f"http://127.0.0.1:{port}"
     _LOGS[base_url] = Path(log.name)
+    _INTERFACES[base_url] = interface
     try:
         deadline = time.monotonic() + timeout
         while True:

@@ -30,6 +30,7 @@ PING = b": ping\n\n"
 # An agent that yields without awaiting never lets the response pump run; past
 # this many queued bytes the run yields to the loop so the frames go out.
 YIELD_AT = 64 * 1024
+STALL = 1.0
 
 
 def frames_of(events: list[dict]) -> bytes:
@@ -178,7 +179,8 @@ class Subscriber:
     the subscriber off with a final RUN_ERROR and goes on without it.
     """
 
-    __slots__ = ("buf", "done", "inflight", "limit", "overflowed", "probe", "size", "wake")
+    __slots__ = ("buf", "done", "inflight", "limit", "overflowed", "probe", "progress", "size",
+                 "stalled", "wake")
 
     def __init__(self, limit: int | None, probe=None):
         self.buf: list[bytes] = []
@@ -189,6 +191,8 @@ class Subscriber:
         self.limit = limit
         self.probe = probe
         self.wake = asyncio.Event()
+        self.progress = asyncio.Event()  # set by the pump after each write
+        self.stalled = False
 
     def held(self) -> int:
         held = self.size + self.inflight
@@ -284,6 +288,27 @@ class Run:
         # A probe-backed subscriber (RSGI) also checks after each write, in the pump.
         self.pressed = pressed
 
+    async def _relieve(self) -> None:
+        """Paces the run by a client that is reading; never waits long for one that is not.
+
+        While more than YIELD_AT bytes are queued for a subscriber, the run waits
+        for its next write to complete. A subscriber whose write does not
+        complete within STALL seconds is not waited for again until one does;
+        what it leaves queued counts against its bound.
+        """
+        waited = False
+        for sub in tuple(self.subscribers):
+            if sub.size > YIELD_AT and not sub.stalled:
+                waited = True
+                sub.progress.clear()
+                try:
+                    async with asyncio.timeout(STALL):
+                        await sub.progress.wait()
+                except TimeoutError:
+                    sub.stalled = True
+        if not waited:
+            await asyncio.sleep(0)
+
     def _overflow(self, sub: Subscriber) -> None:
         if sub.overflowed:
             return
@@ -375,7 +400,7 @@ class Run:
                     if frame:
                         self._publish(frame)
                         if self.pressed:
-                            await asyncio.sleep(0)
+                            await self._relieve()
                     if self.observer is not None:
                         await self._notify(item)
                     if self.t.finished:

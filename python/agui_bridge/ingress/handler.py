@@ -38,7 +38,7 @@ import orjson
 
 from .. import RunInputError, map_run_input
 from ..context import Resumption, RunContext
-from ..runs import PING, Run, Subscriber
+from ..runs import PING, STALL, Run, Subscriber
 
 log = logging.getLogger("agui_bridge.ingress")
 
@@ -331,6 +331,7 @@ class Handler:
         limit = sub.limit
         probe = sub.probe
         max_write = conn.max_write
+        behind = False
         await conn.start_stream(200, STREAM_HEADERS)
         gone = asyncio.ensure_future(conn.wait_disconnect())
 
@@ -359,8 +360,19 @@ class Handler:
                 else:
                     await conn.send(data)
                 sub.inflight = 0
-                if probe is not None and not sub.done and probe.wrote(len(data)) > limit:
-                    run._overflow(sub)
+                sub.stalled = False
+                sub.progress.set()
+                if probe is not None and not sub.done:
+                    held = probe.wrote(len(data))
+                    if held <= limit // 2:
+                        behind = False
+                    elif probe.exact and not behind:
+                        held = await _catch_up(probe, sub, limit // 2)
+                        behind = held > limit // 2
+                    if behind:
+                        sub.stalled = True
+                    if held > limit:
+                        run._overflow(sub)
         except Closed:
             if not sub.done:
                 run.client_left(sub)
@@ -371,6 +383,22 @@ class Handler:
         finally:
             gone.cancel()
         await conn.end_stream()
+
+
+async def _catch_up(probe, sub: Subscriber, target: int) -> int:
+    """Waits (at most STALL s) for a client behind by more than ``target`` bytes.
+
+    Meanwhile the run's frames queue up for this subscriber, which paces the
+    run (see ``Run._relieve``); a client that does not catch up is then cut
+    off once it is ``limit`` behind.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + STALL
+    held = probe.refresh()
+    while held > target and not sub.done and loop.time() < deadline:
+        await asyncio.sleep(0.005)
+        held = probe.refresh()
+    return held
 
 
 def _resumption(resume, pending: list[dict]) -> Resumption | None:

@@ -148,6 +148,21 @@ class Probe:
     def unacked(self) -> int:
         return 0  # counted by wrote(); the pump compares what wrote() returns
 
+    @property
+    def exact(self) -> bool:
+        return bool(self.state)
+
+    def refresh(self) -> int:
+        """Held bytes now, re-reading the acknowledged count."""
+        if not self.state:
+            return self.written
+        acked = self.state.read()
+        if acked is None:
+            self.state = False
+            return self.written
+        self.acked = acked - self.base_acked
+        return self.written - self.acked
+
     def wrote(self, n: int) -> int:
         self.written += n
         if self.written < self.next_check:
