@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use crate::convert::{to_value, type_name};
-use crate::errors::message_error;
+use crate::errors::{message_error, typed_error};
 
 fn event(obj: &Bound<'_, PyAny>) -> PyResult<Event> {
     let Ok(dict) = obj.cast::<PyDict>() else {
@@ -17,9 +17,7 @@ fn event(obj: &Bound<'_, PyAny>) -> PyResult<Event> {
         )));
     };
     let event_type = match dict.get_item(intern!(obj.py(), "type"))? {
-        Some(value) if value.is_instance_of::<PyString>() => {
-            value.cast::<PyString>()?.to_string_lossy().into_owned()
-        }
+        Some(value) if value.is_instance_of::<PyString>() => value.cast_into::<PyString>()?,
         _ => return Err(message_error("event has no string 'type'".to_owned())),
     };
     let mut out = Event::with_capacity(dict.len());
@@ -29,17 +27,16 @@ fn event(obj: &Bound<'_, PyAny>) -> PyResult<Event> {
             .ok()
             .and_then(|key| key.to_str().ok())
         else {
-            return Err(message_error(format!(
-                "{event_type}: field names must be strings"
-            )));
+            return Err(typed_error(&event_type, ": field names must be strings"));
         };
         if value.is_none() {
             continue;
         }
         let Some(value) = to_value(&value, 0) else {
-            return Err(message_error(format!(
-                "{event_type}: '{key}' must be a JSON value"
-            )));
+            return Err(typed_error(
+                &event_type,
+                &format!(": '{key}' must be a JSON value"),
+            ));
         };
         out.insert(key.to_owned(), value);
     }

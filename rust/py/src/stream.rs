@@ -18,7 +18,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use crate::convert::{events_to_py, map_to_py, to_input, type_name};
-use crate::errors::{crumb_error, many_error};
+use crate::errors::{item_error, many_error};
 
 /// Recognizes a plain text delta without converting the item.
 pub trait FastInput {
@@ -68,7 +68,9 @@ pub fn call<'py, D: Dialect>(
     item: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyList>> {
     let input = to_input(item)?;
-    let events = lock(inner).call(&input).map_err(crumb_error)?;
+    let events = lock(inner)
+        .call(&input)
+        .map_err(|error| item_error(item, error))?;
     events_to_py(py, &events)
 }
 
@@ -135,7 +137,7 @@ pub fn encode<'py, D: Dialect + FastInput>(
         }
     }
     let mut out = Vec::new();
-    write_item(inner, item, &mut out)?.map_err(crumb_error)?;
+    write_item(inner, item, &mut out)?.map_err(|error| item_error(item, error))?;
     Ok(PyBytes::new(py, &out))
 }
 
@@ -148,7 +150,7 @@ pub fn encode_many<'py, D: Dialect + FastInput>(
     let mut index = 0usize;
     let mut each = |item: &Bound<'py, PyAny>| -> PyResult<()> {
         if let Err(error) = write_item(inner, item, &mut out)? {
-            return Err(many_error(py, error, index, &out));
+            return Err(many_error(item, error, index, &out));
         }
         index += 1;
         Ok(())
