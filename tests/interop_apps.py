@@ -172,6 +172,23 @@ async def chunks(ctx):
     yield {"type": "done", "output": {"answer": 42}}
 
 
+async def chunk_approval(ctx):
+    """Chunks HITL, LangGraph style: CUSTOM on_interrupt, then forwardedProps.command.resume."""
+    resume = getattr(ctx, "resume", None)
+    decision = getattr(resume, "decision", None)
+    if decision is not None:
+        yield {"type": "token", "content": f"Resumed with {decision}."}
+        yield {"type": "done", "output": {"decision": decision}}
+        return
+    yield {"type": "token", "content": "May I book it?"}
+    yield {
+        "type": "interrupt",
+        "interruptId": f"perm-{ctx.thread_id}",
+        "reason": "booking",
+        "message": "Book it?",
+    }
+
+
 CRUMB_AGENTS = {
     "text": text,
     "tools": tools,
@@ -183,7 +200,7 @@ CRUMB_AGENTS = {
     "approval": approval,
     "conversation": conversation,
 }
-CHUNK_AGENTS = {"chunks": chunks}
+CHUNK_AGENTS = {"chunks": chunks, "chunk_approval": chunk_approval}
 
 # Hand-written broken streams (``/raw/<name>``): they prove the harness fails
 # when the client rejects a stream or warns, so a passing scenario means something.
@@ -295,5 +312,6 @@ def make_app():
         app.agent(APP_IDS[name])(agent)
     for name, agent in APP_ONLY.items():
         app.agent(name)(agent)
-    app.agent("chunks", dialect="chunks")(chunks)
+    for name, agent in CHUNK_AGENTS.items():
+        app.agent(name, dialect="chunks")(agent)
     return app

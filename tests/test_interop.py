@@ -311,6 +311,24 @@ def scenario_chunks(node, version, url_for, tmp_path):
     assert run["result"] == {"answer": 42}
 
 
+def scenario_chunk_approval(node, version, url_for, tmp_path):
+    scenario = one_turn("book the flight")
+    scenario["runs"] = [{}, {"forwardedProps": {"command": {"resume": "yes"}}}]
+    out = run_client(node, version, url_for("chunk_approval"), scenario, tmp_path)
+    first, second = out["runs"]
+    check_lifecycle(first)
+    customs = [e for e in first["events"] if e["type"] == "CUSTOM"]
+    assert [(e["name"], e["value"]) for e in customs] == [
+        (
+            "on_interrupt",
+            {"interruptId": f"perm-{out['threadId']}", "reason": "booking", "message": "Book it?"},
+        )
+    ]
+    check_lifecycle(second)
+    assert assistant_messages(out)[-1]["content"] == "Resumed with yes."
+    assert second["result"] == {"decision": "yes"}
+
+
 SCENARIOS = {
     "text": scenario_text,
     "tools": scenario_tools,
@@ -322,11 +340,13 @@ SCENARIOS = {
     "approval": scenario_approval,
     "conversation": scenario_conversation,
     "chunks": scenario_chunks,
+    "chunk_approval": scenario_chunk_approval,
 }
+CHUNK_SCENARIOS = {"chunks", "chunk_approval"}
 
 
 def minimal_path(name: str) -> str:
-    return f"/agui/{name}" if name == "chunks" else f"/scenario/{name}"
+    return f"/agui/{name}" if name in CHUNK_SCENARIOS else f"/scenario/{name}"
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
@@ -372,7 +392,7 @@ def app_path(name: str) -> str:
 
     if name == "text":
         return "/ag-ui/run"  # the first agent's default path
-    return "/agui/" + urllib.parse.quote("chunks" if name == "chunks" else APP_IDS[name], safe="")
+    return "/agui/" + urllib.parse.quote(APP_IDS.get(name, name), safe="")
 
 
 @pytest.fixture(scope="module")
