@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 import os
 
 import pytest
@@ -402,3 +403,67 @@ def check_fallback_args(items, stream):
     for event in stream:
         if event["type"] == "TOOL_CALL_ARGS" and event["toolCallId"] not in streamed:
             json.loads(event["delta"])
+
+
+# Rule 11 in detail: float text, integer bounds, string escapes, rejects.
+RICH_SCALARS = st.one_of(
+    st.floats(),
+    st.floats(min_value=-1e-4, max_value=1e-4),
+    st.floats(min_value=1e15, max_value=1e17),
+    st.integers(min_value=-(2**63) - 2, max_value=2**64 + 1),
+    st.text(),
+    st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x40)),
+    st.text(alphabet=st.characters(categories=["Cs", "Cc", "Zl", "Zp", "So"])),
+    st.booleans(),
+    st.none(),
+)
+RICH_VALUES = st.recursive(
+    RICH_SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.tuples(inner, inner),
+        st.dictionaries(st.text(max_size=3), inner, max_size=4),
+    ),
+    max_leaves=12,
+)
+
+
+def json_outcome(impl, value):
+    try:
+        # Wrapped in a list: a top-level None would be omitted (rule 8).
+        return ("ok", impl.encode_sse({"type": "CUSTOM", "name": "a.b", "value": [value]}))
+    except CrumbError as error:
+        return ("error", str(error))
+
+
+@pytest.mark.native_only
+@settings(max_examples=300, deadline=None)
+@given(value=RICH_VALUES)
+def test_json_text_agrees(both, value):
+    native, pure = both
+    assert json_outcome(native, value) == json_outcome(pure, value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=RICH_VALUES)
+def test_json_text_round_trips(impl, value):
+    """What is accepted is valid JSON that parses back to the value (NaN/inf as null)."""
+    outcome = json_outcome(impl, value)
+    if outcome[0] == "error":
+        assert outcome[1] == "CUSTOM: 'value' must be a JSON value"
+        return
+    frame = outcome[1]
+    assert frame.startswith(b"data: ") and frame.endswith(b"\n\n")
+    assert b"\n" not in frame[:-2] and b"\r" not in frame
+    parsed = json.loads(frame[6:-2])
+    assert parsed["value"] == [as_json(value)]
+
+
+def as_json(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, (list, tuple)):
+        return [as_json(v) for v in value]
+    if isinstance(value, dict):
+        return {k: as_json(v) for k, v in value.items()}
+    return value
