@@ -1,0 +1,67 @@
+"""``agui-bridge serve MODULE:APP`` (granian, RSGI) and ``agui-bridge demo``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+
+def _serve(target: str, host: str, port: int, workers: int, factory: bool = False,
+           log_level: str = "info") -> int:
+    from granian import Granian
+    from granian.constants import Interfaces
+
+    server = Granian(
+        target,
+        address=host,
+        port=port,
+        interface=Interfaces.RSGI,
+        workers=workers,
+        factory=factory,
+        working_dir=Path.cwd(),
+        log_level=log_level,
+        websockets=False,
+        workers_kill_timeout=30,
+    )
+    server.serve()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="agui-bridge", description="Serve Python agents to AG-UI frontends (granian, RSGI)."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="serve an agui_bridge App: MODULE:APP")
+    serve.add_argument("target", metavar="MODULE:APP", help="e.g. myagents:app")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--workers", type=int, default=1)
+    serve.add_argument("--factory", action="store_true",
+                       help="APP is a function returning the App")
+    serve.add_argument("--log-level", default="info")
+
+    demo = commands.add_parser("demo", help="serve the built-in demo agent")
+    demo.add_argument("--host", default="127.0.0.1")
+    demo.add_argument("--port", type=int, default=8000)
+    demo.add_argument("--workers", type=int, default=1)
+
+    args = parser.parse_args(argv)
+    if args.command == "serve":
+        if ":" not in args.target:
+            parser.error("the target is MODULE:APP, e.g. myagents:app")
+        return _serve(args.target, args.host, args.port, args.workers, args.factory,
+                      args.log_level)
+    print(
+        f"agui-bridge demo on http://{args.host}:{args.port}/ag-ui/run"
+        f" (threads in {os.path.abspath('.agui')})",
+        file=sys.stderr,
+    )
+    return _serve("agui_bridge.demo:app", args.host, args.port, args.workers)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

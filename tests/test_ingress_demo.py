@@ -1,0 +1,108 @@
+"""The demo app and the CLI: `agui-bridge demo` answers the README's first request."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+from ag_ui_validate.pytest_plugin import assert_valid_agui
+
+from agui_bridge.demo import CalcError, calculate, find_expression
+from tests.ingress_apps import messages_from_events, parse_sse, run_body
+from tests.servers import ROOT, free_port, serve
+
+
+def test_the_calculator_is_safe():
+    assert calculate("2 * (3 + 4)") == 14
+    assert calculate("-7 // 2") == -4
+    assert calculate("2 ** 10") == 1024
+    for bad in ['__import__("os").system("true")', "a + 1", "1 / 0", "9 ** 9 ** 9",
+                "(10 ** 6) ** 60", "[1] * 3", "1e308 * 10"]:
+        with pytest.raises(CalcError):
+            calculate(bad)
+    assert find_expression("what is 6 * 7?") == "6 * 7"
+    assert find_expression("hello there") is None
+
+
+def post(base_url, body) -> list[dict]:
+    response = httpx.post(base_url + "/ag-ui/run", json=body, timeout=20)
+    assert response.status_code == 200, response.text
+    events, _ = parse_sse(response.text)
+    assert_valid_agui(events)
+    return events
+
+
+def text(events) -> str:
+    return "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")
+
+
+def test_demo_turns_tool_state_step_and_approval():
+    env = {"AGUI_DEMO_STORE": "memory://", "AGUI_DEMO_DELAY": "0"}
+    with serve("agui_bridge.demo:app", env=env) as base_url:
+        conversation = [{"id": "u1", "role": "user", "content": "hello there"}]
+        events = post(base_url, run_body("demo-1", conversation))
+        assert "You said: 'hello there'" in text(events)
+        types = {e["type"] for e in events}
+        assert {"STEP_STARTED", "STEP_FINISHED", "STATE_SNAPSHOT"} <= types
+        conversation += messages_from_events(events)
+
+        conversation.append({"id": "u2", "role": "user", "content": "what is 6 * (3 + 4)?"})
+        events = post(base_url, run_body("demo-1", conversation))
+        args = "".join(e["delta"] for e in events if e["type"] == "TOOL_CALL_ARGS")
+        assert args == '{"expression": "6 * (3 + 4)"}'
+        assert len([e for e in events if e["type"] == "TOOL_CALL_ARGS"]) > 1  # streamed
+        result = next(e for e in events if e["type"] == "TOOL_CALL_RESULT")
+        assert result["content"] == '{"expression":"6 * (3 + 4)","value":42}'
+        assert "6 * (3 + 4) = 42." in text(events)
+        conversation += messages_from_events(events)
+
+        conversation.append({"id": "u3", "role": "user", "content": "approve deleting the draft"})
+        events = post(base_url, run_body("demo-1", conversation))
+        interrupt = events[-1]["outcome"]["interrupts"][0]
+        assert interrupt["reason"] == "approval"
+        assert interrupt["message"] == "approve deleting the draft"
+        conversation += messages_from_events(events)
+
+        resume = {"command": {"resume": {"decision": "yes", "interruptId": interrupt["id"]}}}
+        events = post(base_url, run_body("demo-1", conversation, forwardedProps=resume))
+        assert text(events) == "Approved: approve deleting the draft. Done."
+        state = httpx.get(base_url + "/threads/demo-1/state").json()
+        assert state["values"]["task"]["status"] == "approved"
+        assert state["values"]["loop"]["iteration"] == 4
+        assert [m["role"] for m in state["messages"]].count("user") == 3
+
+
+def test_cli_demo_serves_on_sqlite_under_dot_agui(tmp_path):
+    port = free_port()
+    env = dict(os.environ, AGUI_DEMO_DELAY="0",
+               PYTHONPATH=os.pathsep.join([str(ROOT / "python"), str(ROOT)]))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "agui_bridge.cli", "demo", "--port", str(port)],
+        cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                httpx.get(base_url + "/", timeout=1)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline and process.poll() is None
+                time.sleep(0.05)
+        events = post(base_url, run_body("cli-1", "hi"))
+        assert "You said: 'hi'" in text(events)
+        assert (tmp_path / ".agui" / "threads.sqlite").exists()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=5)
