@@ -275,7 +275,11 @@ def replay(impl, dialect, items, how):
             batches.append(("error", str(error), error.index, error.partial))
             rest = rest[error.index + 1 :]
     counters = [(t.dropped, t.ignored, t.finished) for t in (t_events, t_bytes, t_many)]
-    return events, frames, batches, counters
+    # Beyond section 5, both builds expose the run's ids, state and interrupts.
+    extras = [(t.thread_id, t.run_id, t.state) for t in (t_events, t_bytes, t_many)]
+    if dialect == "crumbs":
+        extras += [t.interrupts for t in (t_events, t_bytes, t_many)]
+    return events, frames, batches, counters + extras
 
 
 def all_events(outcomes):
@@ -301,6 +305,7 @@ def check_self_consistent(impl, events, frames, batches, counters):
     assert many + frames[-1][1] == all_bytes(frames)
     assert counters[0] == counters[1]
     assert counters[2][:2] == counters[0][:2]
+    assert counters[3] == counters[4] == counters[5]
 
 
 def check_valid(stream, dialect):
