@@ -123,6 +123,9 @@ def test_vector_encode_many_matches_per_item(impl, path):
     batched = create(impl, vector)
     assert batched.encode_many(inputs) == expected
     assert batched.encode_many([]) == b""
+    # Any iterable is a batch: a tuple and a generator give the same bytes.
+    assert create(impl, vector).encode_many(tuple(inputs)) == expected
+    assert create(impl, vector).encode_many(item for item in inputs) == expected
     assert (batched.dropped, batched.ignored, batched.finished) == (
         per_item.dropped,
         per_item.ignored,
