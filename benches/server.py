@@ -19,8 +19,9 @@ by default (granian's worker has a Rust I/O thread beside the Python one);
 ``--pin`` puts the server on CPU 0 and the client on CPU 1. RSS is the server
 worker's ``VmRSS`` from /proc, sampled every 20 ms.
 
-Figures: events/s of one 10,000-delta stream (median of 3); aggregate events/s
-of 16 concurrent 10,000-delta streams (median of 3); 1,000 concurrently open
+Figures: events/s of one 10,000-delta stream (median of 5, the servers taking
+turns run by run); aggregate events/s of 16 concurrent 10,000-delta streams
+(likewise); 1,000 concurrently open
 slow streams (20 deltas, one every 100 ms): all complete with every event, and
 RSS growth per open stream (peak minus idle, over 1,000). Targets: (a) ≥ 10x (b)
 on both throughput figures; the 1,000 streams all complete with ≤ 64 KiB each.
@@ -51,6 +52,7 @@ RESULTS = ROOT / "benches" / "results" / "server.md"
 EVENTS_BESIDE_DELTAS = 4  # RUN_STARTED, TEXT_MESSAGE_START, TEXT_MESSAGE_END, RUN_FINISHED
 SERVER_CPU, CLIENT_CPU = 0, 1
 PIN = False
+LOAD_AT_START: tuple = ()
 
 
 # ---------------------------------------------------------------- servers
@@ -221,6 +223,7 @@ async def run_streams(
     loop = asyncio.get_running_loop()
     tracker = {"open": 0, "peak": 0}
     streams, waits = [], []
+    cpu_start = time.process_time()
     start = time.perf_counter()
     for _ in range(count):
         done = loop.create_future()
@@ -235,6 +238,7 @@ async def run_streams(
         if sampling:
             sampling.cancel()
     elapsed = time.perf_counter() - start
+    client_cpu = (time.process_time() - cpu_start) / elapsed
     complete = sum(s.complete(deltas) for s in streams)
     frames = sum(s.frames for s in streams)
     return {
@@ -244,20 +248,18 @@ async def run_streams(
         "count": count,
         "peak_open": tracker["peak"],
         "events_per_s": frames / elapsed,
+        "client_cpu": client_cpu,
     }
 
 
 # ---------------------------------------------------------------- phases
 
 
-async def throughput(server: Server, streams: int, deltas: int, repeats: int) -> dict:
-    runs = []
-    for _ in range(repeats):
-        result = await run_streams(server.port, streams, deltas, 0.0, timeout=300)
-        if result["complete"] != streams:
-            raise RuntimeError(f"{server.name}: {streams - result['complete']} streams incomplete")
-        runs.append(result["events_per_s"])
-    return {"median": statistics.median(runs), "runs": runs}
+async def one_throughput(server: Server, streams: int, deltas: int) -> tuple[float, float]:
+    result = await run_streams(server.port, streams, deltas, 0.0, timeout=300)
+    if result["complete"] != streams:
+        raise RuntimeError(f"{server.name}: {streams - result['complete']} streams incomplete")
+    return result["events_per_s"], result["client_cpu"]
 
 
 async def slow_streams(server: Server, streams: int, deltas: int, interval: float) -> dict:
@@ -281,16 +283,30 @@ async def slow_streams(server: Server, streams: int, deltas: int, interval: floa
     return result
 
 
-async def measure(server: Server, args) -> dict:
-    # Warm up: imports, code paths, the allocator.
-    await run_streams(server.port, 4, 1000, 0.0, timeout=60)
-    await run_streams(server.port, 64, 20, 0.0, timeout=60)
+async def measure(servers: dict, args) -> dict:
+    """Throughput runs alternate between the servers (a, b, a, b, ...), so a burst of
+    other load on the machine hits both alike; the slow phase runs one server at a time."""
+    for server in servers.values():  # warm up: imports, code paths, the allocator
+        await run_streams(server.port, 4, 1000, 0.0, timeout=60)
+        await run_streams(server.port, 64, 20, 0.0, timeout=60)
     out = {
-        "single": await throughput(server, 1, args.deltas, args.repeats),
-        "concurrent": await throughput(server, args.concurrency, args.deltas, args.repeats),
+        key: {"single": {"runs": [], "cpu": []}, "concurrent": {"runs": [], "cpu": []}}
+        for key in servers
     }
+    for phase, streams in (("single", 1), ("concurrent", args.concurrency)):
+        for _ in range(args.repeats):
+            for key, server in servers.items():
+                rate, cpu = await one_throughput(server, streams, args.deltas)
+                out[key][phase]["runs"].append(rate)
+                out[key][phase]["cpu"].append(cpu)
+        for key in servers:
+            out[key][phase]["median"] = statistics.median(out[key][phase]["runs"])
     if not args.skip_slow:
-        out["slow"] = await slow_streams(server, args.slow_streams, args.slow_deltas, 0.1)
+        for key, server in servers.items():
+            if key != "pure":
+                out[key]["slow"] = await slow_streams(
+                    server, args.slow_streams, args.slow_deltas, 0.1
+                )
     return out
 
 
@@ -404,6 +420,12 @@ def report(results: dict, infos: dict, args, commands: dict) -> str:
         "had not landed), one `encode` + `send_bytes` per crumb"
     )
     ver = versions()
+    load = " ".join(f"{x:.2f}" for x in LOAD_AT_START)
+
+    def cpu(side):
+        one, many = (statistics.median(side[k]["cpu"]) for k in ("single", "concurrent"))
+        return f"{one:.0%} (1 stream), {many:.0%} ({args.concurrency} streams)"
+
     pinning = (
         f"server on CPU {SERVER_CPU}, client on CPU {CLIENT_CPU}"
         if PIN
@@ -424,18 +446,25 @@ Machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_v
   event and one `EventEncoder.encode` chunk per event.
   `{commands["peer"]}`
 - The agent is the same in both: N deltas of `"token "`, then the run ends; each stream
-  is N + 4 events. Throughput figures are the median of {args.repeats} runs
+  is N + 4 events. All servers are up for the whole run, idle but for their turn;
+  throughput runs alternate (a, b, a, b, ...) and each figure is the median of
+  {args.repeats} runs
   (runs: a single {[fmt(x) for x in ours["single"]["runs"]]} vs
   {[fmt(x) for x in peer["single"]["runs"]]}; {args.concurrency} streams
   {[fmt(x) for x in ours["concurrent"]["runs"]]} vs
   {[fmt(x) for x in peer["concurrent"]["runs"]]}).
 - Load client: one process, uvloop, raw asyncio `Protocol` connections (HTTP/1.1,
   `Connection: close`) that only count `data: ` frames with `bytes.count` and check the
-  status line, the frame count (none lost) and the final `RUN_FINISHED`. CPU pinning:
-  {pinning}. Events/s = frames received / wall time from the first connect to the
-  last close.
+  status line, the frame count (none lost) and the final `RUN_FINISHED`.
+  CPU pinning: {pinning}. Events/s = frames received / wall time from the first
+  connect to the last close.
+- The client's own CPU time over wall time during the throughput runs (median; 1.0 would
+  mean the client was the bottleneck): against (a) {cpu(ours)}, against (b) {cpu(peer)}.
 - RSS: the server worker's `VmRSS` from /proc, idle after warm-up vs the peak sampled
   every 20 ms while the slow streams are open; growth / number of streams.
+- Load average at the start of the run: {load}. This is a shared 2-core machine; other
+  work on it moves the figures between runs (the peer's most, since it is CPU-bound
+  in one thread).
 """
     return table, md
 
@@ -444,7 +473,7 @@ def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--deltas", type=int, default=10_000)
     ap.add_argument("--concurrency", type=int, default=16)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--slow-streams", type=int, default=1000)
     ap.add_argument("--slow-deltas", type=int, default=20)
     ap.add_argument("--skip-slow", action="store_true")
@@ -461,7 +490,8 @@ def parse_args(argv=None):
 
 
 def main(argv=None) -> int:
-    global PIN
+    global PIN, LOAD_AT_START
+    LOAD_AT_START = os.getloadavg()
     args = parse_args(argv)
     PIN = args.pin
     if PIN:
@@ -475,20 +505,18 @@ def main(argv=None) -> int:
     servers = {"ours": granian_server("agui-bridge+granian", {}), "peer": uvicorn_server()}
     if infos["ours"]["impl"] == "rust" and not args.no_pure:
         servers["pure"] = granian_server("agui-bridge+granian (pure)", {"AGUI_BRIDGE_PURE": "1"})
-    results, commands = {}, {}
-    for key, server in servers.items():
-        print(f"… {server.name}", file=sys.stderr, flush=True)
-        server.start()
-        try:
-            sub = argparse.Namespace(**vars(args))
-            sub.skip_slow = args.skip_slow or key == "pure"
-            results[key] = uvloop.run(measure(server, sub))
-            commands[key] = server.command
-        finally:
+    print("… " + ", ".join(server.name for server in servers.values()), file=sys.stderr)
+    try:
+        for server in servers.values():
+            server.start()
+        results = uvloop.run(measure(servers, args))
+    finally:
+        for server in servers.values():
             server.stop()
+    commands = {key: server.command for key, server in servers.items()}
     table, md = report(results, infos, args, commands)
     print(table)
-    if not args.quick:
+    if not args.quick or args.out != RESULTS:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(md)
         print(f"written to {args.out}", file=sys.stderr)
