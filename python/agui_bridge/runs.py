@@ -242,6 +242,12 @@ class Run:
         self.subscribers: list[Subscriber] = []
         self.cancelled = False
         self.pressed = False
+        self._begun = False
+        self._first = (
+            {"type": "agent:run:start", "runId": ctx.run_id, "sessionId": ctx.thread_id}
+            if self.crumbs
+            else None
+        )
         self.task: asyncio.Task | None = None
         self.info = RunInfo(agent.agent_id, ctx.thread_id, ctx.run_id)
         self.listeners = list(app._listeners)
@@ -382,15 +388,20 @@ class Run:
             history.record(events)
         return frames_of(events)
 
+    def begin(self) -> None:
+        """Queues RUN_STARTED at once, so the response's first write carries it."""
+        self._begun = True
+        self._publish(self._apply(self._first))
+
     async def run(self) -> None:
         """The whole run; the task the ingress starts. Never raises."""
         app = self.app
         ctx = self.ctx
         failed = None
         try:
-            start = {"type": "agent:run:start", "runId": ctx.run_id, "sessionId": ctx.thread_id}
-            first = start if self.crumbs else None
-            self._publish(self._apply(first))
+            first = self._first
+            if not self._begun:
+                self.begin()
             if self.observer is not None:
                 await self._notify(first)
             agen = self.agent.fn(ctx)

@@ -246,6 +246,7 @@ class Handler:
         app._active[thread_id] = run
         sub = Subscriber(app.max_buffered, conn.probe(app.max_buffered))
         run.subscribe(sub)
+        run.begin()
         run.task = asyncio.get_running_loop().create_task(run.run())
         app._tasks.add(run.task)
         run.task.add_done_callback(app._tasks.discard)
