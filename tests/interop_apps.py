@@ -210,6 +210,11 @@ BROKEN = {
         {"type": "TEXT_MESSAGE_CONTENT", "messageId": "nope", "delta": "orphan"},
         {"type": "RUN_FINISHED", "threadId": "{threadId}", "runId": "{runId}"},
     ],
+    "unknown_field": [
+        {"type": "RUN_STARTED", "threadId": "{threadId}", "runId": "{runId}"},
+        {"type": "CUSTOM", "name": "x.y", "value": 1, "vendorExtra": True},
+        {"type": "RUN_FINISHED", "threadId": "{threadId}", "runId": "{runId}"},
+    ],
     "bad_patch": [
         {"type": "RUN_STARTED", "threadId": "{threadId}", "runId": "{runId}"},
         {"type": "STATE_DELTA", "delta": [{"op": "replace", "path": "/missing/key", "value": 1}]},

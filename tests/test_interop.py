@@ -376,6 +376,16 @@ def test_harness_fails_on_a_broken_stream(
     assert needle in reported
 
 
+def test_harness_fails_on_an_enforce_warning(node, minimal_url, tmp_path):
+    """1.0.0 strips unknown fields with an [ag-ui] warning (a failure); 0.0.58 passes them."""
+    url = f"{minimal_url}/raw/unknown_field"
+    strict = run_client(node, "1.0.0", url, one_turn(), tmp_path, expect_ok=False)
+    assert strict["ok"] is False
+    assert any("[ag-ui]" in w["text"] for w in strict["warnings"])
+    lenient = run_client(node, "0.0.58", url, one_turn(), tmp_path)
+    assert lenient["runs"][0]["events"][1]["vendorExtra"] is True
+
+
 def test_harness_fails_on_http_error(node, client_version, minimal_url, tmp_path):
     out = run_client(
         node, client_version, f"{minimal_url}/scenario/nope", one_turn(), tmp_path, expect_ok=False
