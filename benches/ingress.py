@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import os
 import platform
 import socket
@@ -66,16 +67,36 @@ def free_port() -> int:
 class Server:
     def __init__(self, store: str, pure: bool):
         self.port = free_port()
-        env = dict(os.environ, AGUI_BENCH_SERVER="1", AGUI_BENCH_STORE=store,
-                   PYTHONPATH=os.pathsep.join([str(ROOT / "python"), str(ROOT)]))
+        env = dict(
+            os.environ,
+            AGUI_BENCH_SERVER="1",
+            AGUI_BENCH_STORE=store,
+            PYTHONPATH=os.pathsep.join([str(ROOT / "python"), str(ROOT)]),
+        )
         if pure:
             env["AGUI_BRIDGE_PURE"] = "1"
         else:
             env.pop("AGUI_BRIDGE_PURE", None)
         self.command = [
-            sys.executable, "-m", "granian", "--interface", "rsgi", "--host", "127.0.0.1",
-            "--port", str(self.port), "--workers", "1", "--loop", "uvloop", "--http", "1",
-            "--no-ws", "--log-level", "warning", "benches.ingress:app",
+            sys.executable,
+            "-m",
+            "granian",
+            "--interface",
+            "rsgi",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--workers",
+            "1",
+            "--loop",
+            "uvloop",
+            "--http",
+            "1",
+            "--no-ws",
+            "--log-level",
+            "warning",
+            "benches.ingress:app",
         ]
         self.process = subprocess.Popen(self.command, env=env, cwd=ROOT)
         deadline = time.monotonic() + 20
@@ -98,10 +119,17 @@ class Server:
 
 
 def request(thread_id: str, text: str) -> bytes:
-    body = (
-        '{"threadId":"%s","runId":"%s","messages":[{"id":"%s","role":"user","content":"%s"}],'
-        '"tools":[],"context":[],"forwardedProps":{},"state":{}}'
-        % (thread_id, uuid.uuid4().hex, uuid.uuid4().hex, text)
+    body = json.dumps(
+        {
+            "threadId": thread_id,
+            "runId": uuid.uuid4().hex,
+            "messages": [{"id": uuid.uuid4().hex, "role": "user", "content": text}],
+            "tools": [],
+            "context": [],
+            "forwardedProps": {},
+            "state": {},
+        },
+        separators=(",", ":"),
     ).encode()
     return (
         b"POST /ag-ui/run HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"

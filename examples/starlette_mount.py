@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import logging
 
+from agui_bridge import crumbs
+from agui_bridge.app import App
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
-
-from agui_bridge import crumbs
-from agui_bridge.app import App
 
 log = logging.getLogger("agui.events")
 

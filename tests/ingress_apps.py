@@ -15,7 +15,6 @@ import os
 from pathlib import Path
 
 import orjson
-
 from agui_bridge import crumbs as c
 from agui_bridge.app import App, Forbidden
 
@@ -43,8 +42,10 @@ def make_app(**overrides) -> App:
 
         def log_event(event, info):
             with open(events_file, "ab") as out:
-                out.write(orjson.dumps({"run": info.run_id, "thread": info.thread_id,
-                                        "event": event}) + b"\n")
+                out.write(
+                    orjson.dumps({"run": info.run_id, "thread": info.thread_id, "event": event})
+                    + b"\n"
+                )
 
         app.on_event(log_event)
     return app
@@ -97,8 +98,9 @@ def _agents(app: App) -> None:
             return
         if first == "approve":
             yield c.text_delta("I need approval")
-            yield c.human_required(interrupt_id=f"ask-{ctx.run_id}", reason="approval",
-                                   message="ok?")
+            yield c.human_required(
+                interrupt_id=f"ask-{ctx.run_id}", reason="approval", message="ok?"
+            )
             return
         if first == "fail":
             yield c.text_delta("complete part")
@@ -146,12 +148,15 @@ def _agents(app: App) -> None:
             return
         yield {"type": "done", "output": "planned"}
 
-    @app.agent("guarded", path="/guarded/run",
-               authorize_thread=lambda identity, thread_id: thread_id.startswith(
-                   f"{identity['user'] if identity else 'anon'}-"))
+    @app.agent(
+        "guarded",
+        path="/guarded/run",
+        authorize_thread=lambda identity, thread_id: thread_id.startswith(
+            f"{identity['user'] if identity else 'anon'}-"
+        ),
+    )
     async def guarded(ctx):
         yield c.text_delta(f"hello {ctx.identity['user'] if ctx.identity else 'anon'}")
-
 
     @app.agent("ops/team agent")
     async def team(ctx):
@@ -199,8 +204,14 @@ def parse_sse(text: str) -> tuple[list[dict], int]:
 def run_body(thread_id: str, messages, run_id: str | None = None, **extra) -> dict:
     if isinstance(messages, str):
         messages = [{"id": f"u-{thread_id}-{messages}", "role": "user", "content": messages}]
-    body = {"threadId": thread_id, "messages": messages, "tools": [], "context": [],
-            "forwardedProps": {}, "state": {}}
+    body = {
+        "threadId": thread_id,
+        "messages": messages,
+        "tools": [],
+        "context": [],
+        "forwardedProps": {},
+        "state": {},
+    }
     if run_id is not None:
         body["runId"] = run_id
     body.update(extra)
@@ -224,13 +235,22 @@ def messages_from_events(events: list[dict]) -> list[dict]:
                 parent = {"id": event["toolCallId"], "role": "assistant"}
                 out.append(parent)
                 by_id[parent["id"]] = parent
-            call = {"id": event["toolCallId"], "type": "function",
-                    "function": {"name": event["toolCallName"], "arguments": ""}}
+            call = {
+                "id": event["toolCallId"],
+                "type": "function",
+                "function": {"name": event["toolCallName"], "arguments": ""},
+            }
             parent.setdefault("toolCalls", []).append(call)
             args[event["toolCallId"]] = call
         elif kind == "TOOL_CALL_ARGS":
             args[event["toolCallId"]]["function"]["arguments"] += event["delta"]
         elif kind == "TOOL_CALL_RESULT":
-            out.append({"id": event["messageId"], "role": "tool",
-                        "toolCallId": event["toolCallId"], "content": event["content"]})
+            out.append(
+                {
+                    "id": event["messageId"],
+                    "role": "tool",
+                    "toolCallId": event["toolCallId"],
+                    "content": event["content"],
+                }
+            )
     return out

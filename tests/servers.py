@@ -46,8 +46,13 @@ def server_log(base_url: str) -> str:
 
 
 @contextlib.contextmanager
-def serve(target: str, env: dict | None = None, interface: str = "rsgi", timeout: float = 20.0,
-          cwd: str | os.PathLike | None = None):
+def serve(
+    target: str,
+    env: dict | None = None,
+    interface: str = "rsgi",
+    timeout: float = 20.0,
+    cwd: str | os.PathLike | None = None,
+):
     port = free_port()
     full_env = dict(os.environ)
     full_env["PYTHONPATH"] = os.pathsep.join(
@@ -56,12 +61,30 @@ def serve(target: str, env: dict | None = None, interface: str = "rsgi", timeout
     full_env.update(env or {})
     log = tempfile.NamedTemporaryFile(prefix="granian-", suffix=".log", delete=False)  # noqa: SIM115
     command = [
-        sys.executable, "-m", "granian", "--interface", interface, "--host", "127.0.0.1",
-        "--port", str(port), "--workers", "1", "--no-ws", "--log-level", "info",
-        "--workers-kill-timeout", "3", target,
+        sys.executable,
+        "-m",
+        "granian",
+        "--interface",
+        interface,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+        "--no-ws",
+        "--log-level",
+        "info",
+        "--workers-kill-timeout",
+        "3",
+        target,
     ]
     process = subprocess.Popen(
-        command, env=full_env, cwd=str(cwd or ROOT), stdout=log, stderr=subprocess.STDOUT,
+        command,
+        env=full_env,
+        cwd=str(cwd or ROOT),
+        stdout=log,
+        stderr=subprocess.STDOUT,
         start_new_session=True,
     )
     base_url = f"http://127.0.0.1:{port}"

@@ -11,8 +11,8 @@ import time
 import httpx
 import pytest
 from ag_ui_validate.pytest_plugin import assert_valid_agui
-
 from agui_bridge.demo import CalcError, calculate, find_expression
+
 from tests.ingress_apps import messages_from_events, parse_sse, run_body
 from tests.servers import ROOT, free_port, serve
 
@@ -21,8 +21,15 @@ def test_the_calculator_is_safe():
     assert calculate("2 * (3 + 4)") == 14
     assert calculate("-7 // 2") == -4
     assert calculate("2 ** 10") == 1024
-    for bad in ['__import__("os").system("true")', "a + 1", "1 / 0", "9 ** 9 ** 9",
-                "(10 ** 6) ** 60", "[1] * 3", "1e308 * 10"]:
+    for bad in [
+        '__import__("os").system("true")',
+        "a + 1",
+        "1 / 0",
+        "9 ** 9 ** 9",
+        "(10 ** 6) ** 60",
+        "[1] * 3",
+        "1e308 * 10",
+    ]:
         with pytest.raises(CalcError):
             calculate(bad)
     assert find_expression("what is 6 * 7?") == "6 * 7"
@@ -79,11 +86,17 @@ def test_demo_turns_tool_state_step_and_approval():
 
 def test_cli_demo_serves_on_sqlite_under_dot_agui(tmp_path):
     port = free_port()
-    env = dict(os.environ, AGUI_DEMO_DELAY="0",
-               PYTHONPATH=os.pathsep.join([str(ROOT / "python"), str(ROOT)]))
+    env = dict(
+        os.environ,
+        AGUI_DEMO_DELAY="0",
+        PYTHONPATH=os.pathsep.join([str(ROOT / "python"), str(ROOT)]),
+    )
     process = subprocess.Popen(
         [sys.executable, "-m", "agui_bridge.cli", "demo", "--port", str(port)],
-        cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
     base_url = f"http://127.0.0.1:{port}"

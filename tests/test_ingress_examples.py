@@ -21,8 +21,9 @@ async def test_hello_agent(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # its SQLite file goes under ./.agui/
     from examples import hello_agent
 
-    events = await _stream(httpx.ASGITransport(app=hello_agent.app), "/agui/hello",
-                           run_body("t1", "hi"))
+    events = await _stream(
+        httpx.ASGITransport(app=hello_agent.app), "/agui/hello", run_body("t1", "hi")
+    )
     text = "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT")
     assert text == "Hello! You said 'hi'; I have seen 0 earlier turns here."
     assert (tmp_path / ".agui" / "threads.sqlite").exists()

@@ -129,12 +129,23 @@ async def test_tool_call_lands_in_history(client):
     run_id = events[0]["runId"]
     messages = (await client.get(f"/threads/{tid}/state")).json()["messages"]
     assert messages[1] == {
-        "id": f"{run_id}:m1", "role": "assistant", "content": "let me add",
-        "toolCalls": [{"id": "call-1", "type": "function",
-                       "function": {"name": "add", "arguments": '{"a": 1, "b": 2}'}}],
+        "id": f"{run_id}:m1",
+        "role": "assistant",
+        "content": "let me add",
+        "toolCalls": [
+            {
+                "id": "call-1",
+                "type": "function",
+                "function": {"name": "add", "arguments": '{"a": 1, "b": 2}'},
+            }
+        ],
     }
-    assert messages[2] == {"id": f"{run_id}:r1", "role": "tool", "toolCallId": "call-1",
-                           "content": '{"sum":3}'}
+    assert messages[2] == {
+        "id": f"{run_id}:r1",
+        "role": "tool",
+        "toolCallId": "call-1",
+        "content": '{"sum":3}',
+    }
     assert messages[3]["content"] == "the sum is 3"
 
 
@@ -164,10 +175,14 @@ async def test_frontend_tools_round_trip(client):
     assert start["toolCallName"] == "confirm"
     assert not any(e["type"] == "TOOL_CALL_RESULT" for e in events)
     call_id = start["toolCallId"]
-    conversation = first + messages_from_events(events) + [
-        {"id": "tool-answer", "role": "tool", "toolCallId": call_id, "content": "yes"},
-        {"id": "forged", "role": "tool", "toolCallId": "not-a-call", "content": "no"},
-    ]
+    conversation = (
+        first
+        + messages_from_events(events)
+        + [
+            {"id": "tool-answer", "role": "tool", "toolCallId": call_id, "content": "yes"},
+            {"id": "forged", "role": "tool", "toolCallId": "not-a-call", "content": "no"},
+        ]
+    )
     events = await stream(client, "/ag-ui/run", run_body(tid, conversation, tools=tools))
     assert text_of(events) == f"result yes for {call_id}"
     messages = (await client.get(f"/threads/{tid}/state")).json()["messages"]
@@ -204,33 +219,46 @@ async def test_bad_input_statuses(client):
     error_of(await client.get("/ag-ui/run"), 405, "method_not_allowed")
     error_of(await client.put("/agui/planner", json=body), 405)
     error_of(await client.post("/nope", json=body), 404, "not_found")
-    error_of(await client.post("/ag-ui/run", content=b"{}",
-                               headers={"content-type": "text/plain"}), 415)
+    error_of(
+        await client.post("/ag-ui/run", content=b"{}", headers={"content-type": "text/plain"}), 415
+    )
     error_of(await client.post("/ag-ui/run", content=b"{}"), 415)
-    error_of(await client.post("/ag-ui/run", content=b"{nope",
-                               headers={"content-type": "application/json"}), 400, "invalid_json")
+    error_of(
+        await client.post(
+            "/ag-ui/run", content=b"{nope", headers={"content-type": "application/json"}
+        ),
+        400,
+        "invalid_json",
+    )
     error = error_of(await client.post("/ag-ui/run", json={"messages": []}), 400, "invalid_input")
     assert error["message"] == "'threadId' must be a non-empty string"
     error_of(await client.post("/ag-ui/run", json={"threadId": "x", "messages": []}), 400)
     big = b'{"threadId": "x", "pad": "' + b"x" * (1 << 20) + b'"}'
-    error_of(await client.post("/ag-ui/run", content=big,
-                               headers={"content-type": "application/json"}), 413,
-             "payload_too_large")
+    error_of(
+        await client.post("/ag-ui/run", content=big, headers={"content-type": "application/json"}),
+        413,
+        "payload_too_large",
+    )
 
     async def chunked():
         for _ in range(20):
             yield b" " * (64 * 1024)
 
-    error_of(await client.post("/ag-ui/run", content=chunked(),
-                               headers={"content-type": "application/json"}), 413)
+    error_of(
+        await client.post(
+            "/ag-ui/run", content=chunked(), headers={"content-type": "application/json"}
+        ),
+        413,
+    )
     resume = run_body(thread("noint"), "hi", forwardedProps={"command": {"resume": "yes"}})
     error_of(await client.post("/ag-ui/run", json=resume), 400, "no_pending_interrupt")
 
 
 async def test_concurrent_run_on_a_thread_is_409(client):
     tid = thread("busy")
-    first = asyncio.ensure_future(client.post("/ag-ui/run", json=run_body(tid, "slow 10",
-                                                                          run_id="busy-1")))
+    first = asyncio.ensure_future(
+        client.post("/ag-ui/run", json=run_body(tid, "slow 10", run_id="busy-1"))
+    )
     assert await wait_for(lambda: asyncio.sleep(0, (MARKS / "started-busy-1").exists()))
     second = await client.post("/ag-ui/run", json=run_body(tid, "hi"))
     error_of(second, 409, "run_active")
@@ -247,14 +275,22 @@ async def test_crumbs_interrupt_and_resume(client):
     tid = thread("hitl")
     events = await stream(client, "/ag-ui/run", run_body(tid, "approve it", run_id="hitl-1"))
     outcome = events[-1]["outcome"]
-    assert outcome == {"type": "interrupt", "interrupts": [
-        {"id": "ask-hitl-1", "reason": "approval", "message": "ok?"}]}
+    assert outcome == {
+        "type": "interrupt",
+        "interrupts": [{"id": "ask-hitl-1", "reason": "approval", "message": "ok?"}],
+    }
     # a wrong interrupt id is refused before any run starts
-    wrong = run_body(tid, "approve it", forwardedProps={
-        "command": {"resume": {"decision": "yes", "interruptId": "other"}}})
+    wrong = run_body(
+        tid,
+        "approve it",
+        forwardedProps={"command": {"resume": {"decision": "yes", "interruptId": "other"}}},
+    )
     error_of(await client.post("/ag-ui/run", json=wrong), 400, "unknown_interrupt")
-    resume = run_body(tid, "approve it", forwardedProps={
-        "command": {"resume": {"decision": "yes", "interruptId": "ask-hitl-1"}}})
+    resume = run_body(
+        tid,
+        "approve it",
+        forwardedProps={"command": {"resume": {"decision": "yes", "interruptId": "ask-hitl-1"}}},
+    )
     events = await stream(client, "/ag-ui/run", resume)
     assert text_of(events) == "decision 'yes' for ask-hitl-1"
     assert "outcome" not in events[-1]
@@ -270,8 +306,13 @@ async def test_chunks_interrupt_and_resume(client):
     tid = thread("perm")
     events = await stream(client, "/agui/planner", run_body(tid, "approve", run_id="perm-run"))
     custom = [e for e in events if e["type"] == "CUSTOM"]
-    assert custom == [{"type": "CUSTOM", "name": "on_interrupt",
-                       "value": {"interruptId": "perm-perm-run", "reason": "perm"}}]
+    assert custom == [
+        {
+            "type": "CUSTOM",
+            "name": "on_interrupt",
+            "value": {"interruptId": "perm-perm-run", "reason": "perm"},
+        }
+    ]
     assert events[-1]["type"] == "RUN_FINISHED"
     resume = run_body(tid, "approve", forwardedProps={"command": {"resume": "once"}})
     events = await stream(client, "/agui/planner", resume)
@@ -284,10 +325,12 @@ async def test_chunks_interrupt_and_resume(client):
 async def test_on_event_sees_two_concurrent_runs(rsgi_url):
     async with httpx.AsyncClient(base_url=rsgi_url, timeout=20) as http:
         runs = {f"ev-{i}-{time.monotonic_ns()}": thread(f"ev{i}") for i in range(2)}
-        responses = await asyncio.gather(*[
-            http.post("/ag-ui/run", json=run_body(tid, "slow 6", run_id=run_id))
-            for run_id, tid in runs.items()
-        ])
+        responses = await asyncio.gather(
+            *[
+                http.post("/ag-ui/run", json=run_body(tid, "slow 6", run_id=run_id))
+                for run_id, tid in runs.items()
+            ]
+        )
     seen: dict[str, list] = {run_id: [] for run_id in runs}
     for line in EVENTS.read_bytes().splitlines():
         record = orjson.loads(line)
@@ -308,16 +351,20 @@ def test_resume_after_restart_on_the_same_sqlite_file(tmp_path):
     env = {"AGUI_TEST_STORE": f"sqlite:///{tmp_path}/threads.sqlite"}
     tid = thread("restart")
     with serve("tests.ingress_apps:app", env=env) as base_url:
-        response = httpx.post(base_url + "/ag-ui/run",
-                              json=run_body(tid, "approve x", run_id="rs-1"))
+        response = httpx.post(
+            base_url + "/ag-ui/run", json=run_body(tid, "approve x", run_id="rs-1")
+        )
         events, _ = parse_sse(response.text)
         assert_valid_agui(events)
         assert events[-1]["outcome"]["interrupts"][0]["id"] == "ask-rs-1"
     with serve("tests.ingress_apps:app", env=env) as base_url:
         state = httpx.get(f"{base_url}/threads/{tid}/state").json()
         assert [m["role"] for m in state["messages"]] == ["user", "assistant"]
-        resume = run_body(tid, "approve x", resume=[{"interruptId": "ask-rs-1",
-                                                     "status": "resolved", "payload": "go"}])
+        resume = run_body(
+            tid,
+            "approve x",
+            resume=[{"interruptId": "ask-rs-1", "status": "resolved", "payload": "go"}],
+        )
         response = httpx.post(base_url + "/ag-ui/run", json=resume)
         events, _ = parse_sse(response.text)
         assert_valid_agui(events)

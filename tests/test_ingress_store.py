@@ -5,7 +5,6 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-
 from agui_bridge.store import MemoryStore, SqliteStore, open_store
 
 
@@ -40,8 +39,7 @@ async def test_save_load_dedupes_by_id(make_store):
 async def test_sqlite_is_durable_and_wal(tmp_path):
     path = tmp_path / "threads.sqlite"
     store = SqliteStore(str(path))
-    await store.save("t", "a", [{"id": "u1", "role": "user", "content": "x"}], {},
-                     [{"id": "i"}])
+    await store.save("t", "a", [{"id": "u1", "role": "user", "content": "x"}], {}, [{"id": "i"}])
     await store.close()
     reopened = open_store(f"sqlite:///{path}")
     thread = await reopened.load("t")

@@ -63,8 +63,7 @@ async def test_authenticate_actions_and_authorize_thread(auth_client):
     ok = await http.get(f"/threads/{mine['threadId']}/state", headers=bearer("alice"))
     assert ok.status_code == 200
     # bob's identity has no "actions": every action is granted
-    events = await stream(http, "/guarded/run", run_body(thread("bob"), "x"),
-                          headers=bearer("bob"))
+    events = await stream(http, "/guarded/run", run_body(thread("bob"), "x"), headers=bearer("bob"))
     assert text_of(events) == "hello bob"
 
 
@@ -72,31 +71,38 @@ async def test_authenticate_actions_and_authorize_thread(auth_client):
 
 
 def env_for(policy: str) -> dict:
-    return {"AGUI_TEST_MARKS": str(MARKS), "AGUI_TEST_ON_DISCONNECT": policy,
-            "AGUI_TEST_MAX_BUFFERED": str(MIB)}
+    return {
+        "AGUI_TEST_MARKS": str(MARKS),
+        "AGUI_TEST_ON_DISCONNECT": policy,
+        "AGUI_TEST_MAX_BUFFERED": str(MIB),
+    }
 
 
 @pytest.fixture(scope="module", params=["rsgi", "asgi"])
 def continue_url(request):
-    with serve("tests.ingress_apps:app", env=env_for("continue"),
-               interface=request.param) as base_url:
+    with serve(
+        "tests.ingress_apps:app", env=env_for("continue"), interface=request.param
+    ) as base_url:
         yield base_url
 
 
 @pytest.fixture(scope="module", params=["rsgi", "asgi"])
 def cancel_url(request):
-    with serve("tests.ingress_apps:app", env=env_for("cancel"),
-               interface=request.param) as base_url:
+    with serve(
+        "tests.ingress_apps:app", env=env_for("cancel"), interface=request.param
+    ) as base_url:
         yield base_url
 
 
 async def read_first_frame_and_leave(base_url: str, body: dict) -> dict:
-    async with httpx.AsyncClient(base_url=base_url, timeout=20) as http:
-        async with http.stream("POST", "/ag-ui/run", json=body) as response:
-            assert response.status_code == 200
-            async for line in response.aiter_lines():
-                if line.startswith("data: "):
-                    return orjson.loads(line[6:])
+    async with (
+        httpx.AsyncClient(base_url=base_url, timeout=20) as http,
+        http.stream("POST", "/ag-ui/run", json=body) as response,
+    ):
+        assert response.status_code == 200
+        async for line in response.aiter_lines():
+            if line.startswith("data: "):
+                return orjson.loads(line[6:])
     raise AssertionError("no frame")
 
 
@@ -167,8 +173,10 @@ def raw_post(base_url: str, body: dict, rcvbuf: int | None) -> tuple[socket.sock
     payload = orjson.dumps(body)
     sock.sendall(
         b"POST /ag-ui/run HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
-        b"accept: text/event-stream\r\ncontent-length: " + str(len(payload)).encode()
-        + b"\r\n\r\n" + payload
+        b"accept: text/event-stream\r\ncontent-length: "
+        + str(len(payload)).encode()
+        + b"\r\n\r\n"
+        + payload
     )
     sock.settimeout(10)
     head = b""
@@ -192,8 +200,11 @@ async def test_a_client_that_stops_reading_is_cut_off_and_the_run_goes_on(contin
         sock.close()
     events, _ = parse_sse(body)
     assert_valid_agui(events)
-    assert events[-1] == {"type": "RUN_ERROR", "message": "stream closed: the client did not "
-                          "keep up", "code": "stream_overflow"}
+    assert events[-1] == {
+        "type": "RUN_ERROR",
+        "message": "stream closed: the client did not keep up",
+        "code": "stream_overflow",
+    }
     # what the server held for the stalled client stayed near the bound
     assert MIB < len(body) < (2 if interface_of(continue_url) == "rsgi" else 8) * MIB
     assert "the client is not reading" in server_log(continue_url)

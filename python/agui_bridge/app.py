@@ -8,6 +8,7 @@ Starlette/FastAPI) and an RSGI app (``app.__rsgi__``, what granian and
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -175,10 +176,8 @@ class App:
     def __rsgi_del__(self, loop) -> None:
         store = self._store
         if store is not None and hasattr(store, "close"):
-            try:
+            with contextlib.suppress(RuntimeError):
                 loop.run_until_complete(store.close())
-            except RuntimeError:
-                pass
 
 
 __all__ = ["App", "Forbidden", "Unauthorized"]

@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 
-def _serve(target: str, host: str, port: int, workers: int, factory: bool = False,
-           log_level: str = "info") -> int:
+def _serve(
+    target: str, host: str, port: int, workers: int, factory: bool = False, log_level: str = "info"
+) -> int:
     from granian import Granian
     from granian.constants import Interfaces
 
@@ -40,8 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--workers", type=int, default=1)
-    serve.add_argument("--factory", action="store_true",
-                       help="APP is a function returning the App")
+    serve.add_argument("--factory", action="store_true", help="APP is a function returning the App")
     serve.add_argument("--log-level", default="info")
 
     demo = commands.add_parser("demo", help="serve the built-in demo agent")
@@ -53,8 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "serve":
         if ":" not in args.target:
             parser.error("the target is MODULE:APP, e.g. myagents:app")
-        return _serve(args.target, args.host, args.port, args.workers, args.factory,
-                      args.log_level)
+        return _serve(args.target, args.host, args.port, args.workers, args.factory, args.log_level)
     print(
         f"agui-bridge demo on http://{args.host}:{args.port}/ag-ui/run"
         f" (threads in {os.path.abspath('.agui')})",

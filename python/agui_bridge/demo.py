@@ -75,7 +75,7 @@ def calculate(expression: str) -> int | float:
     value = walk(tree)
     if isinstance(value, int) and abs(value) >= 2**53:
         raise CalcError("the result is too large")
-    if isinstance(value, float) and value != value or value in (float("inf"), float("-inf")):
+    if (isinstance(value, float) and value != value) or value in (float("inf"), float("-inf")):
         raise CalcError("the result is not a finite number")
     return value
 
@@ -120,8 +120,9 @@ async def demo(ctx):
         async for crumb in _say(f"{verdict}: {what}. Done.", delay):
             yield crumb
         yield c.task_start(f"{ctx.run_id}:approval", "approval")
-        yield c.task_end(f"{ctx.run_id}:approval", "approval",
-                         status="approved" if approved else "declined")
+        yield c.task_end(
+            f"{ctx.run_id}:approval", "approval", status="approved" if approved else "declined"
+        )
         yield c.loop("iteration:end", "chat", iteration=turn, topic=topic)
         yield c.step_end(step)
         return
@@ -137,7 +138,7 @@ async def demo(ctx):
 
     lowered = words.lower()
     if lowered.startswith("approve"):
-        request = words[len("approve"):].strip() or "this action"
+        request = words[len("approve") :].strip() or "this action"
         async for crumb in _say(f"I need your approval to {request}.", delay):
             yield crumb
         yield c.loop("iteration:end", "chat", iteration=turn, topic=topic)

@@ -136,7 +136,10 @@ class History:
         if not isinstance(interrupt_id, str) or not interrupt_id:
             interrupt_id = f"{self.run_id}:i{len(self.interrupts) + 1}"
         reason = value.get("reason")
-        interrupt = {"id": interrupt_id, "reason": reason if isinstance(reason, str) else "interrupt"}
+        interrupt = {
+            "id": interrupt_id,
+            "reason": reason if isinstance(reason, str) else "interrupt",
+        }
         if isinstance(value.get("message"), str):
             interrupt["message"] = value["message"]
         interrupt["payload"] = value
@@ -179,8 +182,18 @@ class Subscriber:
     the subscriber off with a final RUN_ERROR and goes on without it.
     """
 
-    __slots__ = ("buf", "done", "inflight", "limit", "overflowed", "probe", "progress", "size",
-                 "stalled", "wake")
+    __slots__ = (
+        "buf",
+        "done",
+        "inflight",
+        "limit",
+        "overflowed",
+        "probe",
+        "progress",
+        "size",
+        "stalled",
+        "wake",
+    )
 
     def __init__(self, limit: int | None, probe=None):
         self.buf: list[bytes] = []
@@ -251,9 +264,11 @@ class Run:
         self.task: asyncio.Task | None = None
         self.info = RunInfo(agent.agent_id, ctx.thread_id, ctx.run_id)
         self.listeners = list(app._listeners)
-        self.observer = factory(thread_id=ctx.thread_id, run_id=ctx.run_id, state=ctx.state) if (
-            self.listeners
-        ) else None
+        self.observer = (
+            factory(thread_id=ctx.thread_id, run_id=ctx.run_id, state=ctx.state)
+            if (self.listeners)
+            else None
+        )
 
     # -- subscribers -------------------------------------------------------
 
@@ -266,9 +281,7 @@ class Run:
             self.subscribers.remove(sub)
             if reason is not None:
                 frame = frames_of(
-                    self.history.closing_events(
-                        f"stream closed: {reason}", "stream_overflow"
-                    )
+                    self.history.closing_events(f"stream closed: {reason}", "stream_overflow")
                 )
                 sub.buf.append(frame)
                 sub.size += len(frame)
@@ -338,7 +351,7 @@ class Run:
         observer = self.observer
         try:
             events = observer(item) if item is not _FINISH else observer.finish()
-        except Exception as error:  # noqa: BLE001
+        except Exception as error:
             events = observer.fail(error)
         for event in events:
             for listener in self.listeners:
@@ -428,8 +441,9 @@ class Run:
                 await self._notify(_FINISH)
         except asyncio.CancelledError:
             if self.cancelled:
-                log.info("run %s of thread %s cancelled: its client left", ctx.run_id,
-                         ctx.thread_id)
+                log.info(
+                    "run %s of thread %s cancelled: its client left", ctx.run_id, ctx.thread_id
+                )
                 self._finish_subscribers()
                 app._release(ctx.thread_id, self)
                 return
@@ -446,8 +460,9 @@ class Run:
         try:
             await self._save(failed)
         except Exception:
-            log.exception("run %s of thread %s: saving the thread failed", ctx.run_id,
-                          ctx.thread_id)
+            log.exception(
+                "run %s of thread %s: saving the thread failed", ctx.run_id, ctx.thread_id
+            )
         finally:
             self._finish_subscribers()
             app._release(ctx.thread_id, self)

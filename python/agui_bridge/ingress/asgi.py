@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from .handler import Closed, TooLarge
 
 
@@ -21,16 +23,28 @@ class AsgiConn:
     # A write waits in the server's channel (granian: 4 of them) uncounted, so
     # writes stay small enough that what the server holds stays near the bound.
     max_write = 64 * 1024
-    __slots__ = ("aborted", "client", "gone", "headers", "method", "path", "query_string",
-                 "receive", "send_", "streaming", "body_done")
+    __slots__ = (
+        "aborted",
+        "body_done",
+        "client",
+        "gone",
+        "headers",
+        "method",
+        "path",
+        "query_string",
+        "receive",
+        "send_",
+        "streaming",
+    )
 
     def __init__(self, scope, receive, send):
         self.receive = receive
         self.send_ = send
         self.method = scope["method"]
         self.path = _route_path(scope)
-        self.headers = {k.decode("latin-1").lower(): v.decode("latin-1")
-                        for k, v in scope.get("headers", ())}
+        self.headers = {
+            k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())
+        }
         self.query_string = scope.get("query_string", b"").decode("latin-1")
         client = scope.get("client")
         self.client = f"{client[0]}:{client[1]}" if client else None
@@ -71,21 +85,27 @@ class AsgiConn:
                 return
 
     async def respond(self, status: int, body: bytes, headers) -> None:
-        await self.send_({
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in
-                        [*headers, ("content-length", str(len(body)))]],
-        })
+        await self.send_(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [
+                    (k.encode("latin-1"), v.encode("latin-1"))
+                    for k, v in [*headers, ("content-length", str(len(body)))]
+                ],
+            }
+        )
         await self.send_({"type": "http.response.body", "body": body, "more_body": False})
 
     async def start_stream(self, status: int, headers) -> None:
         self.streaming = True
-        await self.send_({
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers],
-        })
+        await self.send_(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers],
+            }
+        )
 
     async def send(self, data: bytes) -> None:
         if self.gone:
@@ -116,10 +136,8 @@ class AsgiConn:
             raise Aborted("the client stopped reading; connection dropped")
         if self.gone:
             return
-        try:
+        with contextlib.suppress(OSError):
             await self.send_({"type": "http.response.body", "body": b"", "more_body": False})
-        except OSError:
-            pass
 
 
 async def serve_asgi(app, handler, scope, receive, send) -> None:
@@ -136,7 +154,5 @@ async def serve_asgi(app, handler, scope, receive, send) -> None:
     if kind != "http":
         return
     conn = AsgiConn(scope, receive, send)
-    try:
+    with contextlib.suppress(Closed):
         await handler.handle(conn)
-    except Closed:
-        pass

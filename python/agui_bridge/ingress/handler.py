@@ -94,7 +94,9 @@ def _json_content_type(value: str | None) -> bool:
     if not value:
         return False
     media = value.split(";", 1)[0].strip().lower()
-    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+    return media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json")
+    )
 
 
 def _granted(identity, action: str) -> bool:
@@ -142,7 +144,9 @@ class Handler:
         if agent is not None:
             if conn.method != "POST":
                 raise HttpError(
-                    405, "method_not_allowed", f"{conn.method} is not allowed on {path}; use POST",
+                    405,
+                    "method_not_allowed",
+                    f"{conn.method} is not allowed on {path}; use POST",
                     [("allow", "POST")],
                 )
             await self._run(conn, agent)
@@ -150,7 +154,9 @@ class Handler:
         if path.startswith("/threads/") and path.endswith("/state") and len(path) > 15:
             if conn.method != "GET":
                 raise HttpError(
-                    405, "method_not_allowed", f"{conn.method} is not allowed on {path}; use GET",
+                    405,
+                    "method_not_allowed",
+                    f"{conn.method} is not allowed on {path}; use GET",
                     [("allow", "GET")],
                 )
             await self._state(conn, path[len("/threads/") : -len("/state")])
@@ -192,8 +198,9 @@ class Handler:
         if thread is None:
             raise HttpError(404, "not_found", f"no thread {thread_id!r}")
         body = orjson.dumps({"values": thread.state, "messages": thread.messages})
-        await conn.respond(200, body, [("content-type", "application/json"),
-                                       ("cache-control", "no-cache")])
+        await conn.respond(
+            200, body, [("content-type", "application/json"), ("cache-control", "no-cache")]
+        )
 
     # -- POST a run ---------------------------------------------------------
 
@@ -269,9 +276,7 @@ class Handler:
         }
         messages = run_input.messages
         newest_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
-        last_other = max(
-            (i for i, m in enumerate(messages) if m["role"] != "tool"), default=-1
-        )
+        last_other = max((i for i, m in enumerate(messages) if m["role"] != "tool"), default=-1)
         new: list[dict] = []
         new_user = None
         tool_results: list[dict] = []
@@ -289,8 +294,9 @@ class Handler:
                 continue
             if role == "tool":
                 if message.get("toolCallId") not in known_calls:
-                    log.info("thread %s: dropped a tool message for an unknown call",
-                             run_input.thread_id)
+                    log.info(
+                        "thread %s: dropped a tool message for an unknown call", run_input.thread_id
+                    )
                     continue
                 if index > last_other:
                     tool_results.append(message)
@@ -378,8 +384,11 @@ class Handler:
             if not sub.done:
                 run.client_left(sub)
         except TimeoutError:
-            log.warning("run %s: the cut-off stream was not taken in %.1f s; aborting it",
-                        run.ctx.run_id, app.overflow_grace)
+            log.warning(
+                "run %s: the cut-off stream was not taken in %.1f s; aborting it",
+                run.ctx.run_id,
+                app.overflow_grace,
+            )
             conn.abort()
         finally:
             gone.cancel()
@@ -406,7 +415,9 @@ def _resumption(resume, pending: list[dict]) -> Resumption | None:
     if resume is None:
         return None
     if not pending:
-        raise HttpError(400, "no_pending_interrupt", "this thread has no pending interrupt to resume")
+        raise HttpError(
+            400, "no_pending_interrupt", "this thread has no pending interrupt to resume"
+        )
     pending_ids = [i.get("id") for i in pending]
     if resume.entries:
         ids = [e["interruptId"] for e in resume.entries]
@@ -416,7 +427,8 @@ def _resumption(resume, pending: list[dict]) -> Resumption | None:
         missing = [i for i in pending_ids if i not in ids]
         if missing:
             raise HttpError(
-                400, "incomplete_resume",
+                400,
+                "incomplete_resume",
                 f"the resume must answer every pending interrupt (missing {missing[0]!r})",
             )
         first = resume.entries[0]

@@ -10,8 +10,17 @@ from .tcpinfo import Probe
 
 class RsgiConn:
     max_write = None  # send_bytes never waits: every queued frame goes in one write
-    __slots__ = ("client", "headers", "method", "path", "protocol", "query_string", "scope",
-                 "streaming", "trx")
+    __slots__ = (
+        "client",
+        "headers",
+        "method",
+        "path",
+        "protocol",
+        "query_string",
+        "scope",
+        "streaming",
+        "trx",
+    )
 
     def __init__(self, scope, protocol):
         self.scope = scope
@@ -44,7 +53,7 @@ class RsgiConn:
                 total += len(chunk)
                 if total > limit:
                     return
-        except Exception:  # noqa: BLE001 - the body may be gone or already read
+        except Exception:
             return
 
     async def respond(self, status: int, body: bytes, headers) -> None:

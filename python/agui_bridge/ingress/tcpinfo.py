@@ -131,8 +131,17 @@ class Probe:
     Without a socket, everything written counts as held.
     """
 
-    __slots__ = ("acked", "base_acked", "base_written", "client", "every", "next_check",
-                 "server", "state", "written")
+    __slots__ = (
+        "acked",
+        "base_acked",
+        "base_written",
+        "client",
+        "every",
+        "next_check",
+        "server",
+        "state",
+        "written",
+    )
 
     def __init__(self, server, client, limit: int):
         self.server = server

@@ -89,7 +89,13 @@ class SqliteStore:
                     " agent_id = coalesce(threads.agent_id, excluded.agent_id),"
                     " state = excluded.state, interrupts = excluded.interrupts,"
                     " updated_at = excluded.updated_at",
-                    (thread_id, agent_id, orjson.dumps(state), orjson.dumps(interrupts), time.time()),
+                    (
+                        thread_id,
+                        agent_id,
+                        orjson.dumps(state),
+                        orjson.dumps(interrupts),
+                        time.time(),
+                    ),
                 )
                 (seq,) = conn.execute(
                     "SELECT coalesce(max(seq), 0) FROM messages WHERE thread_id = ?",
