@@ -25,6 +25,11 @@ const ESCAPE: [u8; 256] = {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
+/// Whether `text` has a byte JSON must escape.
+pub fn needs_escape(text: &str) -> bool {
+    text.bytes().any(|byte| ESCAPE[byte as usize] != 0)
+}
+
 /// The length of `text` once escaped, quotes included.
 pub fn escaped_len(text: &str) -> usize {
     let mut len = text.len() + 2;

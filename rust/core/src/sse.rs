@@ -32,9 +32,18 @@ const CONTENT_END: &[u8] = b"}\n\n";
 
 /// Writes a `TEXT_MESSAGE_CONTENT` frame from the open message's precomputed prefix.
 pub fn write_content_frame(out: &mut Vec<u8>, prefix: &[u8], delta: &str) {
+    if json::needs_escape(delta) {
+        out.extend_from_slice(prefix);
+        json::write_str(out, delta);
+        out.extend_from_slice(CONTENT_END);
+        return;
+    }
+    // The common case, a few plain characters: one reservation, three copies.
+    out.reserve(prefix.len() + delta.len() + 2 + CONTENT_END.len());
     out.extend_from_slice(prefix);
-    json::write_str(out, delta);
-    out.extend_from_slice(CONTENT_END);
+    out.push(b'"');
+    out.extend_from_slice(delta.as_bytes());
+    out.extend_from_slice(b"\"}\n\n");
 }
 
 #[cfg(test)]
@@ -53,6 +62,11 @@ mod tests {
         write_content_frame(&mut fast, &framer.content_prefix, "a");
         assert_eq!(fast, general);
         assert_eq!(content_frame_len(&framer.content_prefix, "a"), fast.len());
+        framer.text("a\u{1}\"");
+        let general = frames(&framer.take_out());
+        let mut fast = Vec::new();
+        write_content_frame(&mut fast, &framer.content_prefix, "a\u{1}\"");
+        assert_eq!(fast, general);
     }
 
     #[test]

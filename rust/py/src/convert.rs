@@ -3,6 +3,7 @@
 use agui_bridge_core::fields::{Input, Loose, Shape};
 use agui_bridge_core::framing::Event;
 use agui_bridge_core::json::{MAX_DEPTH, Map, Value, float};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
@@ -148,10 +149,36 @@ pub fn to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>>
     })
 }
 
+// Event keys repeat in every event: interned, they cost no allocation.
+fn key<'py>(py: Python<'py>, key: &str) -> Bound<'py, PyString> {
+    let interned = match key {
+        "type" => intern!(py, "type"),
+        "messageId" => intern!(py, "messageId"),
+        "delta" => intern!(py, "delta"),
+        "role" => intern!(py, "role"),
+        "threadId" => intern!(py, "threadId"),
+        "runId" => intern!(py, "runId"),
+        "toolCallId" => intern!(py, "toolCallId"),
+        "toolCallName" => intern!(py, "toolCallName"),
+        "parentMessageId" => intern!(py, "parentMessageId"),
+        "content" => intern!(py, "content"),
+        "stepName" => intern!(py, "stepName"),
+        "snapshot" => intern!(py, "snapshot"),
+        "name" => intern!(py, "name"),
+        "value" => intern!(py, "value"),
+        "message" => intern!(py, "message"),
+        "code" => intern!(py, "code"),
+        "result" => intern!(py, "result"),
+        "outcome" => intern!(py, "outcome"),
+        _ => return PyString::new(py, key),
+    };
+    interned.clone()
+}
+
 pub fn map_to_py<'py>(py: Python<'py>, map: &Map<String, Value>) -> PyResult<Bound<'py, PyDict>> {
     let dict = PyDict::new(py);
-    for (key, item) in map {
-        dict.set_item(PyString::new(py, key), to_py(py, item)?)?;
+    for (name, item) in map {
+        dict.set_item(key(py, name), to_py(py, item)?)?;
     }
     Ok(dict)
 }

@@ -4,6 +4,7 @@
 //! building, iteration), so a `__del__` or a generator that calls back into
 //! the same transformer cannot deadlock it.
 
+use std::cell::Cell;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use agui_bridge_core::CrumbError;
@@ -21,40 +22,95 @@ use crate::convert::{events_to_py, map_to_py, to_input, type_name};
 use crate::errors::{item_error, many_error};
 
 /// Recognizes a plain text delta without converting the item.
-pub trait FastInput {
-    fn fast_delta<'py>(item: &Bound<'py, PyAny>) -> Option<Bound<'py, PyString>>;
+///
+/// It only reads (no hashing, no `__eq__`, no attribute lookup), so no Python
+/// code runs: `encode_many` may hold the lock across a run of such items.
+pub struct Recognizer<'py> {
+    type_key: Bound<'py, PyString>,
+    field_key: Bound<'py, PyString>,
+    field_name: &'static str,
+    types: &'static [&'static str],
+    bare_str: bool,
+    // Items built by the same code share one type object: a pointer check then suffices.
+    known_type: Option<Bound<'py, PyString>>,
 }
 
-fn two_key_delta<'py>(
-    item: &Bound<'py, PyAny>,
-    types: &[&str],
-    field: &Bound<'py, PyString>,
-) -> Option<Bound<'py, PyString>> {
-    let dict = item.cast::<PyDict>().ok()?;
-    // Any other field would need checking: leave such items to the general path.
-    if dict.len() != 2 {
-        return None;
-    }
-    let item_type = dict.get_item(intern!(item.py(), "type")).ok()??;
-    let item_type = item_type.cast::<PyString>().ok()?.to_str().ok()?;
-    if !types.contains(&item_type) {
-        return None;
-    }
-    dict.get_item(field).ok()??.cast_into::<PyString>().ok()
+pub trait FastInput {
+    fn recognizer(py: Python<'_>) -> Recognizer<'_>;
 }
 
 impl FastInput for Crumbs {
-    fn fast_delta<'py>(item: &Bound<'py, PyAny>) -> Option<Bound<'py, PyString>> {
-        two_key_delta(item, &["text:delta"], intern!(item.py(), "delta"))
+    fn recognizer(py: Python<'_>) -> Recognizer<'_> {
+        Recognizer {
+            type_key: intern!(py, "type").clone(),
+            field_key: intern!(py, "delta").clone(),
+            field_name: "delta",
+            types: &["text:delta"],
+            bare_str: false,
+            known_type: None,
+        }
     }
 }
 
 impl FastInput for Chunks {
-    fn fast_delta<'py>(item: &Bound<'py, PyAny>) -> Option<Bound<'py, PyString>> {
-        if let Ok(text) = item.cast::<PyString>() {
+    fn recognizer(py: Python<'_>) -> Recognizer<'_> {
+        Recognizer {
+            type_key: intern!(py, "type").clone(),
+            field_key: intern!(py, "content").clone(),
+            field_name: "content",
+            types: &["token", "chunk"],
+            bare_str: true,
+            known_type: None,
+        }
+    }
+}
+
+fn is_key(key: &Bound<'_, PyAny>, interned: &Bound<'_, PyString>, name: &str) -> bool {
+    key.is(interned)
+        || key
+            .cast::<PyString>()
+            .is_ok_and(|key| key.to_str().is_ok_and(|key| key == name))
+}
+
+impl<'py> Recognizer<'py> {
+    fn is_text_type(&mut self, value: &Bound<'py, PyAny>) -> bool {
+        if self
+            .known_type
+            .as_ref()
+            .is_some_and(|known| value.is(known))
+        {
+            return true;
+        }
+        let Ok(text) = value.cast::<PyString>() else {
+            return false;
+        };
+        let matches = text.to_str().is_ok_and(|text| self.types.contains(&text));
+        if matches {
+            self.known_type = Some(text.clone());
+        }
+        matches
+    }
+
+    pub fn delta(&mut self, item: &Bound<'py, PyAny>) -> Option<Bound<'py, PyString>> {
+        if self.bare_str
+            && let Ok(text) = item.cast::<PyString>()
+        {
             return Some(text.clone());
         }
-        two_key_delta(item, &["token", "chunk"], intern!(item.py(), "content"))
+        let dict = item.cast::<PyDict>().ok()?;
+        // Any other field would need checking: leave such items to the general path.
+        if dict.len() != 2 {
+            return None;
+        }
+        let (mut has_type, mut delta) = (false, None);
+        for (key, value) in dict.iter() {
+            if is_key(&key, &self.type_key, "type") {
+                has_type = self.is_text_type(&value);
+            } else if is_key(&key, &self.field_key, self.field_name) {
+                delta = Some(value.cast_into::<PyString>().ok()?);
+            }
+        }
+        delta.filter(|_| has_type)
     }
 }
 
@@ -62,11 +118,33 @@ pub fn lock<D>(inner: &Mutex<D>) -> MutexGuard<'_, D> {
     inner.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-pub fn call<'py, D: Dialect>(
+pub fn call<'py, D: Dialect + FastInput>(
     py: Python<'py>,
     inner: &Mutex<D>,
     item: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyList>> {
+    if let Some(delta) = D::recognizer(py).delta(item)
+        && let Ok(text) = delta.to_str()
+    {
+        let mut guard = lock(inner);
+        match guard.fast_text(text) {
+            FastText::Nothing => return Ok(PyList::empty(py)),
+            FastText::Content => {
+                let message_id = guard
+                    .framer()
+                    .text_id
+                    .as_deref()
+                    .map(|id| PyString::new(py, id));
+                drop(guard);
+                let event = PyDict::new(py);
+                event.set_item(intern!(py, "type"), intern!(py, "TEXT_MESSAGE_CONTENT"))?;
+                event.set_item(intern!(py, "messageId"), message_id)?;
+                event.set_item(intern!(py, "delta"), PyString::new(py, text))?;
+                return PyList::new(py, [event]);
+            }
+            FastText::General => {}
+        }
+    }
     let input = to_input(item)?;
     let events = lock(inner)
         .call(&input)
@@ -75,15 +153,20 @@ pub fn call<'py, D: Dialect>(
 }
 
 /// Appends the frames of one item to `out`; a bad item appends nothing.
-fn write_item<D: Dialect + FastInput>(
-    inner: &Mutex<D>,
-    item: &Bound<'_, PyAny>,
+///
+/// `held` is the lock kept across fast items; it is let go before anything
+/// that may run Python code.
+fn write_item<'m, 'py, D: Dialect + FastInput>(
+    inner: &'m Mutex<D>,
+    held: &mut Option<MutexGuard<'m, D>>,
+    recognizer: &mut Recognizer<'py>,
+    item: &Bound<'py, PyAny>,
     out: &mut Vec<u8>,
 ) -> PyResult<Result<(), CrumbError>> {
-    if let Some(delta) = D::fast_delta(item)
+    if let Some(delta) = recognizer.delta(item)
         && let Ok(text) = delta.to_str()
     {
-        let mut guard = lock(inner);
+        let guard = held.get_or_insert_with(|| lock(inner));
         match guard.fast_text(text) {
             FastText::Nothing => return Ok(Ok(())),
             FastText::Content => {
@@ -93,6 +176,7 @@ fn write_item<D: Dialect + FastInput>(
             FastText::General => {}
         }
     }
+    *held = None;
     let input = to_input(item)?;
     let events = lock(inner).call(&input);
     Ok(events.map(|events| sse::write_frames(out, &events)))
@@ -113,7 +197,7 @@ pub fn encode<'py, D: Dialect + FastInput>(
     inner: &Mutex<D>,
     item: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    if let Some(delta) = D::fast_delta(item)
+    if let Some(delta) = D::recognizer(py).delta(item)
         && let Ok(text) = delta.to_str()
     {
         let mut guard = lock(inner);
@@ -122,7 +206,7 @@ pub fn encode<'py, D: Dialect + FastInput>(
             FastText::Content => {
                 let prefix = &guard.framer().content_prefix;
                 // The common case, nothing to escape, is copied straight into the bytes.
-                if json::escaped_len(text) == text.len() + 2 {
+                if !json::needs_escape(text) {
                     let len = sse::content_frame_len(prefix, text);
                     return PyBytes::new_with(py, len, |buffer| {
                         fill_content_frame(buffer, prefix, text);
@@ -137,41 +221,70 @@ pub fn encode<'py, D: Dialect + FastInput>(
         }
     }
     let mut out = Vec::new();
-    write_item(inner, item, &mut out)?.map_err(|error| item_error(item, error))?;
+    write_item(inner, &mut None, &mut D::recognizer(py), item, &mut out)?
+        .map_err(|error| item_error(item, error))?;
     Ok(PyBytes::new(py, &out))
 }
+
+thread_local! {
+    // encode_many's frames are built here and copied once into the result; a
+    // buffer kept warm avoids a fresh, page-faulting allocation per batch.
+    static SCRATCH: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
+const SCRATCH_KEPT: usize = 1 << 20;
 
 pub fn encode_many<'py, D: Dialect + FastInput>(
     py: Python<'py>,
     inner: &Mutex<D>,
     items: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let mut out = Vec::new();
+    // Taken, not borrowed: a generator that calls encode_many again gets its own.
+    let mut out = SCRATCH.take();
+    out.clear();
+    let result = write_many(inner, items, &mut out).map(|()| PyBytes::new(py, &out));
+    if out.capacity() <= SCRATCH_KEPT {
+        SCRATCH.set(out);
+    }
+    result
+}
+
+fn write_many<'py, 'm, D: Dialect + FastInput>(
+    inner: &'m Mutex<D>,
+    items: &Bound<'py, PyAny>,
+    out: &mut Vec<u8>,
+) -> PyResult<()> {
     let mut index = 0usize;
-    let mut each = |item: &Bound<'py, PyAny>| -> PyResult<()> {
-        if let Err(error) = write_item(inner, item, &mut out)? {
-            return Err(many_error(item, error, index, &out));
+    let mut held = None;
+    let mut recognizer = D::recognizer(items.py());
+    let mut each = |item: &Bound<'py, PyAny>, held: &mut Option<MutexGuard<'m, D>>| {
+        if let Err(error) = write_item(inner, held, &mut recognizer, item, out)? {
+            *held = None;
+            return Err(many_error(item, error, index, out));
         }
         index += 1;
         Ok(())
     };
+    // Reading an exact list or tuple runs no Python code, so the lock may stay held.
     if let Ok(list) = items.cast_exact::<PyList>() {
         // By index, re-reading the length, as a list iterator does.
         let mut at = 0;
         while at < list.len() {
-            each(&list.get_item(at)?)?;
+            each(&list.get_item(at)?, &mut held)?;
             at += 1;
         }
     } else if let Ok(tuple) = items.cast_exact::<PyTuple>() {
         for item in tuple.iter() {
-            each(&item)?;
+            each(&item, &mut held)?;
         }
     } else {
         for item in items.try_iter()? {
-            each(&item?)?;
+            let item = item?;
+            each(&item, &mut held)?;
+            held = None;
         }
     }
-    Ok(PyBytes::new(py, &out))
+    Ok(())
 }
 
 pub fn finish<D: Dialect>(inner: &Mutex<D>) -> Vec<Event> {
