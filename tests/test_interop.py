@@ -16,6 +16,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.parse
 import uuid
@@ -46,25 +47,31 @@ def serve_rsgi(target: str, env: dict | None = None, extra=(), timeout: float = 
     )
     cmd = [sys.executable, "-m", "granian", "--interface", "rsgi", "--host", "127.0.0.1"]
     cmd += ["--port", str(port), "--workers", "1", "--log-level", "warning", *extra, target]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=environ, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"granian exited {proc.returncode}: {proc.stderr.read()}")
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
-                break
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"granian did not listen on {port} within {timeout}s")
-            time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
+    # Output goes to a file: a pipe nobody reads could fill up and stall the server.
+    with tempfile.TemporaryFile(mode="w+") as log:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=environ, stdout=log, stderr=log, text=True)
         try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+            deadline = time.monotonic() + timeout
+            while True:
+                if proc.poll() is not None:
+                    log.seek(0)
+                    raise RuntimeError(f"granian exited {proc.returncode}: {log.read()}")
+                with (
+                    contextlib.suppress(OSError),
+                    socket.create_connection(("127.0.0.1", port), 0.2),
+                ):
+                    break
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"granian did not listen on {port} within {timeout}s")
+                time.sleep(0.05)
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
 
 
 @pytest.fixture(scope="session")
