@@ -38,6 +38,10 @@ fn event(obj: &Bound<'_, PyAny>) -> PyResult<Event> {
                 &format!(": '{key}' must be a JSON value"),
             ));
         };
+        // Rule 11 turns a non-finite float into None before rule 8 omits it.
+        if value.is_null() {
+            continue;
+        }
         out.insert(key.to_owned(), value);
     }
     Ok(out)
