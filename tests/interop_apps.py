@@ -302,7 +302,18 @@ async def minimal_app(scope, proto):
 # agent is also at /agui/{urlencoded id}. One id has a space, so the client's URL
 # encoding and the ingress's decoding are on the path too.
 APP_IDS = {name: name for name in CRUMB_AGENTS} | {"tool_error": "tool error"}
-APP_ONLY = {"frontend_tool": frontend_tool}  # needs RunContext.tool_results
+
+
+async def slow(ctx):
+    """Silent for longer than the App's keepalive, so ``: ping`` comments go out mid-run."""
+    yield crumbs.text_delta("Thinking")
+    await asyncio.sleep(0.7)
+    yield crumbs.text_delta(" done.")
+    yield crumbs.run_end()
+
+
+KEEPALIVE = 0.2  # seconds; the App default is 15
+APP_ONLY = {"frontend_tool": frontend_tool, "slow": slow}
 
 
 def make_app():
@@ -312,7 +323,7 @@ def make_app():
     except ImportError:  # before the public export lands
         from agui_bridge.app import App
 
-    app = App(store=os.environ.get("INTEROP_STORE", "memory://"))
+    app = App(store=os.environ.get("INTEROP_STORE", "memory://"), keepalive=KEEPALIVE)
     for name, agent in CRUMB_AGENTS.items():
         app.agent(APP_IDS[name])(agent)
     for name, agent in APP_ONLY.items():

@@ -22,6 +22,7 @@ import urllib.parse
 import uuid
 from pathlib import Path
 
+import httpx
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -490,3 +491,17 @@ def test_app_interrupt_resumed_after_a_server_restart(node, client_version, tmp_
     with serve_rsgi(target, env=env, extra=["--factory"]) as url:
         refused = run_client(node, client_version, url + path, scenario, tmp_path, expect_ok=False)
     assert "HTTP 400" in refused["runs"][0]["error"]
+
+
+def test_app_keepalive_pings_mid_stream(node, client_version, app_url, tmp_path):
+    """The client's SSE parser skips ``: ping`` comments sent while the agent is silent."""
+    body = {
+        "threadId": f"thread-{uuid.uuid4().hex[:8]}",
+        "runId": uuid.uuid4().hex,
+        "messages": [{"id": "u1", "role": "user", "content": "slowly"}],
+    }
+    raw = httpx.post(f"{app_url}/agui/slow", json=body, timeout=10).text
+    assert ": ping\n\n" in raw  # the pings are really on the wire
+    out = run_client(node, client_version, f"{app_url}/agui/slow", one_turn(), tmp_path)
+    check_lifecycle(out["runs"][0])
+    assert assistant_messages(out)[0]["content"] == "Thinking done."
