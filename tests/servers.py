@@ -52,6 +52,7 @@ def serve(
     interface: str = "rsgi",
     timeout: float = 20.0,
     cwd: str | os.PathLike | None = None,
+    workers: int = 1,
 ):
     port = free_port()
     full_env = dict(os.environ)
@@ -71,7 +72,7 @@ def serve(
         "--port",
         str(port),
         "--workers",
-        "1",
+        str(workers),
         "--no-ws",
         "--log-level",
         "info",

@@ -371,3 +371,30 @@ def test_resume_after_restart_on_the_same_sqlite_file(tmp_path):
         assert text_of(events) == "decision 'go' for ask-rs-1"
         state = httpx.get(f"{base_url}/threads/{tid}/state").json()
         assert len(state["messages"]) == 3
+
+
+def test_one_active_run_per_thread_across_workers(tmp_path):
+    env = {"AGUI_TEST_STORE": f"sqlite:///{tmp_path}/threads.sqlite", **ENV}
+    tid, run_id = thread("workers"), f"workers-{time.monotonic_ns()}"
+    with serve("tests.ingress_apps:app", env=env, workers=2) as base_url:
+
+        async def scenario():
+            async with httpx.AsyncClient(base_url=base_url, timeout=20) as http:
+                first = asyncio.ensure_future(
+                    http.post("/ag-ui/run", json=run_body(tid, "slow 20", run_id=run_id))
+                )
+                assert await wait_for(
+                    lambda: asyncio.sleep(0, (MARKS / f"started-{run_id}").exists())
+                )
+                statuses = []
+                for _ in range(6):  # new connections: the workers share the socket
+                    async with httpx.AsyncClient(base_url=base_url, timeout=20) as other:
+                        response = await other.post("/ag-ui/run", json=run_body(tid, "hi"))
+                        statuses.append(response.status_code)
+                assert statuses == [409] * 6
+                events, _ = parse_sse((await first).text)
+                assert_valid_agui(events)
+                again = await http.post("/ag-ui/run", json=run_body(tid, "hi"))
+                assert again.status_code == 200
+
+        asyncio.run(scenario())

@@ -56,3 +56,28 @@ def test_open_store_urls(tmp_path):
     assert open_store(custom) is custom
     with pytest.raises(ValueError):
         open_store("redis://x")
+
+
+def test_sqlite_run_lease(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    store = SqliteStore(str(tmp_path / "threads.sqlite"))
+    assert store.claim("t", "a")
+    store.release("t", "b")  # another run's token releases nothing
+    # a lease of a live process blocks; one of this process is stale and taken over
+    store._lease.execute("UPDATE active_runs SET pid = ? WHERE thread_id = 't'", (os.getppid(),))
+    assert not store.claim("t", "c")
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    store._lease.execute(
+        "UPDATE active_runs SET pid = ? WHERE thread_id = 't'", (int(done.stdout),)
+    )
+    assert store.claim("t", "d")  # its process is gone
+    store.release("t", "d")
+    assert store.claim("t", "e")

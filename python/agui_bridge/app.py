@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,7 @@ from .ingress.rsgi import RsgiConn
 from .store import DEFAULT_STORE, open_store
 
 DEFAULT_PATH = "/ag-ui/run"
+log = logging.getLogger("agui_bridge.app")
 
 
 class Unauthorized(HttpError):
@@ -154,6 +156,13 @@ class App:
     def _release(self, thread_id: str, run) -> None:
         if self._active.get(thread_id) is run:
             del self._active[thread_id]
+        token = getattr(run, "lease", None)
+        release = getattr(self._store, "release", None)
+        if token is not None and release is not None:
+            try:
+                release(thread_id, token)
+            except Exception:
+                log.exception("releasing the run lease of thread %s failed", thread_id)
 
     async def aclose(self) -> None:
         if self._store is not None:

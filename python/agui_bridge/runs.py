@@ -255,6 +255,7 @@ class Run:
         self.subscribers: list[Subscriber] = []
         self.cancelled = False
         self.pressed = False
+        self.lease: str | None = None
         self._begun = False
         self._first = (
             {"type": "agent:run:start", "runId": ctx.run_id, "sessionId": ctx.thread_id}

@@ -33,6 +33,7 @@ import asyncio
 import inspect
 import logging
 from typing import Any
+from uuid import uuid4
 
 import orjson
 
@@ -245,11 +246,25 @@ class Handler:
         if thread_id in app._active:
             raise HttpError(409, "run_active", f"thread {thread_id!r} already has an active run")
         app._active[thread_id] = None  # claimed now; a Run replaces it below
+        store = app.store
+        claim = getattr(store, "claim", None)
+        token = uuid4().hex
+        try:
+            if claim is not None and not claim(thread_id, token):
+                raise HttpError(
+                    409, "run_active", f"thread {thread_id!r} already has an active run"
+                )
+        except BaseException:
+            app._active.pop(thread_id, None)
+            raise
         try:
             run = await self._prepare(agent, run_input, identity)
         except BaseException:
             app._active.pop(thread_id, None)
+            if claim is not None:
+                store.release(thread_id, token)
             raise
+        run.lease = token
         app._active[thread_id] = run
         sub = Subscriber(app.max_buffered, conn.probe(app.max_buffered))
         run.subscribe(sub)

@@ -12,6 +12,7 @@ class RsgiConn:
     max_write = None  # send_bytes never waits: every queued frame goes in one write
     __slots__ = (
         "client",
+        "drained",
         "headers",
         "method",
         "path",
@@ -32,6 +33,7 @@ class RsgiConn:
         self.client = scope.client
         self.trx = None
         self.streaming = False
+        self.drained = False
 
     async def read_body(self, limit: int) -> bytes:
         length = self.headers.get("content-length")
@@ -39,14 +41,33 @@ class RsgiConn:
             return await self.protocol()
         chunks = []
         total = 0
-        async for chunk in self.protocol:
+        # One iterator, advanced by hand: granian's body can be read once, and
+        # iterating its iterator again (``async for``) starts a second read.
+        body = self.protocol.__aiter__()
+        drain = 4 * limit + (64 << 10)
+        while True:
+            try:
+                chunk = await body.__anext__()
+            except StopAsyncIteration:
+                break
             total += len(chunk)
             if total > limit:
+                # Go on reading (and dropping) a while, so the client gets to
+                # read the 413 instead of a reset connection.
+                self.drained = True
+                while total <= drain:
+                    try:
+                        total += len(await body.__anext__())
+                    except StopAsyncIteration:
+                        break
                 raise TooLarge
             chunks.append(chunk)
         return b"".join(chunks)
 
     async def discard_body(self, limit: int) -> None:
+        if self.drained:
+            return
+        self.drained = True
         total = 0
         try:
             async for chunk in self.protocol:

@@ -9,6 +9,11 @@ agent that owns the thread. Both stores implement the same small async API:
     appends the messages whose id the thread does not hold yet, and replaces
     the state and the pending interrupts, in one transaction.
 ``await store.close()``
+
+Optionally (the SQLite store has them), ``store.claim(thread_id, token) -> bool``
+and ``store.release(thread_id, token)``: a run lease shared by every process on
+the store, so a thread has one active run across granian workers (the App also
+keeps one per process). A store without them is guarded per process only.
 """
 
 from __future__ import annotations

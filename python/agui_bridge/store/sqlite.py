@@ -33,6 +33,12 @@ CREATE TABLE IF NOT EXISTS messages (
     PRIMARY KEY (thread_id, message_id)
 );
 CREATE INDEX IF NOT EXISTS messages_by_seq ON messages (thread_id, seq);
+CREATE TABLE IF NOT EXISTS active_runs (
+    thread_id TEXT PRIMARY KEY,
+    token TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    started_at REAL NOT NULL
+);
 """
 
 
@@ -53,6 +59,11 @@ class SqliteStore:
         self._write.execute("PRAGMA synchronous = FULL")
         self._write.executescript(_SCHEMA)
         self._read = _connect(path)
+        # Leases of active runs, so one thread has one run across granian
+        # workers: small autocommit writes from the event loop, no fsync (WAL +
+        # NORMAL); a lease whose process is gone is taken over.
+        self._lease = _connect(path)
+        self._lease.execute("PRAGMA synchronous = NORMAL")
         self._lock = threading.Lock()
 
     async def load(self, thread_id: str):
@@ -118,7 +129,54 @@ class SqliteStore:
             self._save, thread_id, agent_id, list(new_messages), state, interrupts
         )
 
+    def claim(self, thread_id: str, token: str) -> bool:
+        """Takes the thread's run lease; False while a live process holds it."""
+        conn = self._lease
+        me = os.getpid()
+        for _ in range(3):
+            cursor = conn.execute(
+                "INSERT INTO active_runs (thread_id, token, pid, started_at) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (thread_id) DO NOTHING",
+                (thread_id, token, me, time.time()),
+            )
+            if cursor.rowcount == 1:
+                return True
+            row = conn.execute(
+                "SELECT token, pid FROM active_runs WHERE thread_id = ?", (thread_id,)
+            ).fetchone()
+            if row is None:
+                continue  # released meanwhile
+            held_by, pid = row
+            # This process's own leases are tracked in memory by the App, so a
+            # row of ours here is stale (its release failed).
+            if pid != me and _alive(pid):
+                return False
+            cursor = conn.execute(
+                "UPDATE active_runs SET token = ?, pid = ?, started_at = ?"
+                " WHERE thread_id = ? AND token = ?",
+                (token, me, time.time(), thread_id, held_by),
+            )
+            if cursor.rowcount == 1:
+                return True
+        return False
+
+    def release(self, thread_id: str, token: str) -> None:
+        self._lease.execute(
+            "DELETE FROM active_runs WHERE thread_id = ? AND token = ?", (thread_id, token)
+        )
+
     async def close(self) -> None:
         with self._lock:
             self._write.close()
         self._read.close()
+        self._lease.close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
