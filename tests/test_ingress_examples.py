@@ -41,3 +41,31 @@ async def test_starlette_mount_with_on_event(caplog):
     assert planned[-1]["result"] == {"answer": 42}
     logged = [r.getMessage().split()[-1] for r in caplog.records if r.name == "agui.events"]
     assert logged.count("RUN_STARTED") == 2 and logged.count("RUN_FINISHED") == 2
+
+
+async def test_on_event_takes_one_or_two_arguments():
+    from agui_bridge import crumbs
+    from agui_bridge.app import App
+
+    app = App(store="memory://")
+    seen_one, seen_two = [], []
+    app.on_event(lambda event: seen_one.append(event["type"]))
+
+    @app.on_event
+    async def two(event, info):
+        seen_two.append((info.agent_id, info.thread_id, event["type"]))
+
+    @app.agent("a")
+    async def agent(ctx):
+        yield crumbs.text_delta("x")
+
+    await _stream(httpx.ASGITransport(app=app), "/ag-ui/run", run_body("t9", "hi"))
+    types = [
+        "RUN_STARTED",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "RUN_FINISHED",
+    ]
+    assert seen_one == types
+    assert seen_two == [("a", "t9", t) for t in types]

@@ -146,11 +146,12 @@ class App:
     def on_event(self, callback: Callable) -> Callable:
         """``callback(event, info)`` sees every AG-UI event of every run on this app.
 
-        ``info`` is a ``RunInfo`` (agent_id, thread_id, run_id). Each run has its
+        ``info`` is a ``RunInfo`` (agent_id, thread_id, run_id); a callback that
+        takes one argument gets the event alone (seed ``000``'s ``onEvent``). Each run has its
         own transformer for these callbacks, independent of the response's. An
         async callback is awaited in order; an exception is logged and ignored.
         """
-        self._listeners.append(callback)
+        self._listeners.append(callback if _takes_two(callback) else _event_only(callback))
         return callback
 
     def _release(self, thread_id: str, run) -> None:
@@ -187,6 +188,22 @@ class App:
         if store is not None and hasattr(store, "close"):
             with contextlib.suppress(RuntimeError):
                 loop.run_until_complete(store.close())
+
+
+def _takes_two(callback) -> bool:
+    try:
+        parameters = inspect.signature(callback).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in parameters)
+
+
+def _event_only(callback):
+    def listener(event, info):
+        return callback(event)
+
+    return listener
 
 
 __all__ = ["App", "Forbidden", "Unauthorized"]

@@ -64,6 +64,8 @@ class SqliteStore:
         # NORMAL); a lease whose process is gone is taken over.
         self._lease = _connect(path)
         self._lease.execute("PRAGMA synchronous = NORMAL")
+        # Checkpoints (which fsync) run on the write connection, in its thread.
+        self._lease.execute("PRAGMA wal_autocheckpoint = 0")
         self._lock = threading.Lock()
 
     async def load(self, thread_id: str):
