@@ -331,3 +331,11 @@ def make_app():
     for name, agent in CHUNK_AGENTS.items():
         app.agent(name, dialect="chunks")(agent)
     return app
+
+
+def make_asgi_app():
+    """The same App mounted under ``/mounted`` in Starlette (the ASGI front end)."""
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    return Starlette(routes=[Mount("/mounted", app=make_app())])

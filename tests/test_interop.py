@@ -39,14 +39,16 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve_rsgi(target: str, env: dict | None = None, extra=(), timeout: float = 20.0):
-    """granian (RSGI, one worker) on a free 127.0.0.1 port; yields the base URL."""
+def serve_rsgi(
+    target: str, env: dict | None = None, extra=(), timeout: float = 20.0, interface="rsgi"
+):
+    """granian (RSGI unless told, one worker) on a free 127.0.0.1 port; yields the base URL."""
     port = _free_port()
     environ = {**os.environ, **(env or {})}
     environ["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(ROOT / "python"), str(ROOT), environ.get("PYTHONPATH")) if p
     )
-    cmd = [sys.executable, "-m", "granian", "--interface", "rsgi", "--host", "127.0.0.1"]
+    cmd = [sys.executable, "-m", "granian", "--interface", interface, "--host", "127.0.0.1"]
     cmd += ["--port", str(port), "--workers", "1", "--log-level", "warning", *extra, target]
     # Output goes to a file: a pipe nobody reads could fill up and stall the server.
     with tempfile.TemporaryFile(mode="w+") as log:
@@ -505,3 +507,17 @@ def test_app_keepalive_pings_mid_stream(node, client_version, app_url, tmp_path)
     out = run_client(node, client_version, f"{app_url}/agui/slow", one_turn(), tmp_path)
     check_lifecycle(out["runs"][0])
     assert assistant_messages(out)[0]["content"] == "Thinking done."
+
+
+@pytest.fixture(scope="module")
+def asgi_url():
+    """The App under a Starlette mount, served by granian's ASGI interface."""
+    target = "tests.interop_apps:make_asgi_app"
+    with serve_rsgi(target, extra=["--factory"], interface="asgi") as url:
+        yield url + "/mounted"
+
+
+@pytest.mark.parametrize("name", ["text", "tools", "agent_error", "approval", "chunks"])
+def test_app_mounted_asgi(node, client_version, asgi_url, tmp_path, name):
+    """The ASGI front end's streams pass the real client too."""
+    SCENARIOS[name](node, client_version, lambda n: asgi_url + app_path(n), tmp_path)
