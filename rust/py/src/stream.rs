@@ -103,7 +103,8 @@ impl<'py> Recognizer<'py> {
             return None;
         }
         let (mut has_type, mut delta) = (false, None);
-        for (key, value) in dict.iter() {
+        // Two entries: stopping after them spares the iterator's final probe.
+        for (key, value) in dict.iter().take(2) {
             if is_key(&key, &self.type_key, "type") {
                 has_type = self.is_text_type(&value);
             } else if is_key(&key, &self.field_key, self.field_name) {
