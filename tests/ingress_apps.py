@@ -35,6 +35,7 @@ def make_app(**overrides) -> App:
         body_limit=_int("AGUI_TEST_BODY_LIMIT", 1 << 20),
     )
     options.update(overrides)
+    options.setdefault("overflow_grace", float(_env("AGUI_TEST_OVERFLOW_GRACE", "5")))
     app = App(**options)
     _agents(app)
     events_file = _env("AGUI_TEST_EVENTS")

@@ -224,3 +224,27 @@ async def test_a_client_that_keeps_reading_gets_more_than_the_bound(continue_url
         events = await stream(http, "/ag-ui/run", run_body(thread("fast"), f"big {frames}"))
     assert events[-1]["type"] == "RUN_FINISHED"
     assert len(text_of(events)) == frames * 1024
+
+
+def test_asgi_drops_a_cut_off_stream_that_is_never_read():
+    env = {**env_for("continue"), "AGUI_TEST_OVERFLOW_GRACE": "0.5"}
+    tid, run_id = thread("never"), f"never-{time.monotonic_ns()}"
+    with serve("tests.ingress_apps:app", env=env, interface="asgi") as base_url:
+        sock, start = raw_post(base_url, run_body(tid, "big 8000", run_id=run_id), 16384)
+        try:
+            deadline = time.monotonic() + 30
+            while not (MARKS / f"ended-{run_id}").exists():
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            time.sleep(2.0)  # past the grace: the server has dropped the connection
+            sock.settimeout(10)
+            received = len(start)
+            while chunk := sock.recv(1 << 20):
+                received += len(chunk)
+        finally:
+            sock.close()
+        # the 1 MiB bound of ours, granian's 4 sends and the kernel's socket buffers
+        assert received < 6 * MIB  # of the 8 MiB the run produced
+        assert "aborting it" in server_log(base_url)
+        state = httpx.get(f"{base_url}/threads/{tid}/state").json()
+        assert len(state["messages"][1]["content"]) == 8000 * 1024  # the run went on

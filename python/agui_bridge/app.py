@@ -63,7 +63,11 @@ class App:
     its history lands) or ``"cancel"`` (the agent is cancelled, nothing of the
     run is stored). ``max_buffered``: bytes a client that stops reading may make
     the server hold per stream (``None``: unbounded); past it the stream ends
-    with ``RUN_ERROR`` (code ``stream_overflow``) and the run goes on.
+    with ``RUN_ERROR`` (code ``stream_overflow``) and the run goes on. Under
+    ASGI, where a send waits for the client, a cut-off stream whose last frames
+    are not taken within ``overflow_grace`` seconds is aborted (the server
+    drops the connection); under RSGI granian keeps what it queued (at most
+    about ``max_buffered``) until the client reads it or leaves.
     """
 
     def __init__(
@@ -74,6 +78,7 @@ class App:
         keepalive: float = 15.0,
         on_disconnect: str = "continue",
         max_buffered: int | None = 8 << 20,
+        overflow_grace: float = 5.0,
     ):
         if on_disconnect not in ("continue", "cancel"):
             raise ValueError("on_disconnect must be 'continue' or 'cancel'")
@@ -84,7 +89,7 @@ class App:
         self.keepalive = keepalive
         self.on_disconnect = on_disconnect
         self.max_buffered = max_buffered
-        self.overflow_grace = 5.0
+        self.overflow_grace = overflow_grace
         self._agents: dict[str, Agent] = {}
         self._routes: dict[str, Agent] = {}
         self._listeners: list[Callable] = []

@@ -184,7 +184,9 @@ class Subscriber:
 
     __slots__ = (
         "buf",
+        "deadline",
         "done",
+        "grace",
         "inflight",
         "limit",
         "overflowed",
@@ -201,6 +203,8 @@ class Subscriber:
         self.inflight = 0
         self.done = False
         self.overflowed = False
+        self.deadline = None  # the asyncio.Timeout of a send in flight (ASGI)
+        self.grace = 5.0
         self.limit = limit
         self.probe = probe
         self.wake = asyncio.Event()
@@ -333,6 +337,8 @@ class Run:
         if sub.overflowed:
             return
         sub.overflowed = True
+        if sub.deadline is not None:
+            sub.deadline.reschedule(asyncio.get_running_loop().time() + sub.grace)
         log.warning(
             "run %s of thread %s: the client is not reading; closed its stream past %d"
             " buffered bytes (the run goes on)",

@@ -354,6 +354,8 @@ class Handler:
         probe = sub.probe
         max_write = conn.max_write
         behind = False
+        loop = asyncio.get_running_loop()
+        sub.grace = app.overflow_grace
         await conn.start_stream(200, STREAM_HEADERS)
         gone = asyncio.ensure_future(conn.wait_disconnect())
 
@@ -376,11 +378,17 @@ class Handler:
                     continue
                 data = sub.take(max_write)
                 sub.inflight = len(data)
-                if sub.overflowed:
-                    async with asyncio.timeout(app.overflow_grace):
-                        await conn.send(data)
+                if max_write is None:
+                    await conn.send(data)  # RSGI: never waits
                 else:
-                    await conn.send(data)
+                    # A send may wait on the client; once the stream is cut off
+                    # (Run._overflow reschedules this), it gets overflow_grace s.
+                    async with asyncio.timeout(None) as deadline:
+                        sub.deadline = deadline
+                        if sub.overflowed:
+                            deadline.reschedule(loop.time() + sub.grace)
+                        await conn.send(data)
+                    sub.deadline = None
                 sub.inflight = 0
                 sub.stalled = False
                 sub.progress.set()
