@@ -681,11 +681,15 @@ def test_float_subclasses_and_str_subclass_keys_are_json(impl, request):
     )
 
 
-@pytest.mark.xfail(
-    reason="both builds write a non-finite top-level field as null in encode_sse; rule 11 "
-    "makes it None before rule 8, which omits it",
-    strict=True,
-)
-def test_encode_sse_omits_a_non_finite_top_level_field(impl):
+def test_encode_sse_omits_a_non_finite_top_level_field(impl, request):
+    """Rule 11 makes NaN None before rule 8 applies, which omits a None optional."""
+    if impl.IMPLEMENTATION == "python":
+        request.node.add_marker(
+            pytest.mark.xfail(
+                reason="pure/sse.py _event() drops None fields before json_field() turns "
+                "NaN/inf into None, so it writes null",
+                strict=True,
+            )
+        )
     event = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r", "result": math.nan}
     assert impl.encode_sse(event) == b'data: {"type":"RUN_FINISHED","threadId":"t","runId":"r"}\n\n'
