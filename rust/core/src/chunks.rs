@@ -205,3 +205,60 @@ impl Dialect for Chunks {
         self.framer.run_error(message, Some(code));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn run(chunks: &[Value]) -> Vec<Value> {
+        let mut translator = Chunks::new("t".into(), "r".into(), Map::new(), "dawn".into());
+        let mut events = Vec::new();
+        for chunk in chunks {
+            let out = translator.call(&Input::from_json(chunk)).unwrap();
+            events.extend(out.into_iter().map(Value::Object));
+        }
+        events
+    }
+
+    #[test]
+    fn text_closes_before_any_other_event() {
+        let events = run(&[json!("hi"), json!({"type": "plan_update", "plan": [1]})]);
+        let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+        assert_eq!(
+            types,
+            [
+                "RUN_STARTED",
+                "TEXT_MESSAGE_START",
+                "TEXT_MESSAGE_CONTENT",
+                "TEXT_MESSAGE_END",
+                "STATE_SNAPSHOT"
+            ]
+        );
+    }
+
+    #[test]
+    fn tool_call_without_id_gets_one() {
+        let events = run(&[json!({"type": "tool_call", "name": "f"})]);
+        assert_eq!(events[1]["toolCallId"], "r:t1");
+        assert_eq!(events[2]["delta"], "{}");
+    }
+
+    #[test]
+    fn done_with_an_error_is_a_run_error() {
+        let events =
+            run(&[json!({"type": "done", "output": {"error": {"message": "m", "code": 3}}})]);
+        assert_eq!(events[1], json!({"type": "RUN_ERROR", "message": "m"}));
+        let events = run(&[json!({"type": "done", "output": {"error": [1]}})]);
+        assert_eq!(events[1]["message"], "[1]");
+    }
+
+    #[test]
+    fn custom_names_use_the_prefix() {
+        let events = run(&[json!({"type": "subagent.spawn", "a": null})]);
+        assert_eq!(
+            events[1],
+            json!({"type": "CUSTOM", "name": "dawn.subagent.spawn", "value": {"a": null}})
+        );
+    }
+}

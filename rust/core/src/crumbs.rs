@@ -396,3 +396,70 @@ impl Dialect for Crumbs {
         self.framer.run_error(message, Some(code));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn run(crumbs: &[Value]) -> (Crumbs, Vec<Value>) {
+        let mut transformer = Crumbs::new("t".into(), "r".into(), Map::new());
+        let mut events = Vec::new();
+        for crumb in crumbs {
+            let out = transformer.call(&Input::from_json(crumb)).unwrap();
+            events.extend(out.into_iter().map(Value::Object));
+        }
+        (transformer, events)
+    }
+
+    #[test]
+    fn loop_state_accretes_and_names_steps() {
+        let (_, events) = run(&[
+            json!({"type": "loop:start", "loopId": "L", "goal": "g"}),
+            json!({"type": "loop:iteration:start", "loopId": "L", "iteration": 2}),
+        ]);
+        assert_eq!(events[2]["stepName"], "loop_L_2");
+        assert_eq!(
+            serde_json::to_string(&events[3]["snapshot"]["loop"]).unwrap(),
+            r#"{"loopId":"L","phase":"iteration:start","iteration":2,"goal":"g"}"#
+        );
+    }
+
+    #[test]
+    fn run_end_announces_a_file_result_once() {
+        let file = json!({"uri": "f://a", "mimeType": "text/plain"});
+        let (transformer, events) = run(&[
+            json!({"type": "agent:run:end", "result": file}),
+            json!({"type": "text:delta", "delta": "late"}),
+        ]);
+        let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+        assert_eq!(types, ["RUN_STARTED", "CUSTOM", "RUN_FINISHED"]);
+        assert_eq!(events[2]["result"], file);
+        assert_eq!(transformer.framer().dropped, 1);
+    }
+
+    #[test]
+    fn interrupts_shape_the_outcome() {
+        let (_, events) = run(&[
+            json!({"type": "human:required", "message": "ok?"}),
+            json!({"type": "human:required", "interruptId": "r:i1"}),
+            json!({"type": "agent:run:end"}),
+        ]);
+        assert_eq!(
+            events[1]["outcome"],
+            json!({"type": "interrupt", "interrupts": [{"id": "r:i1", "reason": "human_required", "message": "ok?"}]})
+        );
+    }
+
+    #[test]
+    fn bad_error_objects_are_named() {
+        let mut transformer = Crumbs::new("t".into(), "r".into(), Map::new());
+        let crumb = json!({"type": "tool:error", "toolCallId": "c", "error": {"code": "x"}});
+        let error = transformer.call(&Input::from_json(&crumb)).unwrap_err();
+        assert_eq!(
+            error.message(),
+            "tool:error: 'error.message' must be a string"
+        );
+        assert!(!transformer.framer().started);
+    }
+}
