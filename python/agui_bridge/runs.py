@@ -454,6 +454,9 @@ class Run:
                 self._finish_subscribers()
                 app._release(ctx.thread_id, self)
                 return
+            # Cancelled from outside (the server is stopping): end the streams.
+            self._finish_subscribers()
+            app._release(ctx.thread_id, self)
             raise
         except Exception as error:
             failed = error
