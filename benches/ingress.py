@@ -40,6 +40,21 @@ ROOT = Path(__file__).resolve().parent.parent
 # -- the app the server imports (``benches.ingress:app``) -------------------------
 
 app = None
+
+
+class _Floor:
+    """granian's own floor: read the body, stream one RUN_STARTED frame, end."""
+
+    async def __rsgi__(self, scope, protocol):
+        await protocol()
+        transport = protocol.response_stream(200, [("content-type", "text/event-stream")])
+        await transport.send_bytes(
+            b'data: {"type":"RUN_STARTED"}\n\ndata: {"type":"RUN_FINISHED"}\n\n'
+        )
+
+
+floor = _Floor()
+
 if os.environ.get("AGUI_BENCH_SERVER") == "1":
     from agui_bridge import crumbs as _c
     from agui_bridge.app import App
@@ -65,7 +80,7 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, store: str, pure: bool):
+    def __init__(self, store: str, pure: bool, target: str = "benches.ingress:app"):
         self.port = free_port()
         env = dict(
             os.environ,
@@ -96,7 +111,7 @@ class Server:
             "--no-ws",
             "--log-level",
             "warning",
-            "benches.ingress:app",
+            target,
         ]
         self.process = subprocess.Popen(self.command, env=env, cwd=ROOT)
         deadline = time.monotonic() + 20
@@ -166,14 +181,21 @@ def connect(port: int) -> socket.socket:
     return sock
 
 
-def first_frame(port: int, runs: int) -> list[float]:
-    sock = connect(port)
+def first_frame(ports: list[int], runs: int) -> list[list[float]]:
+    """Seconds to the first frame on each server, the servers taking turns run by run."""
+    socks = [connect(port) for port in ports]
     try:
         for _ in range(20):  # warm-up
-            one_run(sock, f"warm-{uuid.uuid4().hex}", "hi")
-        return [one_run(sock, f"t-{uuid.uuid4().hex}", "hi")[0] for _ in range(runs)]
+            for sock in socks:
+                one_run(sock, f"warm-{uuid.uuid4().hex}", "hi")
+        times: list[list[float]] = [[] for _ in socks]
+        for _ in range(runs):
+            for index, sock in enumerate(socks):
+                times[index].append(one_run(sock, f"t-{uuid.uuid4().hex}", "hi")[0])
+        return times
     finally:
-        sock.close()
+        for sock in socks:
+            sock.close()
 
 
 def stream_rate(port: int, deltas: int) -> float:
@@ -197,11 +219,16 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="agui-bench-") as tmp:
         store = f"sqlite:///{tmp}/threads.sqlite"
-        native = Server(store, pure=False)
+        servers = [
+            Server(store, pure=False),
+            Server("memory://", pure=False),
+            Server("memory://", pure=False, target="benches.ingress:floor"),
+        ]
         try:
-            ttff = first_frame(native.port, runs)
+            ttff, ttff_memory, ttff_floor = first_frame([s.port for s in servers], runs)
         finally:
-            native.stop()
+            for server in servers:
+                server.stop()
         native = Server("memory://", pure=False)
         pure = Server("memory://", pure=True)
         try:
@@ -215,9 +242,13 @@ def main() -> int:
             native.stop()
             pure.stop()
 
-    ttff_ms = sorted(t * 1000 for t in ttff)
-    median = statistics.median(ttff_ms)
-    p99 = ttff_ms[min(len(ttff_ms) - 1, int(len(ttff_ms) * 0.99))]
+    def stats(times):
+        ms = sorted(t * 1000 for t in times)
+        return statistics.median(ms), ms[min(len(ms) - 1, int(len(ms) * 0.99))]
+
+    median, p99 = stats(ttff)
+    median_memory, p99_memory = stats(ttff_memory)
+    median_floor, p99_floor = stats(ttff_floor)
     rate_native = statistics.median(rates["native"])
     rate_pure = statistics.median(rates["pure"])
     import granian
@@ -237,6 +268,10 @@ def main() -> int:
         f"| time to first frame, new run, SQLite store, {runs:,} sequential runs: median"
         f" | {median:.3f} ms |",
         f"| same, p99 | {p99:.3f} ms |",
+        f"| for reference, same app on the memory store: median / p99 | {median_memory:.3f} /"
+        f" {p99_memory:.3f} ms |",
+        f"| for reference, granian's floor (a bare RSGI app streaming one frame): median / p99"
+        f" | {median_floor:.3f} / {p99_floor:.3f} ms |",
         f"| one {deltas:,}-delta stream, granian + native build, events/s (median of"
         f" {repeats}) | {rate_native:,.0f} |",
         f"| same app on the pure build (`AGUI_BRIDGE_PURE=1`), events/s | {rate_pure:,.0f} |",
@@ -248,6 +283,9 @@ def main() -> int:
         "- Client: one blocking socket in this process, HTTP/1.1 keep-alive, TCP_NODELAY;"
         " first frame = write of the request → first received bytes holding `data: `;"
         " every response read to its end and checked (status 200, RUN_FINISHED, frame count).",
+        "- The three first-frame servers run at once and take turns request by request, so"
+        " load on this shared machine hits them alike; the floor server is"
+        " `benches.ingress:floor` (no agui_bridge code).",
         "- Each first-frame run is a new threadId: the store lookup misses, the run streams"
         " RUN_STARTED at once, and the turn (user message + assistant message) is saved"
         " (WAL, synchronous=FULL, in a worker thread) before the response ends.",
