@@ -643,7 +643,7 @@ def test_builds_agree_on_bad_constructor_arguments(both, kwargs):
         assert attempt(native, factory) == attempt(pure, factory)
 
 
-# ---- discrepancies with the contract (xfail strict: the fixes are in the builds) ----
+# ---- rule 11 corners where orjson alone would disagree with the contract ----
 
 
 class _Float(float):
@@ -654,16 +654,8 @@ class _Str(str):
     pass
 
 
-def test_float_subclasses_and_str_subclass_keys_are_json(impl, request):
+def test_float_subclasses_and_str_subclass_keys_are_json(impl):
     """Rule 11: a float subclass is a float and a str subclass key is a str key."""
-    if impl.IMPLEMENTATION == "python":
-        request.node.add_marker(
-            pytest.mark.xfail(
-                reason="pure/json_values.py normalize() passes float subclasses and str "
-                "subclass keys through to orjson, which raises TypeError",
-                strict=True,
-            )
-        )
     t = impl.create_agui_transformer("t1", "r1", {"s": _Float(0.5)})
     events = t(
         {
@@ -681,15 +673,7 @@ def test_float_subclasses_and_str_subclass_keys_are_json(impl, request):
     )
 
 
-def test_encode_sse_omits_a_non_finite_top_level_field(impl, request):
+def test_encode_sse_omits_a_non_finite_top_level_field(impl):
     """Rule 11 makes NaN None before rule 8 applies, which omits a None optional."""
-    if impl.IMPLEMENTATION == "python":
-        request.node.add_marker(
-            pytest.mark.xfail(
-                reason="pure/sse.py _event() drops None fields before json_field() turns "
-                "NaN/inf into None, so it writes null",
-                strict=True,
-            )
-        )
     event = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r", "result": math.nan}
     assert impl.encode_sse(event) == b'data: {"type":"RUN_FINISHED","threadId":"t","runId":"r"}\n\n'

@@ -93,9 +93,7 @@ def loop(phase: str, loop_id: str, iteration: int | None = None, **fields: Any) 
     return _crumb(f"loop:{phase}", loopId=loop_id, iteration=iteration, **fields)
 
 
-def subagent_start(
-    subagent_id: str, parent_agent_id: str, status: str | None = None
-) -> dict:
+def subagent_start(subagent_id: str, parent_agent_id: str, status: str | None = None) -> dict:
     return _crumb(
         "subagent:run:start", subagentId=subagent_id, parentAgentId=parent_agent_id, status=status
     )

@@ -30,9 +30,7 @@ class ChunkTranslator(EventStream):
 
     def __init__(self, thread_id, run_id, state=None, custom_prefix="dawn"):
         if not isinstance(custom_prefix, str):
-            raise TypeError(
-                f"custom_prefix must be a string, not {type(custom_prefix).__name__}"
-            )
+            raise TypeError(f"custom_prefix must be a string, not {type(custom_prefix).__name__}")
         super().__init__(Framer(thread_id, run_id, state, close_text_always=True))
         self._custom_prefix = custom_prefix
 
@@ -76,9 +74,7 @@ class ChunkTranslator(EventStream):
                 framer.tool_end(tool_call_id)
         elif kind == "tool_result":
             output = fields.get("output")
-            framer.tool_result(
-                fields["id"], output if isinstance(output, str) else compact(output)
-            )
+            framer.tool_result(fields["id"], output if isinstance(output, str) else compact(output))
         elif kind == "plan_update":
             framer.snapshot({"plan": fields.get("plan")})
         elif kind == "interrupt":
@@ -117,4 +113,3 @@ def create_agui_translator(
     thread_id=None, run_id=None, state=None, custom_prefix="dawn"
 ) -> ChunkTranslator:
     return ChunkTranslator(thread_id, run_id, state, custom_prefix)
-

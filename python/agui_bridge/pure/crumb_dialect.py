@@ -50,7 +50,7 @@ def _file_value(fields: dict) -> dict:
 
 
 class CrumbTransformer(EventStream):
-    __slots__ = ("_streamed", "_interrupts", "_interrupt_ids", "_files", "_loop")
+    __slots__ = ("_files", "_interrupt_ids", "_interrupts", "_loop", "_streamed")
 
     def __init__(self, thread_id=None, run_id=None, state=None):
         super().__init__(Framer(thread_id, run_id, state, close_text_always=False))

@@ -108,9 +108,6 @@ def parse_fields(
             if keep_none:
                 out[field] = None
             continue
-        if kinds is not None:
-            kind = kinds.get(field, JSON)
-        else:
-            kind = kind_by_name(field)
+        kind = kinds.get(field, JSON) if kinds is not None else kind_by_name(field)
         out[field] = check(item_type, field, value, kind)
     return out

@@ -33,22 +33,22 @@ def _created_state(state) -> dict:
 
 class Framer:
     __slots__ = (
-        "thread_id",
-        "run_id",
-        "started",
-        "finished",
-        "out",
-        "text_id",
-        "latest_text_id",
-        "open_tools",
-        "known_tools",
-        "steps",
-        "state",
-        "used_ids",
+        "close_text_always",
         "counters",
         "dropped",
+        "finished",
         "ignored",
-        "close_text_always",
+        "known_tools",
+        "latest_text_id",
+        "open_tools",
+        "out",
+        "run_id",
+        "started",
+        "state",
+        "steps",
+        "text_id",
+        "thread_id",
+        "used_ids",
     )
 
     def __init__(self, thread_id, run_id, state, *, close_text_always: bool):
@@ -96,9 +96,7 @@ class Framer:
         if run_id is not None:
             self.run_id = run_id
         self.started = True
-        self.out.append(
-            {"type": "RUN_STARTED", "threadId": self.thread_id, "runId": self.run_id}
-        )
+        self.out.append({"type": "RUN_STARTED", "threadId": self.thread_id, "runId": self.run_id})
 
     def text(self, delta: str) -> None:
         if not delta:
@@ -109,9 +107,7 @@ class Framer:
                 {"type": "TEXT_MESSAGE_START", "messageId": message_id, "role": "assistant"}
             )
             self.text_id = self.latest_text_id = message_id
-        self.out.append(
-            {"type": "TEXT_MESSAGE_CONTENT", "messageId": self.text_id, "delta": delta}
-        )
+        self.out.append({"type": "TEXT_MESSAGE_CONTENT", "messageId": self.text_id, "delta": delta})
 
     def close_text(self) -> None:
         if self.text_id is not None:

@@ -48,7 +48,10 @@ def normalize(value, depth: int = 0):
             raise NotJson
         return value
     if isinstance(value, float):
-        return value if math.isfinite(value) else None
+        if not math.isfinite(value):
+            return None
+        # orjson refuses float subclasses; the value is what counts.
+        return value if type(value) is float else float.__float__(value)
     if depth >= MAX_DEPTH:
         raise NotJson
     if isinstance(value, dict):
@@ -56,6 +59,9 @@ def normalize(value, depth: int = 0):
         for key, item in value.items():
             if not isinstance(key, str) or not is_unicode(key):
                 raise NotJson
+            if type(key) is not str:
+                # orjson refuses str-subclass keys, though it takes such values.
+                key = str.__str__(key)
             out[key] = normalize(item, depth + 1)
         return out
     if isinstance(value, (list, tuple)):

@@ -16,8 +16,10 @@ def _event(event) -> dict:
     for key, value in event.items():
         if not isinstance(key, str):
             raise CrumbError(f"{event_type}: field names must be strings")
+        value = json_field(event_type, key, value)
+        # After normalizing: a NaN field is None by rule 11, then omitted by rule 8.
         if value is not None:
-            out[key] = json_field(event_type, key, value)
+            out[key] = value
     return out
 
 
