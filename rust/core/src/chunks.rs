@@ -1,12 +1,11 @@
 //! The chunks dialect (contract section 4, seed 001).
 
 use crate::error::CrumbError;
+use crate::event::Fields;
 use crate::fields::{self, Input, Kind, Kinds, parse_fields};
 use crate::framing::{Framer, IdKind};
 use crate::json::{Map, Value, compact};
 use crate::stream::Dialect;
-
-type Fields = Map<String, Value>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Row {
@@ -150,7 +149,7 @@ impl Dialect for Chunks {
             Parsed::Object(fields) => return self.framer.snapshot(fields),
             Parsed::Custom(chunk_type, fields) => {
                 let name = format!("{}.{chunk_type}", self.custom_prefix);
-                return self.framer.custom(&name, Value::Object(fields));
+                return self.framer.custom(&name, Value::Object(fields.into_map()));
             }
             Parsed::Row(row, fields) => (row, fields),
         };
@@ -184,14 +183,16 @@ impl Dialect for Chunks {
                 self.framer.tool_result(id, content);
             }
             Row::PlanUpdate => {
-                let plan = f.shift_remove("plan").unwrap_or(Value::Null);
+                let plan = f.remove("plan").unwrap_or(Value::Null);
                 let mut update = Map::new();
                 update.insert("plan".to_owned(), plan);
                 self.framer.snapshot(update);
             }
-            Row::Interrupt => self.framer.custom("on_interrupt", Value::Object(f)),
+            Row::Interrupt => self
+                .framer
+                .custom("on_interrupt", Value::Object(f.into_map())),
             Row::Done => {
-                let output = f.shift_remove("output");
+                let output = f.remove("output");
                 self.done(output);
             }
         }
@@ -216,7 +217,7 @@ mod tests {
         let mut events = Vec::new();
         for chunk in chunks {
             let out = translator.call(&Input::from_json(chunk)).unwrap();
-            events.extend(out.into_iter().map(Value::Object));
+            events.extend(out.iter().map(crate::event::Event::to_value));
         }
         events
     }

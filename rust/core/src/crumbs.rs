@@ -3,12 +3,11 @@
 use std::collections::HashSet;
 
 use crate::error::CrumbError;
+use crate::event::Fields;
 use crate::fields::{self, Input, Kinds, check_error_object, parse_fields};
 use crate::framing::{Framer, IdKind};
 use crate::json::{Map, Value, compact};
 use crate::stream::Dialect;
-
-type Fields = Map<String, Value>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Known {
@@ -78,11 +77,11 @@ pub fn is_file_reference(value: &Value) -> bool {
             .all(|key| matches!(key.as_str(), "uri" | "mimeType" | "name"))
 }
 
-fn file_value(fields: &Map<String, Value>) -> Value {
+fn file_value(uri: &Value, mime_type: &Value, name: Option<&Value>) -> Value {
     let mut value = Map::new();
-    value.insert("uri".to_owned(), fields["uri"].clone());
-    value.insert("mimeType".to_owned(), fields["mimeType"].clone());
-    if let Some(name) = fields.get("name").filter(|name| !name.is_null()) {
+    value.insert("uri".to_owned(), uri.clone());
+    value.insert("mimeType".to_owned(), mime_type.clone());
+    if let Some(name) = name.filter(|name| !name.is_null()) {
         value.insert("name".to_owned(), name.clone());
     }
     Value::Object(value)
@@ -155,7 +154,7 @@ impl Crumbs {
                 let Value::Object(map) = result else {
                     unreachable!()
                 };
-                self.announce(file_value(map));
+                self.announce(file_value(&map["uri"], &map["mimeType"], map.get("name")));
             }
         }
         let outcome = (!self.interrupts.is_empty()).then(|| {
@@ -261,7 +260,7 @@ impl Crumbs {
         if let Some(iteration) = f.get("iteration") {
             current.insert("iteration".to_owned(), iteration.clone());
         }
-        for (key, value) in f {
+        for (key, value) in f.iter() {
             if !LOOP_OWN_FIELDS.contains(&key.as_str()) {
                 current.insert(key.clone(), value.clone());
             }
@@ -344,7 +343,7 @@ impl Dialect for Crumbs {
         match kind {
             Known::RunStart => {}
             Known::Text => self.framer.text(text(&f, "delta")),
-            Known::File => self.announce(file_value(&f)),
+            Known::File => self.announce(file_value(&f["uri"], &f["mimeType"], f.get("name"))),
             Known::InputStart => {
                 let id = text(&f, "toolCallId");
                 if self.framer.tool_start(id, text(&f, "toolName")) {
@@ -389,7 +388,7 @@ impl Dialect for Crumbs {
     }
 
     fn finish_run(&mut self) {
-        self.run_end(&Map::new());
+        self.run_end(&Fields::default());
     }
 
     fn fail_run(&mut self, message: &str, code: &str) {
@@ -407,7 +406,7 @@ mod tests {
         let mut events = Vec::new();
         for crumb in crumbs {
             let out = transformer.call(&Input::from_json(crumb)).unwrap();
-            events.extend(out.into_iter().map(Value::Object));
+            events.extend(out.iter().map(crate::event::Event::to_value));
         }
         (transformer, events)
     }

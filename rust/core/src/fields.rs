@@ -1,7 +1,8 @@
 //! Rules 10 and 12: the typed fields of an input item, checked before anything changes.
 
 use crate::error::CrumbError;
-use crate::json::{Map, Value};
+use crate::event::Fields;
+use crate::json::Value;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -197,8 +198,8 @@ pub fn parse_fields(
     required: &[&str],
     kinds: Kinds<'_>,
     keep_null: bool,
-) -> Result<Map<String, Value>, CrumbError> {
-    let mut out = Map::new();
+) -> Result<Fields, CrumbError> {
+    let mut out = Fields::with_capacity(entries.len());
     for &field in required {
         let kind = kinds.of(field);
         match lookup(entries, field) {
@@ -266,7 +267,10 @@ mod tests {
         );
         let item = json!({"type": "x", "b": 2, "delta": "d", "c": null});
         let fields = parse_fields("x", &entries(&item), &["delta"], Kinds::ByName, false).unwrap();
-        assert_eq!(Value::Object(fields), json!({"delta": "d", "b": 2}));
+        assert_eq!(
+            Value::Object(fields.into_map()),
+            json!({"delta": "d", "b": 2})
+        );
     }
 
     #[test]

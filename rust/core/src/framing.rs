@@ -9,17 +9,14 @@ use indexmap::IndexSet;
 
 use crate::json::{self, Map, Value};
 
-/// One AG-UI event: `type` first, then its fields in contract order.
-pub type Event = Map<String, Value>;
+pub use crate::event::Event;
 
-pub fn event(kind: &str) -> Event {
-    let mut event = Map::new();
-    event.insert("type".to_owned(), Value::String(kind.to_owned()));
-    event
+pub fn event(kind: &'static str) -> Event {
+    Event::new(kind)
 }
 
-fn put(event: &mut Event, key: &str, value: impl Into<Value>) {
-    event.insert(key.to_owned(), value.into());
+fn put(event: &mut Event, key: &'static str, value: impl Into<Value>) {
+    event.put(key, value);
 }
 
 /// A fresh id for a thread or run the caller did not name.
@@ -251,7 +248,7 @@ impl Framer {
     }
 
     /// A shallow merge: a merged key keeps its first position, as in a Python dict.
-    pub fn snapshot(&mut self, updates: Map<String, Value>) {
+    pub fn snapshot(&mut self, updates: impl IntoIterator<Item = (String, Value)>) {
         for (key, value) in updates {
             self.state.insert(key, value);
         }
@@ -338,11 +335,7 @@ mod tests {
         assert!(framer.tool_start("x", "f"));
         assert!(framer.tool_start("y", "f"));
         framer.run_finished(None, None);
-        let types: Vec<&str> = framer
-            .out
-            .iter()
-            .map(|e| e["type"].as_str().unwrap())
-            .collect();
+        let types: Vec<&str> = framer.out.iter().map(|e| e.kind).collect();
         assert_eq!(
             types,
             [

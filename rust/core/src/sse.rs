@@ -1,11 +1,24 @@
 //! SSE frames (contract section 2): `data: <compact JSON>\n\n`.
 
 use crate::framing::Event;
-use crate::json;
+use crate::json::{self, Map, Value};
 
 pub const KEEPALIVE: &[u8] = b": ping\n\n";
 
 pub fn write_frame(out: &mut Vec<u8>, event: &Event) {
+    out.extend_from_slice(b"data: {\"type\":");
+    json::write_str(out, event.kind);
+    for (key, value) in &event.fields {
+        out.push(b',');
+        json::write_str(out, key);
+        out.push(b':');
+        json::write_value(out, value);
+    }
+    out.extend_from_slice(b"}\n\n");
+}
+
+/// A frame for an event the caller built, as a JSON object.
+pub fn write_map_frame(out: &mut Vec<u8>, event: &Map<String, Value>) {
     out.extend_from_slice(b"data: ");
     json::write_map(out, event);
     out.extend_from_slice(b"\n\n");
@@ -18,7 +31,7 @@ pub fn write_frames(out: &mut Vec<u8>, events: &[Event]) {
 }
 
 pub fn frames(events: &[Event]) -> Vec<u8> {
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(128 * events.len());
     write_frames(&mut out, events);
     out
 }
@@ -50,7 +63,6 @@ pub fn write_content_frame(out: &mut Vec<u8>, prefix: &[u8], delta: &str) {
 mod tests {
     use super::*;
     use crate::framing::{Framer, event};
-    use crate::json::Map;
 
     #[test]
     fn content_frame_matches_the_general_writer() {

@@ -94,7 +94,7 @@ fn check(path: &Path) {
         }
         other => panic!("{name}: unknown dialect {other:?}"),
     };
-    let events = Value::Array(outcome.events.iter().cloned().map(Value::Object).collect());
+    let events = Value::Array(outcome.events.iter().map(Event::to_value).collect());
     assert_eq!(events, vector["events"], "{name}: events");
     // Key order is part of the contract; `==` on maps ignores it.
     let order = |value: &Value| serde_json::to_string(value).unwrap();

@@ -183,10 +183,30 @@ pub fn map_to_py<'py>(py: Python<'py>, map: &Map<String, Value>) -> PyResult<Bou
     Ok(dict)
 }
 
+pub fn event_to_py<'py>(py: Python<'py>, event: &Event) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    dict.set_item(intern!(py, "type"), PyString::new(py, event.kind))?;
+    for (name, item) in &event.fields {
+        dict.set_item(key(py, name), to_py(py, item)?)?;
+    }
+    Ok(dict)
+}
+
 pub fn events_to_py<'py>(py: Python<'py>, events: &[Event]) -> PyResult<Bound<'py, PyList>> {
     let list = PyList::empty(py);
     for event in events {
-        list.append(map_to_py(py, event)?)?;
+        list.append(event_to_py(py, event)?)?;
+    }
+    Ok(list)
+}
+
+pub fn maps_to_py<'py>(
+    py: Python<'py>,
+    maps: &[Map<String, Value>],
+) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    for map in maps {
+        list.append(map_to_py(py, map)?)?;
     }
     Ok(list)
 }

@@ -1,6 +1,6 @@
 //! `encode_sse`: SSE frames for event dicts the caller built.
 
-use agui_bridge_core::framing::Event;
+use agui_bridge_core::json::{Map, Value};
 use agui_bridge_core::sse;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -9,7 +9,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use crate::convert::{to_value, type_name};
 use crate::errors::{message_error, typed_error};
 
-fn event(obj: &Bound<'_, PyAny>) -> PyResult<Event> {
+fn event(obj: &Bound<'_, PyAny>) -> PyResult<Map<String, Value>> {
     let Ok(dict) = obj.cast::<PyDict>() else {
         return Err(message_error(format!(
             "event must be a dict, not {}",
@@ -20,7 +20,7 @@ fn event(obj: &Bound<'_, PyAny>) -> PyResult<Event> {
         Some(value) if value.is_instance_of::<PyString>() => value.cast_into::<PyString>()?,
         _ => return Err(message_error("event has no string 'type'".to_owned())),
     };
-    let mut out = Event::with_capacity(dict.len());
+    let mut out = Map::with_capacity(dict.len());
     for (key, value) in dict.iter() {
         let Some(key) = key
             .cast::<PyString>()
@@ -53,14 +53,14 @@ pub fn encode_sse<'py>(event_or_events: &Bound<'py, PyAny>) -> PyResult<Bound<'p
     let py = event_or_events.py();
     let mut out = Vec::new();
     if event_or_events.is_instance_of::<PyDict>() {
-        sse::write_frame(&mut out, &event(event_or_events)?);
+        sse::write_map_frame(&mut out, &event(event_or_events)?);
     } else if let Ok(list) = event_or_events.cast::<PyList>() {
         for item in list.iter() {
-            sse::write_frame(&mut out, &event(&item)?);
+            sse::write_map_frame(&mut out, &event(&item)?);
         }
     } else if let Ok(tuple) = event_or_events.cast::<PyTuple>() {
         for item in tuple.iter() {
-            sse::write_frame(&mut out, &event(&item)?);
+            sse::write_map_frame(&mut out, &event(&item)?);
         }
     } else {
         return Err(message_error(format!(

@@ -18,7 +18,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
-use crate::convert::{events_to_py, map_to_py, to_input, type_name};
+use crate::convert::{events_to_py, map_to_py, maps_to_py, to_input, type_name};
 use crate::errors::{item_error, many_error};
 
 /// Recognizes a plain text delta without converting the item.
@@ -221,7 +221,7 @@ pub fn encode<'py, D: Dialect + FastInput>(
             FastText::General => {}
         }
     }
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(256);
     write_item(inner, &mut None, &mut D::recognizer(py), item, &mut out)?
         .map_err(|error| item_error(item, error))?;
     Ok(PyBytes::new(py, &out))
@@ -329,5 +329,5 @@ pub fn state<'py, D: Dialect>(py: Python<'py>, inner: &Mutex<D>) -> PyResult<Bou
 
 pub fn interrupts<'py>(py: Python<'py>, inner: &Mutex<Crumbs>) -> PyResult<Bound<'py, PyList>> {
     let interrupts: Vec<Map<String, Value>> = lock(inner).interrupts().to_vec();
-    events_to_py(py, &interrupts)
+    maps_to_py(py, &interrupts)
 }
