@@ -105,34 +105,30 @@ impl Dialect for Chunks {
         &mut self.framer
     }
 
-    fn parse(&self, input: &Input) -> Result<Parsed, CrumbError> {
-        let entries = match input {
+    fn parse(&self, input: Input) -> Result<Parsed, CrumbError> {
+        let mut entries = match input {
             Input::Str {
                 text: Some(text), ..
-            } => return Ok(Parsed::Text(text.clone())),
+            } => return Ok(Parsed::Text(text)),
             Input::Str { text: None, .. } => {
                 return Err(CrumbError::new("token: 'content' must be a JSON value"));
             }
             Input::Other { .. } => return Ok(Parsed::Ignored),
             Input::Dict(entries) => entries,
         };
-        let Some(chunk_type) = fields::item_type(entries) else {
-            return Ok(Parsed::Object(parse_fields(
-                "chunk",
-                entries,
-                &[],
-                Kinds::Listed(&[]),
-                true,
-            )?));
+        let Some(chunk_type) = fields::item_type(&entries).map(str::to_owned) else {
+            let fields = parse_fields("chunk", &mut entries, &[], Kinds::Listed(&[]), true)?;
+            return Ok(Parsed::Object(fields));
         };
-        let Some((row, required, kinds)) = row(chunk_type) else {
-            let fields = parse_fields(chunk_type, entries, &[], Kinds::Listed(&[]), true)?;
+        let Some((row, required, kinds)) = row(&chunk_type) else {
+            let fields = parse_fields(&chunk_type, &mut entries, &[], Kinds::Listed(&[]), true)?;
             if chunk_type.starts_with("subagent.") {
-                return Ok(Parsed::Custom(chunk_type.to_owned(), fields));
+                return Ok(Parsed::Custom(chunk_type, fields));
             }
             return Ok(Parsed::Object(fields));
         };
-        let fields = parse_fields(chunk_type, entries, required, Kinds::Listed(kinds), true)?;
+        let kinds = Kinds::Listed(kinds);
+        let fields = parse_fields(&chunk_type, &mut entries, required, kinds, true)?;
         Ok(Parsed::Row(row, fields))
     }
 
@@ -216,7 +212,7 @@ mod tests {
         let mut translator = Chunks::new("t".into(), "r".into(), Map::new(), "dawn".into());
         let mut events = Vec::new();
         for chunk in chunks {
-            let out = translator.call(&Input::from_json(chunk)).unwrap();
+            let out = translator.call(Input::from_json(chunk)).unwrap();
             events.extend(out.iter().map(crate::event::Event::to_value));
         }
         events

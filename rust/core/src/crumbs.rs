@@ -289,8 +289,8 @@ impl Dialect for Crumbs {
         &mut self.framer
     }
 
-    fn parse(&self, input: &Input) -> Result<Parsed, CrumbError> {
-        let entries = match input {
+    fn parse(&self, input: Input) -> Result<Parsed, CrumbError> {
+        let mut entries = match input {
             Input::Dict(entries) => entries,
             Input::Str { type_name, .. } | Input::Other { type_name } => {
                 return Err(CrumbError::new(format!(
@@ -298,15 +298,16 @@ impl Dialect for Crumbs {
                 )));
             }
         };
-        let Some(crumb_type) = fields::item_type(entries) else {
+        let Some(crumb_type) = fields::item_type(&entries).map(str::to_owned) else {
             return Err(CrumbError::new("crumb has no string 'type'"));
         };
+        let crumb_type = crumb_type.as_str();
         let (parsed_kind, required): (Option<Known>, &[&str]) = match known(crumb_type) {
             Some((kind, required)) => (Some(kind), required),
             None if crumb_type.starts_with("loop:") => (None, &["loopId"]),
             None => return Ok(Parsed::Unknown),
         };
-        let fields = parse_fields(crumb_type, entries, required, Kinds::ByName, false)?;
+        let fields = parse_fields(crumb_type, &mut entries, required, Kinds::ByName, false)?;
         if let Some(error) = fields.get("error") {
             check_error_object(crumb_type, error)?;
         }
@@ -405,7 +406,7 @@ mod tests {
         let mut transformer = Crumbs::new("t".into(), "r".into(), Map::new());
         let mut events = Vec::new();
         for crumb in crumbs {
-            let out = transformer.call(&Input::from_json(crumb)).unwrap();
+            let out = transformer.call(Input::from_json(crumb)).unwrap();
             events.extend(out.iter().map(crate::event::Event::to_value));
         }
         (transformer, events)
@@ -454,7 +455,7 @@ mod tests {
     fn bad_error_objects_are_named() {
         let mut transformer = Crumbs::new("t".into(), "r".into(), Map::new());
         let crumb = json!({"type": "tool:error", "toolCallId": "c", "error": {"code": "x"}});
-        let error = transformer.call(&Input::from_json(&crumb)).unwrap_err();
+        let error = transformer.call(Input::from_json(&crumb)).unwrap_err();
         assert_eq!(
             error.message(),
             "tool:error: 'error.message' must be a string"

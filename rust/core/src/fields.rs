@@ -140,8 +140,13 @@ pub fn wrong(item_type: &str, field: &str, kind: Kind) -> CrumbError {
     CrumbError::new(format!("{item_type}: '{field}' must be {}", kind.text()))
 }
 
-/// The normal form of a present, non-null field, or the rule-10 error.
-pub fn check(item_type: &str, field: &str, loose: &Loose, kind: Kind) -> Result<Value, CrumbError> {
+/// The normal form of a present, non-null field, or the rule-10 error; the value is moved out.
+pub fn check(
+    item_type: &str,
+    field: &str,
+    loose: &mut Loose,
+    kind: Kind,
+) -> Result<Value, CrumbError> {
     let fits = match kind {
         Kind::Str => loose.shape == Shape::Str,
         Kind::Int => loose.shape == Shape::Int,
@@ -153,7 +158,7 @@ pub fn check(item_type: &str, field: &str, loose: &Loose, kind: Kind) -> Result<
     }
     loose
         .value
-        .clone()
+        .take()
         .ok_or_else(|| wrong(item_type, field, Kind::Json))
 }
 
@@ -191,10 +196,10 @@ impl Kinds<'_> {
 /// Checks the required fields first, then every other field in item order.
 ///
 /// `null` means absent unless `keep_null` (a chunk's payload is a value, where
-/// null is data).
+/// null is data). Values are moved out of `entries`, which is spent.
 pub fn parse_fields(
     item_type: &str,
-    entries: &[(Option<String>, Loose)],
+    entries: &mut [(Option<String>, Loose)],
     required: &[&str],
     kinds: Kinds<'_>,
     keep_null: bool,
@@ -202,7 +207,11 @@ pub fn parse_fields(
     let mut out = Fields::with_capacity(entries.len());
     for &field in required {
         let kind = kinds.of(field);
-        match lookup(entries, field) {
+        let found = entries
+            .iter_mut()
+            .find(|(key, _)| key.as_deref() == Some(field))
+            .map(|(_, value)| value);
+        match found {
             None
             | Some(Loose {
                 shape: Shape::Null, ..
@@ -212,7 +221,7 @@ pub fn parse_fields(
             }
         }
     }
-    for (key, loose) in entries {
+    for (key, loose) in entries.iter_mut() {
         let Some(field) = key else {
             return Err(CrumbError::new(format!(
                 "{item_type}: field names must be strings"
@@ -223,12 +232,12 @@ pub fn parse_fields(
         }
         if loose.shape == Shape::Null {
             if keep_null {
-                out.insert(field.clone(), Value::Null);
+                out.insert(std::mem::take(field), Value::Null);
             }
             continue;
         }
         let value = check(item_type, field, loose, kinds.of(field))?;
-        out.insert(field.clone(), value);
+        out.insert(std::mem::take(field), value);
     }
     Ok(out)
 }
@@ -257,16 +266,17 @@ mod tests {
     #[test]
     fn required_first_then_item_order() {
         let item = json!({"type": "x", "a": 1, "delta": null});
-        let error = parse_fields("x", &entries(&item), &["delta"], Kinds::ByName, false);
+        let error = parse_fields("x", &mut entries(&item), &["delta"], Kinds::ByName, false);
         assert_eq!(error.unwrap_err().message(), "x: 'delta' must be a string");
         let item = json!({"type": "x", "iteration": true, "delta": "d"});
-        let error = parse_fields("x", &entries(&item), &["delta"], Kinds::ByName, false);
+        let error = parse_fields("x", &mut entries(&item), &["delta"], Kinds::ByName, false);
         assert_eq!(
             error.unwrap_err().message(),
             "x: 'iteration' must be an integer"
         );
         let item = json!({"type": "x", "b": 2, "delta": "d", "c": null});
-        let fields = parse_fields("x", &entries(&item), &["delta"], Kinds::ByName, false).unwrap();
+        let fields =
+            parse_fields("x", &mut entries(&item), &["delta"], Kinds::ByName, false).unwrap();
         assert_eq!(
             Value::Object(fields.into_map()),
             json!({"delta": "d", "b": 2})
@@ -277,13 +287,13 @@ mod tests {
     fn not_json_is_named() {
         let mut items = entries(&json!({"type": "x", "delta": "d"}));
         items[1].1.value = None;
-        let error = parse_fields("x", &items, &[], Kinds::ByName, false);
+        let error = parse_fields("x", &mut items, &[], Kinds::ByName, false);
         assert_eq!(
             error.unwrap_err().message(),
             "x: 'delta' must be a JSON value"
         );
         items[1].0 = None;
-        let error = parse_fields("x", &items, &[], Kinds::ByName, false);
+        let error = parse_fields("x", &mut items, &[], Kinds::ByName, false);
         assert_eq!(
             error.unwrap_err().message(),
             "x: field names must be strings"

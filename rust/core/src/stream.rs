@@ -20,13 +20,13 @@ pub trait Dialect: Sized {
 
     fn framer(&self) -> &Framer;
     fn framer_mut(&mut self) -> &mut Framer;
-    fn parse(&self, input: &Input) -> Result<Self::Parsed, CrumbError>;
+    fn parse(&self, input: Input) -> Result<Self::Parsed, CrumbError>;
     fn apply(&mut self, parsed: Self::Parsed);
     fn finish_run(&mut self);
     fn fail_run(&mut self, message: &str, code: &str);
 
     /// The events for one item; a bad item changes nothing.
-    fn call(&mut self, input: &Input) -> Result<Vec<Event>, CrumbError> {
+    fn call(&mut self, input: Input) -> Result<Vec<Event>, CrumbError> {
         if self.framer().finished {
             self.framer_mut().dropped += 1;
             return Ok(Vec::new());

@@ -44,7 +44,7 @@ fn run<D: Dialect>(mut dialect: D, steps: &[Value], name: &str) -> Outcome {
     let mut events = Vec::new();
     for (index, step) in steps.iter().enumerate() {
         if let Some(input) = step.get("input") {
-            let result = dialect.call(&Input::from_json(input));
+            let result = dialect.call(Input::from_json(input));
             match (result, step.get("error").and_then(Value::as_str)) {
                 (Ok(out), None) => events.extend(out),
                 (Err(error), Some(expected)) => {

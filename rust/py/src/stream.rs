@@ -148,7 +148,7 @@ pub fn call<'py, D: Dialect + FastInput>(
     }
     let input = to_input(item)?;
     let events = lock(inner)
-        .call(&input)
+        .call(input)
         .map_err(|error| item_error(item, error))?;
     events_to_py(py, &events)
 }
@@ -179,7 +179,7 @@ fn write_item<'m, 'py, D: Dialect + FastInput>(
     }
     *held = None;
     let input = to_input(item)?;
-    let events = lock(inner).call(&input);
+    let events = lock(inner).call(input);
     Ok(events.map(|events| sse::write_frames(out, &events)))
 }
 
