@@ -84,15 +84,17 @@ def test_demo_turns_tool_state_step_and_approval():
         assert [m["role"] for m in state["messages"]].count("user") == 3
 
 
-def test_cli_demo_serves_on_sqlite_under_dot_agui(tmp_path):
+@pytest.mark.parametrize("command", ["demo", "serve"])
+def test_cli_serves_on_sqlite_under_dot_agui(tmp_path, command):
     port = free_port()
+    args = ["demo"] if command == "demo" else ["serve", "agui_bridge.demo:app", "--workers", "1"]
     env = dict(
         os.environ,
         AGUI_DEMO_DELAY="0",
         PYTHONPATH=os.pathsep.join([str(ROOT / "python"), str(ROOT)]),
     )
     process = subprocess.Popen(
-        [sys.executable, "-m", "agui_bridge.cli", "demo", "--port", str(port)],
+        [sys.executable, "-m", "agui_bridge.cli", *args, "--port", str(port)],
         cwd=tmp_path,
         env=env,
         stdout=subprocess.DEVNULL,

@@ -68,7 +68,12 @@ class HttpError(Exception):
 
 
 class Request:
-    """What ``authenticate`` receives: the request before its body is parsed."""
+    """What ``authenticate`` receives.
+
+    ``method``, ``path`` (within the app's mount), ``headers`` (lower-case
+    names; ``.get(name)``), ``query_string``, ``client`` (``"ip:port"``) and,
+    on a run route, ``body``: the parsed RunAgentInput (``None`` otherwise).
+    """
 
     __slots__ = ("body", "client", "headers", "method", "path", "query_string")
 
