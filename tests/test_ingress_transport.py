@@ -149,7 +149,9 @@ def read_chunked(sock: socket.socket, head: bytes, timeout: float) -> bytes:
     """The de-chunked body after the headers ``head`` (which may hold its start)."""
     sock.settimeout(timeout)
     data = bytearray(head)
+    deadline = time.monotonic() + timeout
     while not data.endswith(b"\r\n0\r\n\r\n") and not data.endswith(b"\n0\r\n\r\n"):
+        assert time.monotonic() < deadline, "the body did not end in time"
         chunk = sock.recv(1 << 20)
         if not chunk:
             break
@@ -181,7 +183,9 @@ def raw_post(base_url: str, body: dict, rcvbuf: int | None) -> tuple[socket.sock
     sock.settimeout(10)
     head = b""
     while b"\r\n\r\n" not in head:
-        head += sock.recv(4096)
+        chunk = sock.recv(4096)
+        assert chunk, "the server closed the connection before its headers"
+        head += chunk
     headers, _, start = head.partition(b"\r\n\r\n")
     assert headers.startswith(b"HTTP/1.1 200"), headers
     assert b"transfer-encoding: chunked" in headers.lower()
@@ -241,6 +245,7 @@ def test_asgi_drops_a_cut_off_stream_that_is_never_read():
             received = len(start)
             while chunk := sock.recv(1 << 20):
                 received += len(chunk)
+                assert time.monotonic() < deadline + 30
         finally:
             sock.close()
         # the 1 MiB bound of ours, granian's 4 sends and the kernel's socket buffers
