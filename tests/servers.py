@@ -6,8 +6,9 @@
 The server runs in a subprocess (RSGI, one worker, bound to 127.0.0.1); the
 context manager waits until it answers HTTP (bounded), and stops it (SIGTERM,
 then SIGKILL) on exit. ``serve(..., interface="asgi")`` runs the ASGI side.
-The subprocess's stderr is kept in a temporary file; ``server_log(base_url)``
-returns what it wrote so far.
+The subprocess's output is kept in a temporary file while it runs;
+``server_log(base_url)`` returns what it wrote so far (set
+AGUI_KEEP_SERVER_LOGS=1 to keep the files).
 """
 
 from __future__ import annotations
@@ -115,3 +116,6 @@ def serve(
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait(timeout=5)
         log.close()
+        if os.environ.get("AGUI_KEEP_SERVER_LOGS") != "1":
+            Path(log.name).unlink(missing_ok=True)
+        _LOGS.pop(base_url, None)
