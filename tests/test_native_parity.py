@@ -39,6 +39,10 @@ class Dict(dict):
     pass
 
 
+class Float(float):
+    pass
+
+
 class Color(enum.IntEnum):
     RED = 1
 
@@ -71,6 +75,8 @@ ODD = st.sampled_from(
         Int(7),
         Color.RED,
         Dict(a=1),
+        Float(0.5),
+        {Str("k"): Float(-0.0)},
         nested(127),
         nested(128),
         [nested(127)],
