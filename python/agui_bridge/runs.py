@@ -211,12 +211,6 @@ class Subscriber:
         self.progress = asyncio.Event()  # set by the pump after each write
         self.stalled = False
 
-    def held(self) -> int:
-        held = self.size + self.inflight
-        if self.probe is not None:
-            held += self.probe.unacked()
-        return held
-
     def take(self, max_bytes: int | None = None) -> bytes:
         """Everything queued as one write (at most about ``max_bytes`` when given)."""
         buf = self.buf

@@ -21,10 +21,19 @@ connection's socket (``/proc/net/tcp*`` by the scope's addresses, then
 duplicate of its fd, only once a stream has written a quarter of the bound
 without a check (so short streams never pay for it). Where the socket cannot
 be found (not Linux, a Unix socket), every byte written counts as held, so a
-stream is cut off after ``max_buffered`` bytes at most. With HTTP/2 the
-acknowledged bytes are those of the whole connection, so the estimate can be
-low. Either way granian still holds what it had queued (at most the bound)
+stream is cut off after ``max_buffered`` bytes at most. The estimate can be
+low: by up to a quarter of the bound on a kept-alive connection (the baseline
+cannot tell earlier responses from this one), by the chunk framing, and with
+HTTP/2, where the acknowledged bytes are those of the whole connection.
+Either way granian still holds what it had queued (at most about the bound)
 until the client reads it or leaves.
+
+Pacing: while a client reads, the run is paced by it. More than 64 KiB queued
+for a subscriber makes the run wait for that subscriber's next write (ASGI),
+and a client more than half the bound behind makes the pump wait for its
+acknowledgements (RSGI), each at most ``runs.STALL`` (1 s); a client that
+makes no progress in that time is no longer waited for, and is cut off once
+it is ``max_buffered`` behind. The run itself never stops for a client.
 """
 
 from __future__ import annotations

@@ -154,9 +154,6 @@ class Probe:
         self.base_acked = 0
         self.acked = 0
 
-    def unacked(self) -> int:
-        return 0  # counted by wrote(); the pump compares what wrote() returns
-
     @property
     def exact(self) -> bool:
         return bool(self.state)
