@@ -14,13 +14,21 @@ create_agui_transformer = _build.create_agui_transformer
 create_agui_translator = _build.create_agui_translator
 encode_sse = _build.encode_sse
 
+# The ingress maps through the build chosen above, so it is imported after it.
+from .app import App, Forbidden, Unauthorized  # noqa: E402
+from .context import RunContext  # noqa: E402
+
 __all__ = [
     "IMPLEMENTATION",
     "AguiBridgeError",
+    "App",
     "CrumbError",
+    "Forbidden",
     "Resume",
+    "RunContext",
     "RunInput",
     "RunInputError",
+    "Unauthorized",
     "create_agui_transformer",
     "create_agui_translator",
     "crumbs",
