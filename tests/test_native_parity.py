@@ -194,6 +194,14 @@ def items(types):
         st.builds(lambda kind: {"type": kind, 3: "x"}, types),
         st.builds(lambda d: {"type": "text:delta", "delta": d}, TEXT),
         st.builds(lambda d: {"type": "token", "content": d}, TEXT),
+        st.builds(
+            lambda i, d: {"type": "tool:input:delta", "toolCallId": i, "delta": d}, IDS, TEXT
+        ),
+        st.builds(
+            lambda i, d: {"delta": d, "toolCallId": i, "type": "tool:input:delta"}, IDS, VALUES
+        ),
+        st.builds(lambda i: {"type": "tool:input:start", "toolCallId": i, "toolName": "f"}, IDS),
+        st.builds(lambda i: {"type": "tool:input:end", "toolCallId": i}, IDS),
         TEXT,
         st.sampled_from([None, 5, ["a"], ("t",), Str("hi"), "\ud800", Dict(type="token")]),
     )

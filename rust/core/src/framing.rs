@@ -94,6 +94,14 @@ impl Framer {
         }
     }
 
+    pub fn is_open_tool(&self, tool_call_id: &str) -> bool {
+        self.open_tools.contains(tool_call_id)
+    }
+
+    pub fn closes_text_always(&self) -> bool {
+        self.close_text_always
+    }
+
     pub fn emit(&mut self, event: Event) {
         if self.close_text_always && self.text_id.is_some() {
             self.close_text();

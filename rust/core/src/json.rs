@@ -48,28 +48,34 @@ pub fn write_str(out: &mut Vec<u8>, text: &str) {
     let bytes = text.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push(b'"');
-    let mut start = 0;
-    for (index, &byte) in bytes.iter().enumerate() {
-        let escape = ESCAPE[byte as usize];
-        if escape == 0 {
-            continue;
-        }
-        out.extend_from_slice(&bytes[start..index]);
-        if escape == b'u' {
-            out.extend_from_slice(&[
+    let mut rest = bytes;
+    // Plain runs are copied whole; only the bytes that need it are escaped.
+    while let Some(at) = rest.iter().position(|&byte| ESCAPE[byte as usize] != 0) {
+        out.extend_from_slice(&rest[..at]);
+        let byte = rest[at];
+        match ESCAPE[byte as usize] {
+            b'u' => out.extend_from_slice(&[
                 b'\\',
                 b'u',
                 b'0',
                 b'0',
                 HEX[(byte >> 4) as usize],
                 HEX[(byte & 0xf) as usize],
-            ]);
-        } else {
-            out.extend_from_slice(&[b'\\', escape]);
+            ]),
+            escape => out.extend_from_slice(&[b'\\', escape]),
         }
-        start = index + 1;
+        rest = &rest[at + 1..];
     }
-    out.extend_from_slice(&bytes[start..]);
+    out.extend_from_slice(rest);
+    out.push(b'"');
+}
+
+/// Writes a name known to need no escaping (the contract's own field and event names).
+pub fn write_plain(out: &mut Vec<u8>, name: &str) {
+    debug_assert!(!needs_escape(name));
+    out.reserve(name.len() + 2);
+    out.push(b'"');
+    out.extend_from_slice(name.as_bytes());
     out.push(b'"');
 }
 

@@ -7,10 +7,10 @@ pub const KEEPALIVE: &[u8] = b": ping\n\n";
 
 pub fn write_frame(out: &mut Vec<u8>, event: &Event) {
     out.extend_from_slice(b"data: {\"type\":");
-    json::write_str(out, event.kind);
+    json::write_plain(out, event.kind);
     for (key, value) in &event.fields {
         out.push(b',');
-        json::write_str(out, key);
+        json::write_plain(out, key);
         out.push(b':');
         json::write_value(out, value);
     }
@@ -59,10 +59,20 @@ pub fn write_content_frame(out: &mut Vec<u8>, prefix: &[u8], delta: &str) {
     out.extend_from_slice(b"\"}\n\n");
 }
 
+/// Writes a `TOOL_CALL_ARGS` frame for an open call.
+pub fn write_tool_args_frame(out: &mut Vec<u8>, tool_call_id: &str, delta: &str) {
+    out.extend_from_slice(br#"data: {"type":"TOOL_CALL_ARGS","toolCallId":"#);
+    json::write_str(out, tool_call_id);
+    out.extend_from_slice(br#","delta":"#);
+    json::write_str(out, delta);
+    out.extend_from_slice(CONTENT_END);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::framing::{Framer, event};
+    use crate::json::Map;
 
     #[test]
     fn content_frame_matches_the_general_writer() {
@@ -78,6 +88,18 @@ mod tests {
         let general = frames(&framer.take_out());
         let mut fast = Vec::new();
         write_content_frame(&mut fast, &framer.content_prefix, "a\u{1}\"");
+        assert_eq!(fast, general);
+    }
+
+    #[test]
+    fn tool_args_frame_matches_the_general_writer() {
+        let mut framer = Framer::new("t".into(), "r".into(), Map::new(), false);
+        framer.start(None, None);
+        assert!(framer.tool_start("c\"1", "f"));
+        framer.tool_args("c\"1", "{\"a\n");
+        let general = frames(&framer.take_out()[2..]);
+        let mut fast = Vec::new();
+        write_tool_args_frame(&mut fast, "c\"1", "{\"a\n");
         assert_eq!(fast, general);
     }
 

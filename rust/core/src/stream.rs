@@ -3,6 +3,7 @@
 use crate::error::CrumbError;
 use crate::fields::Input;
 use crate::framing::{Event, Framer};
+use crate::sse;
 
 /// What a text delta on the fast path needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +38,22 @@ pub trait Dialect: Sized {
         Ok(self.framer_mut().take_out())
     }
 
+    /// Like `call`, writing the frames to `out` instead of handing the events over.
+    fn call_into(&mut self, input: Input, out: &mut Vec<u8>) -> Result<(), CrumbError> {
+        if self.framer().finished {
+            self.framer_mut().dropped += 1;
+            return Ok(());
+        }
+        let parsed = self.parse(input)?;
+        self.framer_mut().out.clear();
+        self.apply(parsed);
+        let framer = self.framer_mut();
+        sse::write_frames(out, &framer.out);
+        // Kept, with its capacity, for the next item.
+        framer.out.clear();
+        Ok(())
+    }
+
     /// Decides a valid text delta without building events, when it can.
     fn fast_text(&mut self, delta: &str) -> FastText {
         let framer = self.framer_mut();
@@ -51,6 +68,24 @@ pub trait Dialect: Sized {
             FastText::Content
         } else {
             FastText::General
+        }
+    }
+
+    /// Decides a valid streamed tool-argument piece (crumbs) without building events.
+    fn fast_tool_args(&mut self, tool_call_id: &str, delta: &str) -> FastText {
+        let framer = self.framer_mut();
+        if framer.finished {
+            framer.dropped += 1;
+            FastText::Nothing
+        } else if !framer.started || framer.closes_text_always() {
+            FastText::General
+        } else if !framer.is_open_tool(tool_call_id) {
+            framer.dropped += 1;
+            FastText::Nothing
+        } else if delta.is_empty() {
+            FastText::Nothing
+        } else {
+            FastText::Content
         }
     }
 

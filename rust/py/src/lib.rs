@@ -3,6 +3,7 @@
 mod classes;
 mod convert;
 mod errors;
+mod fast;
 mod sse;
 mod stream;
 

@@ -8,10 +8,9 @@ use std::cell::Cell;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use agui_bridge_core::CrumbError;
-use agui_bridge_core::chunks::Chunks;
 use agui_bridge_core::crumbs::Crumbs;
 use agui_bridge_core::framing::Event;
-use agui_bridge_core::json::{self, Map, Value};
+use agui_bridge_core::json::{Map, Value};
 use agui_bridge_core::sse;
 use agui_bridge_core::stream::{Dialect, FastText};
 use pyo3::intern;
@@ -20,100 +19,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use crate::convert::{events_to_py, map_to_py, maps_to_py, to_input, type_name};
 use crate::errors::{item_error, many_error};
-
-/// Recognizes a plain text delta without converting the item.
-///
-/// It only reads (no hashing, no `__eq__`, no attribute lookup), so no Python
-/// code runs: `encode_many` may hold the lock across a run of such items.
-pub struct Recognizer<'py> {
-    type_key: Bound<'py, PyString>,
-    field_key: Bound<'py, PyString>,
-    field_name: &'static str,
-    types: &'static [&'static str],
-    bare_str: bool,
-    // Items built by the same code share one type object: a pointer check then suffices.
-    known_type: Option<Bound<'py, PyString>>,
-}
-
-pub trait FastInput {
-    fn recognizer(py: Python<'_>) -> Recognizer<'_>;
-}
-
-impl FastInput for Crumbs {
-    fn recognizer(py: Python<'_>) -> Recognizer<'_> {
-        Recognizer {
-            type_key: intern!(py, "type").clone(),
-            field_key: intern!(py, "delta").clone(),
-            field_name: "delta",
-            types: &["text:delta"],
-            bare_str: false,
-            known_type: None,
-        }
-    }
-}
-
-impl FastInput for Chunks {
-    fn recognizer(py: Python<'_>) -> Recognizer<'_> {
-        Recognizer {
-            type_key: intern!(py, "type").clone(),
-            field_key: intern!(py, "content").clone(),
-            field_name: "content",
-            types: &["token", "chunk"],
-            bare_str: true,
-            known_type: None,
-        }
-    }
-}
-
-fn is_key(key: &Bound<'_, PyAny>, interned: &Bound<'_, PyString>, name: &str) -> bool {
-    key.is(interned)
-        || key
-            .cast::<PyString>()
-            .is_ok_and(|key| key.to_str().is_ok_and(|key| key == name))
-}
-
-impl<'py> Recognizer<'py> {
-    fn is_text_type(&mut self, value: &Bound<'py, PyAny>) -> bool {
-        if self
-            .known_type
-            .as_ref()
-            .is_some_and(|known| value.is(known))
-        {
-            return true;
-        }
-        let Ok(text) = value.cast::<PyString>() else {
-            return false;
-        };
-        let matches = text.to_str().is_ok_and(|text| self.types.contains(&text));
-        if matches {
-            self.known_type = Some(text.clone());
-        }
-        matches
-    }
-
-    pub fn delta(&mut self, item: &Bound<'py, PyAny>) -> Option<Bound<'py, PyString>> {
-        if self.bare_str
-            && let Ok(text) = item.cast::<PyString>()
-        {
-            return Some(text.clone());
-        }
-        let dict = item.cast::<PyDict>().ok()?;
-        // Any other field would need checking: leave such items to the general path.
-        if dict.len() != 2 {
-            return None;
-        }
-        let (mut has_type, mut delta) = (false, None);
-        // Two entries: stopping after them spares the iterator's final probe.
-        for (key, value) in dict.iter().take(2) {
-            if is_key(&key, &self.type_key, "type") {
-                has_type = self.is_text_type(&value);
-            } else if is_key(&key, &self.field_key, self.field_name) {
-                delta = Some(value.cast_into::<PyString>().ok()?);
-            }
-        }
-        delta.filter(|_| has_type)
-    }
-}
+use crate::fast::{FastInput, Recognizer};
 
 pub fn lock<D>(inner: &Mutex<D>) -> MutexGuard<'_, D> {
     inner.lock().unwrap_or_else(PoisonError::into_inner)
@@ -124,11 +30,9 @@ pub fn call<'py, D: Dialect + FastInput>(
     inner: &Mutex<D>,
     item: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyList>> {
-    if let Some(delta) = D::recognizer(py).delta(item)
-        && let Ok(text) = delta.to_str()
-    {
+    if let Some(fast) = D::recognizer(py).recognize(item) {
         let mut guard = lock(inner);
-        match guard.fast_text(text) {
+        match fast.decide(&mut *guard) {
             FastText::Nothing => return Ok(PyList::empty(py)),
             FastText::Content => {
                 let message_id = guard
@@ -136,12 +40,9 @@ pub fn call<'py, D: Dialect + FastInput>(
                     .text_id
                     .as_deref()
                     .map(|id| PyString::new(py, id));
+                // Dicts are tracked by the collector: built with the lock let go.
                 drop(guard);
-                let event = PyDict::new(py);
-                event.set_item(intern!(py, "type"), intern!(py, "TEXT_MESSAGE_CONTENT"))?;
-                event.set_item(intern!(py, "messageId"), message_id)?;
-                event.set_item(intern!(py, "delta"), PyString::new(py, text))?;
-                return PyList::new(py, [event]);
+                return PyList::new(py, [fast.event(py, message_id)?]);
             }
             FastText::General => {}
         }
@@ -164,14 +65,12 @@ fn write_item<'m, 'py, D: Dialect + FastInput>(
     item: &Bound<'py, PyAny>,
     out: &mut Vec<u8>,
 ) -> PyResult<Result<(), CrumbError>> {
-    if let Some(delta) = recognizer.delta(item)
-        && let Ok(text) = delta.to_str()
-    {
+    if let Some(fast) = recognizer.recognize(item) {
         let guard = held.get_or_insert_with(|| lock(inner));
-        match guard.fast_text(text) {
+        match fast.decide(&mut **guard) {
             FastText::Nothing => return Ok(Ok(())),
             FastText::Content => {
-                sse::write_content_frame(out, &guard.framer().content_prefix, text);
+                fast.write(guard.framer(), out);
                 return Ok(Ok(()));
             }
             FastText::General => {}
@@ -179,8 +78,7 @@ fn write_item<'m, 'py, D: Dialect + FastInput>(
     }
     *held = None;
     let input = to_input(item)?;
-    let events = lock(inner).call(input);
-    Ok(events.map(|events| sse::write_frames(out, &events)))
+    Ok(lock(inner).call_into(input, out))
 }
 
 fn fill_content_frame(buffer: &mut [u8], prefix: &[u8], text: &str) {
@@ -198,31 +96,31 @@ pub fn encode<'py, D: Dialect + FastInput>(
     inner: &Mutex<D>,
     item: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    if let Some(delta) = D::recognizer(py).delta(item)
-        && let Ok(text) = delta.to_str()
-    {
+    let mut recognizer = D::recognizer(py);
+    if let Some(fast) = recognizer.recognize(item) {
         let mut guard = lock(inner);
-        match guard.fast_text(text) {
+        match fast.decide(&mut *guard) {
             FastText::Nothing => return Ok(PyBytes::new(py, b"")),
             FastText::Content => {
-                let prefix = &guard.framer().content_prefix;
-                // The common case, nothing to escape, is copied straight into the bytes.
-                if !json::needs_escape(text) {
+                // The common case, a text delta with nothing to escape, is copied
+                // straight into the bytes.
+                if let Some(text) = fast.plain_text() {
+                    let prefix = &guard.framer().content_prefix;
                     let len = sse::content_frame_len(prefix, text);
                     return PyBytes::new_with(py, len, |buffer| {
                         fill_content_frame(buffer, prefix, text);
                         Ok(())
                     });
                 }
-                let mut out = Vec::with_capacity(sse::content_frame_len(prefix, text));
-                sse::write_content_frame(&mut out, prefix, text);
+                let mut out = Vec::with_capacity(128);
+                fast.write(guard.framer(), &mut out);
                 return Ok(PyBytes::new(py, &out));
             }
             FastText::General => {}
         }
     }
     let mut out = Vec::with_capacity(256);
-    write_item(inner, &mut None, &mut D::recognizer(py), item, &mut out)?
+    write_item(inner, &mut None, &mut recognizer, item, &mut out)?
         .map_err(|error| item_error(item, error))?;
     Ok(PyBytes::new(py, &out))
 }

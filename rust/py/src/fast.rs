@@ -1,0 +1,223 @@
+//! Recognizing the hot items (text deltas, streamed tool arguments) without converting them.
+//!
+//! Recognition only reads (no hashing, no `__eq__`, no attribute lookup), so
+//! no Python code runs: `encode_many` may hold the lock across a run of such
+//! items.
+
+use agui_bridge_core::chunks::Chunks;
+use agui_bridge_core::crumbs::Crumbs;
+use agui_bridge_core::framing::Framer;
+use agui_bridge_core::json;
+use agui_bridge_core::sse;
+use agui_bridge_core::stream::{Dialect, FastText};
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString};
+
+/// A hot item, its strings still the caller's.
+pub enum Fast<'py> {
+    Text(Bound<'py, PyString>),
+    ToolArgs {
+        tool_call_id: Bound<'py, PyString>,
+        delta: Bound<'py, PyString>,
+    },
+}
+
+impl<'py> Fast<'py> {
+    /// What the item does to the run; a lone surrogate sends it to the general path.
+    pub fn decide<D: Dialect>(&self, dialect: &mut D) -> FastText {
+        match self {
+            Fast::Text(delta) => match delta.to_str() {
+                Ok(text) => dialect.fast_text(text),
+                Err(_) => FastText::General,
+            },
+            Fast::ToolArgs {
+                tool_call_id,
+                delta,
+            } => match (tool_call_id.to_str(), delta.to_str()) {
+                (Ok(id), Ok(delta)) => dialect.fast_tool_args(id, delta),
+                _ => FastText::General,
+            },
+        }
+    }
+
+    /// The frame of an item `decide` found to be content.
+    pub fn write(&self, framer: &Framer, out: &mut Vec<u8>) {
+        match self {
+            Fast::Text(delta) => {
+                let text = delta.to_str().unwrap_or_default();
+                sse::write_content_frame(out, &framer.content_prefix, text);
+            }
+            Fast::ToolArgs {
+                tool_call_id,
+                delta,
+            } => {
+                let id = tool_call_id.to_str().unwrap_or_default();
+                sse::write_tool_args_frame(out, id, delta.to_str().unwrap_or_default());
+            }
+        }
+    }
+
+    /// A text delta that needs no escaping.
+    pub fn plain_text(&self) -> Option<&str> {
+        match self {
+            Fast::Text(delta) => delta.to_str().ok().filter(|text| !json::needs_escape(text)),
+            Fast::ToolArgs { .. } => None,
+        }
+    }
+
+    /// The event of an item `decide` found to be content, as a dict.
+    pub fn event(
+        &self,
+        py: Python<'py>,
+        message_id: Option<Bound<'py, PyString>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let event = PyDict::new(py);
+        match self {
+            Fast::Text(delta) => {
+                event.set_item(intern!(py, "type"), intern!(py, "TEXT_MESSAGE_CONTENT"))?;
+                event.set_item(intern!(py, "messageId"), message_id)?;
+                event.set_item(intern!(py, "delta"), plain_str(py, delta)?)?;
+            }
+            Fast::ToolArgs {
+                tool_call_id,
+                delta,
+            } => {
+                event.set_item(intern!(py, "type"), intern!(py, "TOOL_CALL_ARGS"))?;
+                event.set_item(intern!(py, "toolCallId"), plain_str(py, tool_call_id)?)?;
+                event.set_item(intern!(py, "delta"), plain_str(py, delta)?)?;
+            }
+        }
+        Ok(event)
+    }
+}
+
+// An exact str, as the general path gives, whatever subclass the item held.
+fn plain_str<'py>(py: Python<'py>, text: &Bound<'py, PyString>) -> PyResult<Bound<'py, PyString>> {
+    if text.is_exact_instance_of::<PyString>() {
+        return Ok(text.clone());
+    }
+    Ok(PyString::new(py, text.to_str()?))
+}
+
+pub struct Recognizer<'py> {
+    type_key: Bound<'py, PyString>,
+    delta_key: Bound<'py, PyString>,
+    tool_key: Bound<'py, PyString>,
+    delta_name: &'static str,
+    text_types: &'static [&'static str],
+    args_type: Option<&'static str>,
+    bare_str: bool,
+    // Items built by the same code share one type object: a pointer check then suffices.
+    known_text: Option<Bound<'py, PyString>>,
+    known_args: Option<Bound<'py, PyString>>,
+}
+
+pub trait FastInput {
+    fn recognizer(py: Python<'_>) -> Recognizer<'_>;
+}
+
+impl FastInput for Crumbs {
+    fn recognizer(py: Python<'_>) -> Recognizer<'_> {
+        Recognizer::new(py, intern!(py, "delta"), "delta", &["text:delta"])
+            .with_tool_args("tool:input:delta")
+    }
+}
+
+impl FastInput for Chunks {
+    fn recognizer(py: Python<'_>) -> Recognizer<'_> {
+        let mut recognizer =
+            Recognizer::new(py, intern!(py, "content"), "content", &["token", "chunk"]);
+        recognizer.bare_str = true;
+        recognizer
+    }
+}
+
+fn is_key(key: &Bound<'_, PyAny>, interned: &Bound<'_, PyString>, name: &str) -> bool {
+    key.is(interned)
+        || key
+            .cast::<PyString>()
+            .is_ok_and(|key| key.to_str().is_ok_and(|key| key == name))
+}
+
+fn is_type<'py>(
+    value: &Bound<'py, PyAny>,
+    known: &mut Option<Bound<'py, PyString>>,
+    names: &[&str],
+) -> bool {
+    if known.as_ref().is_some_and(|known| value.is(known)) {
+        return true;
+    }
+    let Ok(text) = value.cast::<PyString>() else {
+        return false;
+    };
+    let matches = text.to_str().is_ok_and(|text| names.contains(&text));
+    if matches {
+        *known = Some(text.clone());
+    }
+    matches
+}
+
+impl<'py> Recognizer<'py> {
+    fn new(
+        py: Python<'py>,
+        delta_key: &Bound<'py, PyString>,
+        delta_name: &'static str,
+        text_types: &'static [&'static str],
+    ) -> Self {
+        Self {
+            type_key: intern!(py, "type").clone(),
+            delta_key: delta_key.clone(),
+            tool_key: intern!(py, "toolCallId").clone(),
+            delta_name,
+            text_types,
+            args_type: None,
+            bare_str: false,
+            known_text: None,
+            known_args: None,
+        }
+    }
+
+    fn with_tool_args(mut self, args_type: &'static str) -> Self {
+        self.args_type = Some(args_type);
+        self
+    }
+
+    pub fn recognize(&mut self, item: &Bound<'py, PyAny>) -> Option<Fast<'py>> {
+        if self.bare_str
+            && let Ok(text) = item.cast::<PyString>()
+        {
+            return Some(Fast::Text(text.clone()));
+        }
+        let dict = item.cast::<PyDict>().ok()?;
+        // Any other field would need checking: leave such items to the general path.
+        let len = dict.len();
+        if len != 2 && !(len == 3 && self.args_type.is_some()) {
+            return None;
+        }
+        let (mut item_type, mut delta, mut tool_call_id) = (None, None, None);
+        // Stopping after the known entries spares the iterator's final probe.
+        for (key, value) in dict.iter().take(len) {
+            if is_key(&key, &self.type_key, "type") {
+                item_type = Some(value);
+            } else if is_key(&key, &self.delta_key, self.delta_name) {
+                delta = Some(value.cast_into::<PyString>().ok()?);
+            } else if len == 3 && is_key(&key, &self.tool_key, "toolCallId") {
+                tool_call_id = Some(value.cast_into::<PyString>().ok()?);
+            } else {
+                return None;
+            }
+        }
+        let (item_type, delta) = (item_type?, delta?);
+        if len == 2 {
+            return is_type(&item_type, &mut self.known_text, self.text_types)
+                .then_some(Fast::Text(delta));
+        }
+        let tool_call_id = tool_call_id?;
+        let args_type = [self.args_type?];
+        is_type(&item_type, &mut self.known_args, &args_type).then_some(Fast::ToolArgs {
+            tool_call_id,
+            delta,
+        })
+    }
+}
