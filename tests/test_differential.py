@@ -77,7 +77,8 @@ GOOD_CRUMBS = st.one_of(
     # text dominates, as in real runs
     crumb("text:delta", delta=TEXT),
     crumb("text:delta", delta=TEXT),
-    crumb("text:delta", delta=TEXT),
+    # an extra field takes the native build off its text fast path
+    crumb("text:delta", delta=TEXT, meta=VALUES),
     crumb("tool:input:start", toolCallId=TOOL_IDS, toolName=NAMES),
     crumb("tool:input:delta", toolCallId=TOOL_IDS, delta=TEXT),
     crumb("tool:input:end", toolCallId=TOOL_IDS),
@@ -167,6 +168,9 @@ GOOD_CHUNKS = st.one_of(
     TEXT,
     TEXT,
     st.fixed_dictionaries({"type": st.sampled_from(["token", "chunk"]), "content": TEXT}),
+    st.fixed_dictionaries(
+        {"type": st.sampled_from(["token", "chunk"]), "content": TEXT, "meta": VALUES}
+    ),
     st.fixed_dictionaries(
         {"type": st.just("tool_call"), "name": NAMES},
         optional={"id": st.one_of(st.none(), TOOL_IDS), "input": VALUES},
