@@ -116,7 +116,7 @@ impl Dialect for Chunks {
             Input::Other { .. } => return Ok(Parsed::Ignored),
             Input::Dict(entries) => entries,
         };
-        let Some(chunk_type) = fields::item_type(&entries).map(str::to_owned) else {
+        let Some(chunk_type) = fields::take_type(&mut entries) else {
             let fields = parse_fields("chunk", &mut entries, &[], Kinds::Listed(&[]), true)?;
             return Ok(Parsed::Object(fields));
         };

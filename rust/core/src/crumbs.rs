@@ -261,8 +261,8 @@ impl Crumbs {
             current.insert("iteration".to_owned(), iteration.clone());
         }
         for (key, value) in f.iter() {
-            if !LOOP_OWN_FIELDS.contains(&key.as_str()) {
-                current.insert(key.clone(), value.clone());
+            if !LOOP_OWN_FIELDS.contains(&key) {
+                current.insert(key.to_owned(), value.clone());
             }
         }
         let step = format!("loop_{loop_id}_{}", current["iteration"]);
@@ -298,7 +298,7 @@ impl Dialect for Crumbs {
                 )));
             }
         };
-        let Some(crumb_type) = fields::item_type(&entries).map(str::to_owned) else {
+        let Some(crumb_type) = fields::take_type(&mut entries) else {
             return Err(CrumbError::new("crumb has no string 'type'"));
         };
         let crumb_type = crumb_type.as_str();

@@ -2,6 +2,7 @@
 
 use std::ops::Index;
 
+use crate::fields::Key;
 use crate::json::{Map, Value};
 
 /// Field names are the contract's own, so they are static: no allocation, no hashing.
@@ -56,7 +57,7 @@ impl Index<&str> for Event {
 ///
 /// Items have a handful of fields: a vector beats a hash map here.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Fields(Vec<(String, Value)>);
+pub struct Fields(Vec<(Key, Value)>);
 
 impl Fields {
     pub fn with_capacity(capacity: usize) -> Self {
@@ -75,7 +76,7 @@ impl Fields {
     }
 
     /// Adds a field the item does not have yet (item keys are unique).
-    pub fn insert(&mut self, key: String, value: Value) {
+    pub fn insert(&mut self, key: Key, value: Value) {
         debug_assert!(!self.contains_key(&key));
         self.0.push((key, value));
     }
@@ -85,12 +86,15 @@ impl Fields {
         Some(self.0.remove(at).1)
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (&String, &Value)> {
-        self.0.iter().map(|(key, value)| (key, value))
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Value)> {
+        self.0.iter().map(|(key, value)| (key.as_ref(), value))
     }
 
     pub fn into_map(self) -> Map<String, Value> {
-        self.0.into_iter().collect()
+        self.0
+            .into_iter()
+            .map(|(key, value)| (key.into_owned(), value))
+            .collect()
     }
 }
 
@@ -103,8 +107,8 @@ impl Index<&str> for Fields {
 }
 
 impl IntoIterator for Fields {
-    type Item = (String, Value);
-    type IntoIter = std::vec::IntoIter<(String, Value)>;
+    type Item = (Key, Value);
+    type IntoIter = std::vec::IntoIter<(Key, Value)>;
 
     fn into_iter(self) -> Self::IntoIter {
         self.0.into_iter()

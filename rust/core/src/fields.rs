@@ -1,8 +1,56 @@
 //! Rules 10 and 12: the typed fields of an input item, checked before anything changes.
 
+use std::borrow::Cow;
+
 use crate::error::CrumbError;
 use crate::event::Fields;
 use crate::json::Value;
+
+/// A field name; the contract's own names are borrowed, not allocated.
+pub type Key = Cow<'static, str>;
+
+const KNOWN_NAMES: [&str; 33] = [
+    "type",
+    "delta",
+    "toolCallId",
+    "toolName",
+    "input",
+    "result",
+    "error",
+    "message",
+    "code",
+    "stepName",
+    "loopId",
+    "iteration",
+    "phase",
+    "sessionId",
+    "runId",
+    "interruptId",
+    "reason",
+    "responseSchema",
+    "subagentId",
+    "parentAgentId",
+    "status",
+    "output",
+    "taskRunId",
+    "taskId",
+    "model",
+    "durationMs",
+    "usage",
+    "uri",
+    "mimeType",
+    "name",
+    "content",
+    "id",
+    "plan",
+];
+
+pub fn key(name: &str) -> Key {
+    match KNOWN_NAMES.iter().find(|known| **known == name) {
+        Some(known) => Cow::Borrowed(known),
+        None => Cow::Owned(name.to_owned()),
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -63,7 +111,7 @@ impl Loose {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Input {
     /// A dict, in insertion order; a key is `None` when it is not a valid string.
-    Dict(Vec<(Option<String>, Loose)>),
+    Dict(Vec<(Option<Key>, Loose)>),
     /// A str; `None` when it holds a lone surrogate.
     Str {
         text: Option<String>,
@@ -79,7 +127,7 @@ impl Input {
         match value {
             Value::Object(map) => Input::Dict(
                 map.iter()
-                    .map(|(key, item)| (Some(key.clone()), Loose::from_json(item)))
+                    .map(|(name, item)| (Some(key(name)), Loose::from_json(item)))
                     .collect(),
             ),
             Value::String(text) => Input::Str {
@@ -105,22 +153,18 @@ fn python_type_name(value: &Value) -> &'static str {
     }
 }
 
-/// The string `type` of a dict item, if it has one.
-pub fn item_type(entries: &[(Option<String>, Loose)]) -> Option<&str> {
-    match lookup(entries, "type") {
-        Some(Loose {
+/// The string `type` of a dict item, moved out (parsing skips that field).
+pub fn take_type(entries: &mut [(Option<Key>, Loose)]) -> Option<String> {
+    let (_, loose) = entries
+        .iter_mut()
+        .find(|(key, _)| key.as_deref() == Some("type"))?;
+    match loose {
+        Loose {
             shape: Shape::Str,
             value: Some(Value::String(text)),
-        }) => Some(text),
+        } => Some(std::mem::take(text)),
         _ => None,
     }
-}
-
-pub fn lookup<'a>(entries: &'a [(Option<String>, Loose)], field: &str) -> Option<&'a Loose> {
-    entries
-        .iter()
-        .find(|(key, _)| key.as_deref() == Some(field))
-        .map(|(_, value)| value)
 }
 
 /// Rule 12 types a crumb field by its name, whatever the crumb.
@@ -199,8 +243,8 @@ impl Kinds<'_> {
 /// null is data). Values are moved out of `entries`, which is spent.
 pub fn parse_fields(
     item_type: &str,
-    entries: &mut [(Option<String>, Loose)],
-    required: &[&str],
+    entries: &mut [(Option<Key>, Loose)],
+    required: &[&'static str],
     kinds: Kinds<'_>,
     keep_null: bool,
 ) -> Result<Fields, CrumbError> {
@@ -217,7 +261,7 @@ pub fn parse_fields(
                 shape: Shape::Null, ..
             }) => return Err(wrong(item_type, field, kind)),
             Some(loose) => {
-                out.insert(field.to_owned(), check(item_type, field, loose, kind)?);
+                out.insert(Cow::Borrowed(field), check(item_type, field, loose, kind)?);
             }
         }
     }
@@ -247,7 +291,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn entries(value: &Value) -> Vec<(Option<String>, Loose)> {
+    fn entries(value: &Value) -> Vec<(Option<Key>, Loose)> {
         match Input::from_json(value) {
             Input::Dict(entries) => entries,
             _ => unreachable!(),

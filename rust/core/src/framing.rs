@@ -256,9 +256,9 @@ impl Framer {
     }
 
     /// A shallow merge: a merged key keeps its first position, as in a Python dict.
-    pub fn snapshot(&mut self, updates: impl IntoIterator<Item = (String, Value)>) {
+    pub fn snapshot<K: Into<String>>(&mut self, updates: impl IntoIterator<Item = (K, Value)>) {
         for (key, value) in updates {
-            self.state.insert(key, value);
+            self.state.insert(key.into(), value);
         }
         let mut event = event("STATE_SNAPSHOT");
         put(&mut event, "snapshot", Value::Object(self.state.clone()));

@@ -1,6 +1,6 @@
 //! Python objects to core inputs and JSON values, and events back to dicts.
 
-use agui_bridge_core::fields::{Input, Loose, Shape};
+use agui_bridge_core::fields::{self, Input, Loose, Shape};
 use agui_bridge_core::framing::Event;
 use agui_bridge_core::json::{MAX_DEPTH, Map, Value, float};
 use pyo3::intern;
@@ -102,7 +102,7 @@ pub fn to_input(obj: &Bound<'_, PyAny>) -> PyResult<Input> {
                 .cast::<PyString>()
                 .ok()
                 .and_then(|key| key.to_str().ok())
-                .map(str::to_owned);
+                .map(fields::key);
             let mut value = loose(&item);
             if key.as_deref() == Some("type") && value.shape == Shape::Str && value.value.is_none()
             {
