@@ -8,6 +8,10 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 pub fn type_name(obj: &Bound<'_, PyAny>) -> PyResult<String> {
+    // Bare text chunks pass here on every message start: skip the attribute lookup.
+    if obj.is_exact_instance_of::<PyString>() {
+        return Ok("str".to_owned());
+    }
     Ok(obj.get_type().name()?.to_string_lossy().into_owned())
 }
 

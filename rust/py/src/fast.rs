@@ -41,6 +41,35 @@ impl<'py> Fast<'py> {
         }
     }
 
+    /// `decide` and `write` in one, reading each string once: the `encode_many` loop.
+    pub fn decide_and_write<D: Dialect>(&self, dialect: &mut D, out: &mut Vec<u8>) -> FastText {
+        match self {
+            Fast::Text(delta) => {
+                let Ok(text) = delta.to_str() else {
+                    return FastText::General;
+                };
+                let decision = dialect.fast_text(text);
+                if decision == FastText::Content {
+                    sse::write_content_frame(out, &dialect.framer().content_prefix, text);
+                }
+                decision
+            }
+            Fast::ToolArgs {
+                tool_call_id,
+                delta,
+            } => {
+                let (Ok(id), Ok(delta)) = (tool_call_id.to_str(), delta.to_str()) else {
+                    return FastText::General;
+                };
+                let decision = dialect.fast_tool_args(id, delta);
+                if decision == FastText::Content {
+                    sse::write_tool_args_frame(out, id, delta);
+                }
+                decision
+            }
+        }
+    }
+
     /// The frame of an item `decide` found to be content.
     pub fn write(&self, framer: &Framer, out: &mut Vec<u8>) {
         match self {

@@ -67,12 +67,8 @@ fn write_item<'m, 'py, D: Dialect + FastInput>(
 ) -> PyResult<Result<(), CrumbError>> {
     if let Some(fast) = recognizer.recognize(item) {
         let guard = held.get_or_insert_with(|| lock(inner));
-        match fast.decide(&mut **guard) {
-            FastText::Nothing => return Ok(Ok(())),
-            FastText::Content => {
-                fast.write(guard.framer(), out);
-                return Ok(Ok(()));
-            }
+        match fast.decide_and_write(&mut **guard, out) {
+            FastText::Nothing | FastText::Content => return Ok(Ok(())),
             FastText::General => {}
         }
     }
