@@ -212,6 +212,9 @@ impl<'py> Recognizer<'py> {
         self
     }
 
+    // Inlined into the encode_many loop: measured 5% fewer instructions per item.
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
     pub fn recognize(&mut self, item: &Bound<'py, PyAny>) -> Option<Fast<'py>> {
         if self.bare_str
             && let Ok(text) = item.cast::<PyString>()

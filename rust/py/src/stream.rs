@@ -58,6 +58,9 @@ pub fn call<'py, D: Dialect + FastInput>(
 ///
 /// `held` is the lock kept across fast items; it is let go before anything
 /// that may run Python code.
+// Inlined into the encode_many loop, like `Recognizer::recognize`.
+#[allow(clippy::inline_always)]
+#[inline(always)]
 fn write_item<'m, 'py, D: Dialect + FastInput>(
     inner: &'m Mutex<D>,
     held: &mut Option<MutexGuard<'m, D>>,
