@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..errors import CrumbError
 from .fields import STRING, parse_fields
-from .framing import Framer, error_text
+from .framing import Framer, check_text
 from .json_values import compact, is_unicode
 from .stream import EventStream
 
@@ -29,8 +29,7 @@ class ChunkTranslator(EventStream):
     __slots__ = ("_custom_prefix",)
 
     def __init__(self, thread_id, run_id, state=None, custom_prefix="dawn"):
-        if not isinstance(custom_prefix, str):
-            raise TypeError(f"custom_prefix must be a string, not {type(custom_prefix).__name__}")
+        check_text(custom_prefix, "custom_prefix")
         super().__init__(Framer(thread_id, run_id, state, close_text_always=True))
         self._custom_prefix = custom_prefix
 
@@ -42,7 +41,8 @@ class ChunkTranslator(EventStream):
         if not isinstance(chunk, dict):
             return _IGNORED, None
         chunk_type = chunk.get("type")
-        if not isinstance(chunk_type, str):
+        # A lone surrogate is not a JSON string (rule 11), so such a type is no type.
+        if not isinstance(chunk_type, str) or not is_unicode(chunk_type):
             return _OBJECT, parse_fields("chunk", chunk, (), {}, keep_none=True)
         row = _ROWS.get(chunk_type)
         if row is None:
@@ -104,9 +104,6 @@ class ChunkTranslator(EventStream):
 
     def _finish(self) -> None:
         self._framer.run_finished()
-
-    def _fail(self, exc) -> None:
-        self._framer.run_error(error_text(exc), type(exc).__name__)
 
 
 def create_agui_translator(

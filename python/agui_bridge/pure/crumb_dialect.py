@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ..errors import CrumbError
 from .fields import check_error_object, parse_fields
-from .framing import Framer, error_text
-from .json_values import compact
+from .framing import Framer
+from .json_values import compact, copy_json, is_unicode
 from .stream import EventStream
 
 _REQUIRED = {
@@ -63,13 +63,14 @@ class CrumbTransformer(EventStream):
     @property
     def interrupts(self) -> list[dict]:
         """The interrupts recorded by human:required so far (copies)."""
-        return [dict(i) for i in self._interrupts]
+        return copy_json(self._interrupts)
 
     def _parse(self, crumb):
         if not isinstance(crumb, dict):
             raise CrumbError(f"crumb must be a dict, not {type(crumb).__name__}")
         crumb_type = crumb.get("type")
-        if not isinstance(crumb_type, str):
+        # A lone surrogate is not a JSON string (rule 11), so such a type is no type.
+        if not isinstance(crumb_type, str) or not is_unicode(crumb_type):
             raise CrumbError("crumb has no string 'type'")
         required = _REQUIRED.get(crumb_type)
         if required is None:
@@ -230,9 +231,6 @@ class CrumbTransformer(EventStream):
 
     def _finish(self) -> None:
         self._run_end({})
-
-    def _fail(self, exc) -> None:
-        self._framer.run_error(error_text(exc), type(exc).__name__)
 
 
 _HANDLERS = {

@@ -102,7 +102,7 @@ def parse_fields(
     for field, value in item.items():
         if field == "type" or field in out:
             continue
-        if not isinstance(field, str):
+        if not isinstance(field, str) or not is_unicode(field):
             raise CrumbError(f"{item_type}: field names must be strings")
         if value is None:
             if keep_none:

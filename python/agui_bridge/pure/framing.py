@@ -9,15 +9,19 @@ from __future__ import annotations
 
 from uuid import uuid4
 
-from .json_values import NotJson, normalize
+from .json_values import NotJson, copy_json, is_unicode, normalize
+
+
+def check_text(value, name: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string, not {type(value).__name__}")
+    if not is_unicode(value):
+        raise ValueError(f"{name} must be valid unicode")
+    return value
 
 
 def _created_id(value, name: str) -> str:
-    if value is None:
-        return uuid4().hex
-    if not isinstance(value, str):
-        raise TypeError(f"{name} must be a string, not {type(value).__name__}")
-    return value
+    return uuid4().hex if value is None else check_text(value, name)
 
 
 def _created_state(state) -> dict:
@@ -173,7 +177,8 @@ class Framer:
 
     def snapshot(self, updates: dict) -> None:
         self.state.update(updates)
-        self.emit({"type": "STATE_SNAPSHOT", "snapshot": dict(self.state)})
+        # A deep copy: a caller changing a returned event must not change the run.
+        self.emit({"type": "STATE_SNAPSHOT", "snapshot": copy_json(self.state)})
 
     def custom(self, name: str, value) -> None:
         self.emit({"type": "CUSTOM", "name": name, "value": value})

@@ -69,6 +69,15 @@ def normalize(value, depth: int = 0):
     raise NotJson
 
 
+def copy_json(value):
+    """A deep copy of a normalized value (only dicts and lists need copying)."""
+    if isinstance(value, dict):
+        return {key: copy_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [copy_json(item) for item in value]
+    return value
+
+
 def json_field(item_type: str, field: str, value):
     try:
         return normalize(value)

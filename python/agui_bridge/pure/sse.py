@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from ..errors import CrumbError
-from .json_values import frames, json_field
+from .json_values import frames, is_unicode, json_field
 
 
 def _event(event) -> dict:
     if not isinstance(event, dict):
         raise CrumbError(f"event must be a dict, not {type(event).__name__}")
     event_type = event.get("type")
-    if not isinstance(event_type, str):
+    if not isinstance(event_type, str) or not is_unicode(event_type):
         raise CrumbError("event has no string 'type'")
     out = {}
     for key, value in event.items():
-        if not isinstance(key, str):
+        if not isinstance(key, str) or not is_unicode(key):
             raise CrumbError(f"{event_type}: field names must be strings")
         value = json_field(event_type, key, value)
         # After normalizing: a NaN field is None by rule 11, then omitted by rule 8.

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ..errors import CrumbError
-from .framing import Framer
-from .json_values import frames
+from .framing import Framer, error_text
+from .json_values import copy_json, frames
 
 
 class EventStream:
@@ -22,9 +22,6 @@ class EventStream:
         raise NotImplementedError
 
     def _finish(self) -> None:
-        raise NotImplementedError
-
-    def _fail(self, exc) -> None:
         raise NotImplementedError
 
     def __call__(self, item) -> list[dict]:
@@ -65,7 +62,12 @@ class EventStream:
         return self._terminal(self._finish)
 
     def fail(self, exc) -> list[dict]:
-        return self._terminal(lambda: self._fail(exc))
+        """RUN_ERROR {message: str(exc), code: the exception's class name}."""
+        if self._framer.finished:
+            return []
+        # str(exc) may raise: ask for it before anything changes.
+        message, code = error_text(exc), type(exc).__name__
+        return self._terminal(lambda: self._framer.run_error(message, code))
 
     def finish_encoded(self) -> bytes:
         return frames(self.finish())
@@ -96,4 +98,4 @@ class EventStream:
     @property
     def state(self) -> dict:
         """The run state as the last STATE_SNAPSHOT carried it (a copy)."""
-        return dict(self._framer.state)
+        return copy_json(self._framer.state)

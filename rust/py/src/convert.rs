@@ -97,7 +97,8 @@ fn loose(obj: &Bound<'_, PyAny>) -> Loose {
     }
 }
 
-/// An input item; a `type` with a lone surrogate is read lossily, as it only picks a row.
+/// An input item. A `type` with a lone surrogate is not a JSON string (rule 11),
+/// so it counts as no string `type` at all, as in the pure build.
 pub fn to_input(obj: &Bound<'_, PyAny>) -> PyResult<Input> {
     if let Ok(dict) = obj.cast::<PyDict>() {
         let mut entries = Vec::with_capacity(dict.len());
@@ -110,8 +111,7 @@ pub fn to_input(obj: &Bound<'_, PyAny>) -> PyResult<Input> {
             let mut value = loose(&item);
             if key.as_deref() == Some("type") && value.shape == Shape::Str && value.value.is_none()
             {
-                let lossy = item.cast::<PyString>()?.to_string_lossy().into_owned();
-                value.value = Some(Value::String(lossy));
+                value.shape = Shape::Other;
             }
             entries.push((key, value));
         }

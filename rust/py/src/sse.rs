@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use crate::convert::{to_value, type_name};
-use crate::errors::{message_error, typed_error};
+use crate::errors::message_error;
 
 fn event(obj: &Bound<'_, PyAny>) -> PyResult<Map<String, Value>> {
     let Ok(dict) = obj.cast::<PyDict>() else {
@@ -16,10 +16,11 @@ fn event(obj: &Bound<'_, PyAny>) -> PyResult<Map<String, Value>> {
             type_name(obj)?
         )));
     };
-    let event_type = match dict.get_item(intern!(obj.py(), "type"))? {
-        Some(value) if value.is_instance_of::<PyString>() => value.cast_into::<PyString>()?,
-        _ => return Err(message_error("event has no string 'type'".to_owned())),
-    };
+    // A lone surrogate is not a JSON string (rule 11), so such a type is no type.
+    let event_type = dict
+        .get_item(intern!(obj.py(), "type"))?
+        .and_then(|value| Some(value.cast::<PyString>().ok()?.to_str().ok()?.to_owned()))
+        .ok_or_else(|| message_error("event has no string 'type'".to_owned()))?;
     let mut out = Map::with_capacity(dict.len());
     for (key, value) in dict.iter() {
         let Some(key) = key
@@ -27,16 +28,17 @@ fn event(obj: &Bound<'_, PyAny>) -> PyResult<Map<String, Value>> {
             .ok()
             .and_then(|key| key.to_str().ok())
         else {
-            return Err(typed_error(&event_type, ": field names must be strings"));
+            return Err(message_error(format!(
+                "{event_type}: field names must be strings"
+            )));
         };
         if value.is_none() {
             continue;
         }
         let Some(value) = to_value(&value, 0) else {
-            return Err(typed_error(
-                &event_type,
-                &format!(": '{key}' must be a JSON value"),
-            ));
+            return Err(message_error(format!(
+                "{event_type}: '{key}' must be a JSON value"
+            )));
         };
         // Rule 11 turns a non-finite float into None before rule 8 omits it.
         if value.is_null() {

@@ -48,9 +48,7 @@ pub fn call<'py, D: Dialect + FastInput>(
         }
     }
     let input = to_input(item)?;
-    let events = lock(inner)
-        .call(input)
-        .map_err(|error| item_error(item, error))?;
+    let events = lock(inner).call(input).map_err(item_error)?;
     events_to_py(py, &events)
 }
 
@@ -119,8 +117,7 @@ pub fn encode<'py, D: Dialect + FastInput>(
         }
     }
     let mut out = Vec::with_capacity(256);
-    write_item(inner, &mut None, &mut recognizer, item, &mut out)?
-        .map_err(|error| item_error(item, error))?;
+    write_item(inner, &mut None, &mut recognizer, item, &mut out)?.map_err(item_error)?;
     Ok(PyBytes::new(py, &out))
 }
 
