@@ -41,6 +41,22 @@ fn row(chunk_type: &str) -> Option<RowSpec> {
     })
 }
 
+/// A frequent chunk read straight from the caller's dict, its fields borrowed.
+///
+/// The reader guarantees what `parse` would have checked: only these fields
+/// besides `type`, each well typed and JSON, so applying it is the same as
+/// applying the parsed chunk.
+#[derive(Debug)]
+pub enum Hot<'a> {
+    ToolCall {
+        id: Option<&'a str>,
+        name: &'a str,
+        input: Option<&'a Value>,
+    },
+    /// `content` is the output if a string, else its compact JSON.
+    ToolResult { id: &'a str, content: String },
+}
+
 #[derive(Debug)]
 pub enum Parsed {
     Text(String),
@@ -66,6 +82,32 @@ impl Chunks {
         Self {
             framer: Framer::new(thread_id, run_id, state, true),
             custom_prefix,
+        }
+    }
+
+    fn tool_call(&mut self, id: Option<&str>, name: &str, input: Option<&Value>) {
+        let generated;
+        let tool_call_id = if let Some(id) = id {
+            id
+        } else {
+            generated = self.framer.new_id(IdKind::Tool);
+            &generated
+        };
+        if self.framer.tool_start(tool_call_id, name) {
+            let args = match input {
+                None | Some(Value::Null) => "{}".to_owned(),
+                Some(input) => compact(input),
+            };
+            self.framer.tool_args(tool_call_id, &args);
+            self.framer.tool_end(tool_call_id);
+        }
+    }
+
+    /// Applies a frequent chunk the glue read and checked itself (see [`Hot`]).
+    pub fn apply_hot(&mut self, hot: Hot<'_>) {
+        match hot {
+            Hot::ToolCall { id, name, input } => self.tool_call(id, name, input),
+            Hot::ToolResult { id, content } => self.framer.tool_result(id, content),
         }
     }
 
@@ -155,19 +197,9 @@ impl Dialect for Chunks {
                 self.framer.text(content);
             }
             Row::ToolCall => {
-                let tool_call_id = match f.get("id").and_then(Value::as_str) {
-                    Some(id) => id.to_owned(),
-                    None => self.framer.new_id(IdKind::Tool),
-                };
+                let id = f.get("id").and_then(Value::as_str);
                 let name = f.get("name").and_then(Value::as_str).unwrap_or_default();
-                if self.framer.tool_start(&tool_call_id, name) {
-                    let args = match f.get("input") {
-                        None | Some(Value::Null) => "{}".to_owned(),
-                        Some(input) => compact(input),
-                    };
-                    self.framer.tool_args(&tool_call_id, &args);
-                    self.framer.tool_end(&tool_call_id);
-                }
+                self.tool_call(id, name, f.get("input"));
             }
             Row::ToolResult => {
                 let content = match f.get("output") {

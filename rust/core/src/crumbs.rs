@@ -57,6 +57,38 @@ fn known(crumb_type: &str) -> Option<(Known, &'static [&'static str])> {
 
 const LOOP_OWN_FIELDS: [&str; 4] = ["type", "loopId", "phase", "iteration"];
 
+/// A frequent crumb read straight from the caller's dict, its fields borrowed.
+///
+/// The reader guarantees what `parse` would have checked: the item has exactly
+/// these fields besides `type`, every one present, not null and well typed, so
+/// applying it is the same as applying the parsed crumb.
+#[derive(Debug)]
+pub enum Hot<'a> {
+    InputStart {
+        tool_call_id: &'a str,
+        tool_name: &'a str,
+    },
+    InputEnd {
+        tool_call_id: &'a str,
+    },
+    Call {
+        tool_call_id: &'a str,
+        tool_name: &'a str,
+        input: &'a Value,
+    },
+    /// `content` is the result if a string, else its compact JSON.
+    Result {
+        tool_call_id: &'a str,
+        content: String,
+    },
+    StepStart {
+        step_name: &'a str,
+    },
+    StepEnd {
+        step_name: &'a str,
+    },
+}
+
 #[derive(Debug)]
 pub enum Parsed {
     Known(Known, Fields),
@@ -131,14 +163,41 @@ impl Crumbs {
         self.framer.custom("FILE_GENERATED", value);
     }
 
-    fn call_tool(&mut self, f: &Fields) {
-        let tool_call_id = text(f, "toolCallId");
+    fn input_start(&mut self, tool_call_id: &str, tool_name: &str) {
+        if self.framer.tool_start(tool_call_id, tool_name) {
+            self.streamed.insert(tool_call_id.to_owned());
+        }
+    }
+
+    fn call_tool(&mut self, tool_call_id: &str, tool_name: &str, input: &Value) {
         if self.streamed.contains(tool_call_id) {
             return;
         }
-        if self.framer.tool_start(tool_call_id, text(f, "toolName")) {
-            self.framer.tool_args(tool_call_id, &compact(&f["input"]));
+        if self.framer.tool_start(tool_call_id, tool_name) {
+            self.framer.tool_args(tool_call_id, &compact(input));
             self.framer.tool_end(tool_call_id);
+        }
+    }
+
+    /// Applies a frequent crumb the glue read and checked itself (see [`Hot`]).
+    pub fn apply_hot(&mut self, hot: Hot<'_>) {
+        match hot {
+            Hot::InputStart {
+                tool_call_id,
+                tool_name,
+            } => self.input_start(tool_call_id, tool_name),
+            Hot::InputEnd { tool_call_id } => self.framer.tool_end(tool_call_id),
+            Hot::Call {
+                tool_call_id,
+                tool_name,
+                input,
+            } => self.call_tool(tool_call_id, tool_name, input),
+            Hot::Result {
+                tool_call_id,
+                content,
+            } => self.framer.tool_result(tool_call_id, content),
+            Hot::StepStart { step_name } => self.framer.step_start(step_name),
+            Hot::StepEnd { step_name } => self.framer.step_end(step_name),
         }
     }
 
@@ -345,17 +404,14 @@ impl Dialect for Crumbs {
             Known::RunStart => {}
             Known::Text => self.framer.text(text(&f, "delta")),
             Known::File => self.announce(file_value(&f["uri"], &f["mimeType"], f.get("name"))),
-            Known::InputStart => {
-                let id = text(&f, "toolCallId");
-                if self.framer.tool_start(id, text(&f, "toolName")) {
-                    self.streamed.insert(id.to_owned());
-                }
-            }
+            Known::InputStart => self.input_start(text(&f, "toolCallId"), text(&f, "toolName")),
             Known::InputDelta => self
                 .framer
                 .tool_args(text(&f, "toolCallId"), text(&f, "delta")),
             Known::InputEnd => self.framer.tool_end(text(&f, "toolCallId")),
-            Known::Call => self.call_tool(&f),
+            Known::Call => {
+                self.call_tool(text(&f, "toolCallId"), text(&f, "toolName"), &f["input"]);
+            }
             Known::Result => {
                 let content = match &f["result"] {
                     Value::String(result) => result.clone(),

@@ -54,6 +54,22 @@ pub trait Dialect: Sized {
         Ok(())
     }
 
+    /// Like `call` for an item already checked: `act` applies it to a started run.
+    ///
+    /// The events are left in the framer's `out`, emptied first.
+    fn call_checked(&mut self, act: impl FnOnce(&mut Self)) {
+        let framer = self.framer_mut();
+        framer.out.clear();
+        if framer.finished {
+            framer.dropped += 1;
+            return;
+        }
+        if !framer.started {
+            framer.start(None, None);
+        }
+        act(self);
+    }
+
     /// Decides a valid text delta without building events, when it can.
     fn fast_text(&mut self, delta: &str) -> FastText {
         let framer = self.framer_mut();

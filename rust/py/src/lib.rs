@@ -4,6 +4,7 @@ mod classes;
 mod convert;
 mod errors;
 mod fast;
+mod hot;
 mod sse;
 mod stream;
 

@@ -20,12 +20,13 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use crate::convert::{events_to_py, map_to_py, maps_to_py, to_input, type_name};
 use crate::errors::{item_error, many_error};
 use crate::fast::{FastInput, Recognizer};
+use crate::hot::HotInput;
 
 pub fn lock<D>(inner: &Mutex<D>) -> MutexGuard<'_, D> {
     inner.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-pub fn call<'py, D: Dialect + FastInput>(
+pub fn call<'py, D: Dialect + FastInput + HotInput>(
     py: Python<'py>,
     inner: &Mutex<D>,
     item: &Bound<'py, PyAny>,
@@ -47,6 +48,14 @@ pub fn call<'py, D: Dialect + FastInput>(
             FastText::General => {}
         }
     }
+    let hot = D::with_hot(item, |hot| {
+        let mut dialect = lock(inner);
+        dialect.call_checked(|dialect| dialect.apply_hot(hot));
+        dialect.framer_mut().take_out()
+    });
+    if let Some(events) = hot {
+        return events_to_py(py, &events);
+    }
     let input = to_input(item)?;
     let events = lock(inner).call(input).map_err(item_error)?;
     events_to_py(py, &events)
@@ -59,7 +68,7 @@ pub fn call<'py, D: Dialect + FastInput>(
 // Inlined into the encode_many loop, like `Recognizer::recognize`.
 #[allow(clippy::inline_always)]
 #[inline(always)]
-fn write_item<'m, 'py, D: Dialect + FastInput>(
+fn write_item<'m, 'py, D: Dialect + FastInput + HotInput>(
     inner: &'m Mutex<D>,
     held: &mut Option<MutexGuard<'m, D>>,
     recognizer: &mut Recognizer<'py>,
@@ -74,8 +83,21 @@ fn write_item<'m, 'py, D: Dialect + FastInput>(
         }
     }
     *held = None;
+    if D::with_hot(item, |hot| write_hot(inner, hot, out)).is_some() {
+        return Ok(Ok(()));
+    }
     let input = to_input(item)?;
     Ok(lock(inner).call_into(input, out))
+}
+
+/// Applies a frequent item read by `HotInput` and appends its frames to `out`.
+fn write_hot<D: HotInput>(inner: &Mutex<D>, hot: D::Hot<'_>, out: &mut Vec<u8>) {
+    let mut dialect = lock(inner);
+    dialect.call_checked(|dialect| dialect.apply_hot(hot));
+    let framer = dialect.framer_mut();
+    sse::write_frames(out, &framer.out);
+    // Kept, with its capacity, for the next item.
+    framer.out.clear();
 }
 
 fn fill_content_frame(buffer: &mut [u8], prefix: &[u8], text: &str) {
@@ -88,7 +110,7 @@ fn fill_content_frame(buffer: &mut [u8], prefix: &[u8], text: &str) {
     tail.copy_from_slice(b"}\n\n");
 }
 
-pub fn encode<'py, D: Dialect + FastInput>(
+pub fn encode<'py, D: Dialect + FastInput + HotInput>(
     py: Python<'py>,
     inner: &Mutex<D>,
     item: &Bound<'py, PyAny>,
@@ -129,7 +151,7 @@ thread_local! {
 
 const SCRATCH_KEPT: usize = 1 << 20;
 
-pub fn encode_many<'py, D: Dialect + FastInput>(
+pub fn encode_many<'py, D: Dialect + FastInput + HotInput>(
     py: Python<'py>,
     inner: &Mutex<D>,
     items: &Bound<'py, PyAny>,
@@ -144,7 +166,7 @@ pub fn encode_many<'py, D: Dialect + FastInput>(
     result
 }
 
-fn write_many<'py, 'm, D: Dialect + FastInput>(
+fn write_many<'py, 'm, D: Dialect + FastInput + HotInput>(
     inner: &'m Mutex<D>,
     items: &Bound<'py, PyAny>,
     out: &mut Vec<u8>,

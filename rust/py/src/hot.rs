@@ -1,0 +1,208 @@
+//! Reading the frequent non-text items (tool calls, results, steps) straight from their dicts.
+//!
+//! The general path turns an item into an `Input`, a tree of owned values,
+//! then parses and checks it. These readers skip all that for the few shapes
+//! agents emit most, and only for items the parser would accept as they are:
+//! exactly the fields of the row (no extra field, none null, every key a
+//! string), strings valid Unicode, JSON fields JSON. Anything else returns
+//! `None` and takes the general path, which raises or maps it as always.
+//!
+//! Reading runs no Python code (no hashing, no `__eq__`): keys are matched by
+//! their text, as `to_input` does.
+
+use agui_bridge_core::chunks::{self, Chunks};
+use agui_bridge_core::crumbs::{self, Crumbs};
+use agui_bridge_core::json::{Value, compact};
+use agui_bridge_core::stream::Dialect;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString};
+
+use crate::convert::to_value;
+
+/// A dialect whose frequent items can be read without the general path.
+pub trait HotInput: Dialect {
+    type Hot<'a>;
+
+    fn apply_hot(&mut self, hot: Self::Hot<'_>);
+
+    /// When `item` is a frequent item, calls `run` with it, borrowed, and returns its result.
+    fn with_hot<R>(item: &Bound<'_, PyAny>, run: impl FnOnce(Self::Hot<'_>) -> R) -> Option<R>;
+}
+
+/// The fields of a dict item: its `type`, and in `slots` the value of each of
+/// `names`, with a bit set in the mask for each one present.
+struct Read<'py, const N: usize> {
+    item_type: Bound<'py, PyString>,
+    slots: [Option<Bound<'py, PyAny>>; N],
+    present: u8,
+}
+
+fn read<'py, const N: usize>(item: &Bound<'py, PyAny>, names: [&str; N]) -> Option<Read<'py, N>> {
+    let dict = item.cast::<PyDict>().ok()?;
+    let len = dict.len();
+    if len > N + 1 {
+        return None;
+    }
+    let mut item_type = None;
+    let mut slots = [const { None }; N];
+    let mut present = 0u8;
+    // Stopping after the known entries spares the iterator's final probe.
+    for (key, value) in dict.iter().take(len) {
+        let key = key.cast::<PyString>().ok()?.to_str().ok()?;
+        if key == "type" {
+            if item_type.is_some() {
+                return None;
+            }
+            item_type = Some(value.cast_into::<PyString>().ok()?);
+            continue;
+        }
+        let at = names.iter().position(|name| *name == key)?;
+        // Two str subclass keys may hold the same text: leave that to the general path.
+        if present & (1 << at) != 0 {
+            return None;
+        }
+        present |= 1 << at;
+        slots[at] = Some(value);
+    }
+    let item_type = item_type?;
+    // A lone surrogate makes it no type at all (rule 11).
+    item_type.to_str().ok()?;
+    Some(Read {
+        item_type,
+        slots,
+        present,
+    })
+}
+
+impl<const N: usize> Read<'_, N> {
+    fn text(&self, at: usize) -> Option<&str> {
+        let value = self.slots[at].as_ref()?.cast::<PyString>().ok()?;
+        value.to_str().ok()
+    }
+
+    /// A JSON field that is present and not `None`.
+    fn json(&self, at: usize) -> Option<Value> {
+        let value = self.slots[at].as_ref()?;
+        if value.is_none() {
+            return None;
+        }
+        to_value(value, 0)
+    }
+
+    /// A result's content: the value if a string, else its compact JSON.
+    fn content(&self, at: usize) -> Option<String> {
+        let value = self.slots[at].as_ref()?;
+        if value.is_instance_of::<PyString>() {
+            return self.text(at).map(str::to_owned);
+        }
+        self.json(at).map(|value| compact(&value))
+    }
+
+    fn type_text(&self) -> &str {
+        self.item_type.to_str().unwrap_or_default()
+    }
+}
+
+const fn mask(slots: &[usize]) -> u8 {
+    let mut mask = 0;
+    let mut at = 0;
+    while at < slots.len() {
+        mask |= 1 << slots[at];
+        at += 1;
+    }
+    mask
+}
+
+// The crumb fields the hot rows use, by slot.
+const TOOL_CALL_ID: usize = 0;
+const TOOL_NAME: usize = 1;
+const INPUT: usize = 2;
+const RESULT: usize = 3;
+const STEP_NAME: usize = 4;
+const CRUMB_FIELDS: [&str; 5] = ["toolCallId", "toolName", "input", "result", "stepName"];
+
+impl HotInput for Crumbs {
+    type Hot<'a> = crumbs::Hot<'a>;
+
+    fn apply_hot(&mut self, hot: crumbs::Hot<'_>) {
+        Crumbs::apply_hot(self, hot);
+    }
+
+    fn with_hot<R>(item: &Bound<'_, PyAny>, run: impl FnOnce(crumbs::Hot<'_>) -> R) -> Option<R> {
+        let read = read(item, CRUMB_FIELDS)?;
+        let needs = |slots: &[usize]| read.present == mask(slots);
+        let hot = match read.type_text() {
+            "tool:input:start" if needs(&[TOOL_CALL_ID, TOOL_NAME]) => crumbs::Hot::InputStart {
+                tool_call_id: read.text(TOOL_CALL_ID)?,
+                tool_name: read.text(TOOL_NAME)?,
+            },
+            "tool:input:end" if needs(&[TOOL_CALL_ID]) => crumbs::Hot::InputEnd {
+                tool_call_id: read.text(TOOL_CALL_ID)?,
+            },
+            "tool:call" if needs(&[TOOL_CALL_ID, TOOL_NAME, INPUT]) => {
+                let input = read.json(INPUT)?;
+                return Some(run(crumbs::Hot::Call {
+                    tool_call_id: read.text(TOOL_CALL_ID)?,
+                    tool_name: read.text(TOOL_NAME)?,
+                    input: &input,
+                }));
+            }
+            "tool:result" if needs(&[TOOL_CALL_ID, RESULT]) => crumbs::Hot::Result {
+                tool_call_id: read.text(TOOL_CALL_ID)?,
+                content: read.content(RESULT)?,
+            },
+            "pipeline:step:start" if needs(&[STEP_NAME]) => crumbs::Hot::StepStart {
+                step_name: read.text(STEP_NAME)?,
+            },
+            "pipeline:step:end" if needs(&[STEP_NAME]) => crumbs::Hot::StepEnd {
+                step_name: read.text(STEP_NAME)?,
+            },
+            _ => return None,
+        };
+        Some(run(hot))
+    }
+}
+
+// The chunk fields the hot rows use, by slot.
+const ID: usize = 0;
+const NAME: usize = 1;
+const CHUNK_INPUT: usize = 2;
+const OUTPUT: usize = 3;
+const CHUNK_FIELDS: [&str; 4] = ["id", "name", "input", "output"];
+
+impl HotInput for Chunks {
+    type Hot<'a> = chunks::Hot<'a>;
+
+    fn apply_hot(&mut self, hot: chunks::Hot<'_>) {
+        Chunks::apply_hot(self, hot);
+    }
+
+    fn with_hot<R>(item: &Bound<'_, PyAny>, run: impl FnOnce(chunks::Hot<'_>) -> R) -> Option<R> {
+        let read = read(item, CHUNK_FIELDS)?;
+        let has = |at: usize| read.present & (1 << at) != 0;
+        // Only the row's own fields, its required ones present.
+        let only = |slots: &[usize]| read.present & !mask(slots) == 0;
+        match read.type_text() {
+            "tool_call" if has(NAME) && only(&[ID, NAME, CHUNK_INPUT]) => {
+                let id = if has(ID) { Some(read.text(ID)?) } else { None };
+                let input = if has(CHUNK_INPUT) {
+                    Some(read.json(CHUNK_INPUT)?)
+                } else {
+                    None
+                };
+                Some(run(chunks::Hot::ToolCall {
+                    id,
+                    name: read.text(NAME)?,
+                    input: input.as_ref(),
+                }))
+            }
+            "tool_result" if has(ID) && has(OUTPUT) && only(&[ID, OUTPUT]) => {
+                Some(run(chunks::Hot::ToolResult {
+                    id: read.text(ID)?,
+                    content: read.content(OUTPUT)?,
+                }))
+            }
+            _ => None,
+        }
+    }
+}
