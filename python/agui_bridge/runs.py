@@ -253,6 +253,9 @@ class Run:
         self.subscribers: list[Subscriber] = []
         self.cancelled = False
         self.pressed = False
+        self.ended = False
+        self._pending: list[bytes] = []
+        self._pending_size = 0
         self.lease: str | None = None
         self._begun = False
         self._first = (
@@ -276,6 +279,8 @@ class Run:
 
     def detach(self, sub: Subscriber, reason: str | None = None) -> None:
         """Stops feeding ``sub``; with a reason, its stream ends with RUN_ERROR."""
+        # The closing events describe the run after every queued frame.
+        self._flush()
         if sub in self.subscribers:
             self.subscribers.remove(sub)
             if reason is not None:
@@ -294,6 +299,30 @@ class Run:
             self.task.cancel()
 
     def _publish(self, frame: bytes) -> None:
+        """Queues a frame; the frames of one loop tick reach subscribers together.
+
+        Fanning out per frame cost more than encoding it. A flush is scheduled
+        for the next loop iteration, which comes as soon as the agent awaits;
+        an agent that never awaits is flushed every YIELD_AT bytes, so the
+        bound and the pacing of ``_relieve`` still see its frames.
+        """
+        if not self._pending:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._pending.append(frame)
+        self._pending_size += len(frame)
+        if self._pending_size > YIELD_AT:
+            self._flush()
+
+    def _flush(self) -> None:
+        pending = self._pending
+        if not pending:
+            return
+        data = b"".join(pending) if len(pending) > 1 else pending[0]
+        self._pending = []
+        self._pending_size = 0
+        self._fan_out(data)
+
+    def _fan_out(self, frame: bytes) -> None:
         pressed = False
         for sub in tuple(self.subscribers):
             sub.buf.append(frame)
@@ -343,6 +372,7 @@ class Run:
         self.detach(sub, "the client did not keep up")
 
     def _finish_subscribers(self) -> None:
+        self._flush()
         for sub in list(self.subscribers):
             self.detach(sub)
 
@@ -395,6 +425,8 @@ class Run:
                     history.text_parts.append(item["content"])
                 return frame
         events = t(item)
+        # Only an item off the text hot path can end the run.
+        self.ended = t.finished
         if events:
             if events[-1]["type"] == "RUN_ERROR":
                 history.abort()
@@ -405,7 +437,8 @@ class Run:
     def begin(self) -> None:
         """Queues RUN_STARTED at once, so the response's first write carries it."""
         self._begun = True
-        self._publish(self._apply(self._first))
+        # Straight to the subscribers: the response's first write must find it.
+        self._fan_out(self._apply(self._first))
 
     async def run(self) -> None:
         """The whole run; the task the ingress starts. Never raises."""
@@ -428,7 +461,7 @@ class Run:
                             await self._relieve()
                     if self.observer is not None:
                         await self._notify(item)
-                    if self.t.finished:
+                    if self.ended:
                         break
             finally:
                 aclose = getattr(agen, "aclose", None)
