@@ -262,6 +262,14 @@ def test_entries_win_when_both_forms_are_sent():
     assert run.resume.interrupt_id is None
 
 
+def test_entries_win_over_a_malformed_command_resume():
+    props = {"command": {"resume": 42}}
+    run = map_run_input(client_100_body(resume=ENTRIES, forwardedProps=props))
+    assert list(run.resume.entries) == ENTRIES
+    with pytest.raises(RunInputError, match=r"forwardedProps\.command\.resume"):
+        map_run_input(client_100_body(forwardedProps=props))
+
+
 def test_no_resume_when_command_has_none():
     for props in ({"command": {}}, {"command": None}, {"command": {"resume": None}}, "x", []):
         assert map_run_input(client_0058_body(forwardedProps=props)).resume is None

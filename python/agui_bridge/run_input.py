@@ -94,12 +94,12 @@ def _command_resume(forwarded_props):
 
 
 def _resume(body: dict) -> Resume | None:
-    command = _command_resume(body.get("forwardedProps"))
     if body.get("resume") is not None:
         entries = _entries(body["resume"])
         if entries:
+            # The 1.0 entries win, so the older form is not even read.
             return Resume(entries=entries)
-    return command
+    return _command_resume(body.get("forwardedProps"))
 
 
 def _list(body: dict, key: str) -> list:
