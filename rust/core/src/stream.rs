@@ -12,7 +12,9 @@ pub enum FastText {
     Nothing,
     /// One `TEXT_MESSAGE_CONTENT` for the open message: `content_prefix`, the delta, `}`.
     Content,
-    /// Anything else (the first call, no open message) takes the general path.
+    /// A valid delta with no message open: `open_text` opens one (two events).
+    Open,
+    /// Anything else (the first call, a lone surrogate) takes the general path.
     General,
 }
 
@@ -83,8 +85,15 @@ pub trait Dialect: Sized {
         } else if framer.text_id.is_some() {
             FastText::Content
         } else {
-            FastText::General
+            FastText::Open
         }
+    }
+
+    /// The events of a delta `fast_text` found to be `Open`, left in the framer's `out`.
+    fn open_text(&mut self, delta: &str) {
+        let framer = self.framer_mut();
+        framer.out.clear();
+        framer.text(delta);
     }
 
     /// Decides a valid streamed tool-argument piece (crumbs) without building events.

@@ -48,11 +48,17 @@ impl<'py> Fast<'py> {
                 let Ok(text) = delta.to_str() else {
                     return FastText::General;
                 };
-                let decision = dialect.fast_text(text);
-                if decision == FastText::Content {
-                    sse::write_content_frame(out, &dialect.framer().content_prefix, text);
+                match dialect.fast_text(text) {
+                    FastText::Content => {
+                        sse::write_content_frame(out, &dialect.framer().content_prefix, text);
+                        FastText::Content
+                    }
+                    FastText::Open => {
+                        write_open(dialect, text, out);
+                        FastText::Content
+                    }
+                    decision => decision,
                 }
-                decision
             }
             Fast::ToolArgs {
                 tool_call_id,
@@ -67,6 +73,14 @@ impl<'py> Fast<'py> {
                 }
                 decision
             }
+        }
+    }
+
+    /// The text of a delta `decide` found to be `Open` (valid: `decide` read it).
+    pub fn open_text(&self) -> &str {
+        match self {
+            Fast::Text(delta) => delta.to_str().unwrap_or_default(),
+            Fast::ToolArgs { .. } => "",
         }
     }
 
@@ -119,6 +133,15 @@ impl<'py> Fast<'py> {
         }
         Ok(event)
     }
+}
+
+/// Opens a message for `delta` and appends its two frames to `out`.
+pub fn write_open<D: Dialect>(dialect: &mut D, delta: &str, out: &mut Vec<u8>) {
+    dialect.open_text(delta);
+    let framer = dialect.framer_mut();
+    sse::write_frames(out, &framer.out);
+    // Kept, with its capacity, for the next item.
+    framer.out.clear();
 }
 
 // An exact str, as the general path gives, whatever subclass the item held.

@@ -19,7 +19,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use crate::convert::{events_to_py, map_to_py, maps_to_py, to_input, type_name};
 use crate::errors::{item_error, many_error};
-use crate::fast::{FastInput, Recognizer};
+use crate::fast::{FastInput, Recognizer, write_open};
 use crate::hot::HotInput;
 
 pub fn lock<D>(inner: &Mutex<D>) -> MutexGuard<'_, D> {
@@ -44,6 +44,12 @@ pub fn call<'py, D: Dialect + FastInput + HotInput>(
                 // Dicts are tracked by the collector: built with the lock let go.
                 drop(guard);
                 return PyList::new(py, [fast.event(py, message_id)?]);
+            }
+            FastText::Open => {
+                guard.open_text(fast.open_text());
+                let events = guard.framer_mut().take_out();
+                drop(guard);
+                return events_to_py(py, &events);
             }
             FastText::General => {}
         }
@@ -78,7 +84,7 @@ fn write_item<'m, 'py, D: Dialect + FastInput + HotInput>(
     if let Some(fast) = recognizer.recognize(item) {
         let guard = held.get_or_insert_with(|| lock(inner));
         match fast.decide_and_write(&mut **guard, out) {
-            FastText::Nothing | FastText::Content => return Ok(Ok(())),
+            FastText::Nothing | FastText::Content | FastText::Open => return Ok(Ok(())),
             FastText::General => {}
         }
     }
@@ -133,6 +139,11 @@ pub fn encode<'py, D: Dialect + FastInput + HotInput>(
                 }
                 let mut out = Vec::with_capacity(128);
                 fast.write(guard.framer(), &mut out);
+                return Ok(PyBytes::new(py, &out));
+            }
+            FastText::Open => {
+                let mut out = Vec::with_capacity(256);
+                write_open(&mut *guard, fast.open_text(), &mut out);
                 return Ok(PyBytes::new(py, &out));
             }
             FastText::General => {}
