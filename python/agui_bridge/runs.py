@@ -404,26 +404,9 @@ class Run:
                     log.exception("on_event callback failed")
 
     def _apply(self, item) -> bytes:
+        """Any item: its events go to the history, its frames are returned."""
         t = self.t
         history = self.history
-        if history.text_id is not None:
-            if self.crumbs:
-                if type(item) is dict and item.get("type") == "text:delta":
-                    delta = item.get("delta")
-                    frame = t.encode(item)
-                    if frame:
-                        history.text_parts.append(delta)
-                    return frame
-            elif type(item) is str:
-                frame = t.encode(item)
-                if frame:
-                    history.text_parts.append(item)
-                return frame
-            elif type(item) is dict and item.get("type") in ("token", "chunk"):
-                frame = t.encode(item)
-                if frame:
-                    history.text_parts.append(item["content"])
-                return frame
         events = t(item)
         # Only an item off the text hot path can end the run.
         self.ended = t.finished
@@ -452,14 +435,26 @@ class Run:
             if self.observer is not None:
                 await self._notify(first)
             agen = self.agent.fn(ctx)
+            # The hot path, kept in locals: a text delta while a text message is
+            # open needs no events, only its frame and its text for the history.
+            text_of = _crumb_text if self.crumbs else _chunk_text
+            history = self.history
+            encode = self.t.encode
+            publish = self._publish
+            observer = self.observer
             try:
                 async for item in agen:
-                    frame = self._apply(item)
+                    if history.text_id is not None and (delta := text_of(item)) is not None:
+                        frame = encode(item)
+                        if frame:
+                            history.text_parts.append(delta)
+                    else:
+                        frame = self._apply(item)
                     if frame:
-                        self._publish(frame)
+                        publish(frame)
                         if self.pressed:
                             await self._relieve()
-                    if self.observer is not None:
+                    if observer is not None:
                         await self._notify(item)
                     if self.ended:
                         break
@@ -523,3 +518,18 @@ class Run:
 
 
 _FINISH = object()
+
+
+def _crumb_text(item):
+    """The delta of a text:delta crumb, else None (the transformer checks its type)."""
+    if type(item) is dict and item.get("type") == "text:delta":
+        return item.get("delta")
+    return None
+
+
+def _chunk_text(item):
+    if type(item) is str:
+        return item
+    if type(item) is dict and item.get("type") in ("token", "chunk"):
+        return item.get("content")
+    return None
