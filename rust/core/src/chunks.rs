@@ -48,10 +48,11 @@ fn row(chunk_type: &str) -> Option<RowSpec> {
 /// applying the parsed chunk.
 #[derive(Debug)]
 pub enum Hot<'a> {
+    /// `args` is the compact JSON of the input, `{}` if absent.
     ToolCall {
         id: Option<&'a str>,
         name: &'a str,
-        input: Option<&'a Value>,
+        args: &'a str,
     },
     /// `content` is the output if a string, else its compact JSON.
     ToolResult { id: &'a str, content: String },
@@ -85,7 +86,8 @@ impl Chunks {
         }
     }
 
-    fn tool_call(&mut self, id: Option<&str>, name: &str, input: Option<&Value>) {
+    /// A `tool_call`; `args` is the compact JSON of its input, `{}` if absent or `None`.
+    fn tool_call(&mut self, id: Option<&str>, name: &str, args: &str) {
         let generated;
         let tool_call_id = if let Some(id) = id {
             id
@@ -94,11 +96,7 @@ impl Chunks {
             &generated
         };
         if self.framer.tool_start(tool_call_id, name) {
-            let args = match input {
-                None | Some(Value::Null) => "{}".to_owned(),
-                Some(input) => compact(input),
-            };
-            self.framer.tool_args(tool_call_id, &args);
+            self.framer.tool_args(tool_call_id, args);
             self.framer.tool_end(tool_call_id);
         }
     }
@@ -106,7 +104,7 @@ impl Chunks {
     /// Applies a frequent chunk the glue read and checked itself (see [`Hot`]).
     pub fn apply_hot(&mut self, hot: Hot<'_>) {
         match hot {
-            Hot::ToolCall { id, name, input } => self.tool_call(id, name, input),
+            Hot::ToolCall { id, name, args } => self.tool_call(id, name, args),
             Hot::ToolResult { id, content } => self.framer.tool_result(id, content),
         }
     }
@@ -199,7 +197,11 @@ impl Dialect for Chunks {
             Row::ToolCall => {
                 let id = f.get("id").and_then(Value::as_str);
                 let name = f.get("name").and_then(Value::as_str).unwrap_or_default();
-                self.tool_call(id, name, f.get("input"));
+                let args = match f.get("input") {
+                    None | Some(Value::Null) => "{}".to_owned(),
+                    Some(input) => compact(input),
+                };
+                self.tool_call(id, name, &args);
             }
             Row::ToolResult => {
                 let content = match f.get("output") {

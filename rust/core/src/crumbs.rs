@@ -71,10 +71,11 @@ pub enum Hot<'a> {
     InputEnd {
         tool_call_id: &'a str,
     },
+    /// `args` is the compact JSON of the input.
     Call {
         tool_call_id: &'a str,
         tool_name: &'a str,
-        input: &'a Value,
+        args: &'a str,
     },
     /// `content` is the result if a string, else its compact JSON.
     Result {
@@ -169,12 +170,13 @@ impl Crumbs {
         }
     }
 
-    fn call_tool(&mut self, tool_call_id: &str, tool_name: &str, input: &Value) {
+    /// A `tool:call`; `args` is the compact JSON of its input.
+    fn call_tool(&mut self, tool_call_id: &str, tool_name: &str, args: &str) {
         if self.streamed.contains(tool_call_id) {
             return;
         }
         if self.framer.tool_start(tool_call_id, tool_name) {
-            self.framer.tool_args(tool_call_id, &compact(input));
+            self.framer.tool_args(tool_call_id, args);
             self.framer.tool_end(tool_call_id);
         }
     }
@@ -190,8 +192,8 @@ impl Crumbs {
             Hot::Call {
                 tool_call_id,
                 tool_name,
-                input,
-            } => self.call_tool(tool_call_id, tool_name, input),
+                args,
+            } => self.call_tool(tool_call_id, tool_name, args),
             Hot::Result {
                 tool_call_id,
                 content,
@@ -410,7 +412,11 @@ impl Dialect for Crumbs {
                 .tool_args(text(&f, "toolCallId"), text(&f, "delta")),
             Known::InputEnd => self.framer.tool_end(text(&f, "toolCallId")),
             Known::Call => {
-                self.call_tool(text(&f, "toolCallId"), text(&f, "toolName"), &f["input"]);
+                self.call_tool(
+                    text(&f, "toolCallId"),
+                    text(&f, "toolName"),
+                    &compact(&f["input"]),
+                );
             }
             Known::Result => {
                 let content = match &f["result"] {

@@ -2,7 +2,7 @@
 
 use agui_bridge_core::fields::{self, Input, Loose, Shape};
 use agui_bridge_core::framing::Event;
-use agui_bridge_core::json::{MAX_DEPTH, Map, Value, float};
+use agui_bridge_core::json::{self, MAX_DEPTH, Map, Value, float};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
@@ -66,6 +66,98 @@ pub fn to_value(obj: &Bound<'_, PyAny>, depth: usize) -> Option<Value> {
             .map(Value::Array);
     }
     None
+}
+
+/// Writes the compact JSON of `obj` as `to_value` then `json::write_value` would,
+/// without building the value; `false` (with `out` partly written) when it is
+/// not JSON, or when a key is a str subclass, whose duplicates only the value
+/// tree merges as the general path does.
+pub fn write_json(out: &mut Vec<u8>, obj: &Bound<'_, PyAny>, depth: usize) -> bool {
+    if obj.is_none() {
+        out.extend_from_slice(b"null");
+        return true;
+    }
+    if let Ok(value) = obj.cast::<PyBool>() {
+        out.extend_from_slice(if value.is_true() { b"true" } else { b"false" });
+        return true;
+    }
+    if let Ok(text) = obj.cast::<PyString>() {
+        let Ok(text) = text.to_str() else {
+            return false;
+        };
+        json::write_str(out, text);
+        return true;
+    }
+    if obj.is_instance_of::<PyInt>() {
+        let Some(value) = int_value(obj) else {
+            return false;
+        };
+        json::write_value(out, &value);
+        return true;
+    }
+    if let Ok(value) = obj.cast::<PyFloat>() {
+        json::write_value(out, &float(value.value()));
+        return true;
+    }
+    if depth >= MAX_DEPTH {
+        return false;
+    }
+    if let Ok(dict) = obj.cast::<PyDict>() {
+        out.push(b'{');
+        for (index, (key, item)) in dict.iter().enumerate() {
+            let Ok(key) = key.cast_exact::<PyString>() else {
+                return false;
+            };
+            let Ok(key) = key.to_str() else {
+                return false;
+            };
+            if index > 0 {
+                out.push(b',');
+            }
+            json::write_str(out, key);
+            out.push(b':');
+            if !write_json(out, &item, depth + 1) {
+                return false;
+            }
+        }
+        out.push(b'}');
+        return true;
+    }
+    if let Ok(list) = obj.cast::<PyList>() {
+        return write_items(out, list.iter(), depth);
+    }
+    if let Ok(tuple) = obj.cast::<PyTuple>() {
+        return write_items(out, tuple.iter(), depth);
+    }
+    false
+}
+
+fn write_items<'py>(
+    out: &mut Vec<u8>,
+    items: impl Iterator<Item = Bound<'py, PyAny>>,
+    depth: usize,
+) -> bool {
+    out.push(b'[');
+    for (index, item) in items.enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        if !write_json(out, &item, depth + 1) {
+            return false;
+        }
+    }
+    out.push(b']');
+    true
+}
+
+/// The compact JSON text of `obj`, or `None` when it is not JSON (see `write_json`).
+pub fn json_text(obj: &Bound<'_, PyAny>) -> Option<String> {
+    let mut out = Vec::with_capacity(64);
+    if !write_json(&mut out, obj, 0) {
+        return None;
+    }
+    // Only valid UTF-8 is ever written: every string was read with `to_str`.
+    String::from_utf8(out).ok()
 }
 
 pub fn dict_value(dict: &Bound<'_, PyDict>, depth: usize) -> Option<Map<String, Value>> {

@@ -12,12 +12,11 @@
 
 use agui_bridge_core::chunks::{self, Chunks};
 use agui_bridge_core::crumbs::{self, Crumbs};
-use agui_bridge_core::json::{Value, compact};
 use agui_bridge_core::stream::Dialect;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
-use crate::convert::to_value;
+use crate::convert::json_text;
 
 /// A dialect whose frequent items can be read without the general path.
 pub trait HotInput: Dialect {
@@ -80,13 +79,13 @@ impl<const N: usize> Read<'_, N> {
         value.to_str().ok()
     }
 
-    /// A JSON field that is present and not `None`.
-    fn json(&self, at: usize) -> Option<Value> {
+    /// The compact JSON of a field that is present and not `None`.
+    fn json(&self, at: usize) -> Option<String> {
         let value = self.slots[at].as_ref()?;
         if value.is_none() {
             return None;
         }
-        to_value(value, 0)
+        json_text(value)
     }
 
     /// A result's content: the value if a string, else its compact JSON.
@@ -95,7 +94,7 @@ impl<const N: usize> Read<'_, N> {
         if value.is_instance_of::<PyString>() {
             return self.text(at).map(str::to_owned);
         }
-        self.json(at).map(|value| compact(&value))
+        self.json(at)
     }
 
     fn type_text(&self) -> &str {
@@ -140,11 +139,11 @@ impl HotInput for Crumbs {
                 tool_call_id: read.text(TOOL_CALL_ID)?,
             },
             "tool:call" if needs(&[TOOL_CALL_ID, TOOL_NAME, INPUT]) => {
-                let input = read.json(INPUT)?;
+                let args = read.json(INPUT)?;
                 return Some(run(crumbs::Hot::Call {
                     tool_call_id: read.text(TOOL_CALL_ID)?,
                     tool_name: read.text(TOOL_NAME)?,
-                    input: &input,
+                    args: &args,
                 }));
             }
             "tool:result" if needs(&[TOOL_CALL_ID, RESULT]) => crumbs::Hot::Result {
@@ -185,15 +184,17 @@ impl HotInput for Chunks {
         match read.type_text() {
             "tool_call" if has(NAME) && only(&[ID, NAME, CHUNK_INPUT]) => {
                 let id = if has(ID) { Some(read.text(ID)?) } else { None };
-                let input = if has(CHUNK_INPUT) {
-                    Some(read.json(CHUNK_INPUT)?)
-                } else {
-                    None
+                // A non-finite float input is null once normal (rule 11), and a
+                // null input means none: the args are `{}` as for an absent one.
+                let args = match has(CHUNK_INPUT).then(|| read.json(CHUNK_INPUT)) {
+                    Some(Some(args)) if args != "null" => args,
+                    Some(None) => return None,
+                    _ => "{}".to_owned(),
                 };
                 Some(run(chunks::Hot::ToolCall {
                     id,
                     name: read.text(NAME)?,
-                    input: input.as_ref(),
+                    args: &args,
                 }))
             }
             "tool_result" if has(ID) && has(OUTPUT) && only(&[ID, OUTPUT]) => {
