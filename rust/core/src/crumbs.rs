@@ -1,11 +1,9 @@
 //! The crumbs dialect (contract section 3, seed 000).
 
-use std::collections::HashSet;
-
 use crate::error::CrumbError;
 use crate::event::Fields;
 use crate::fields::{self, Input, Kinds, check_error_object, parse_fields};
-use crate::framing::{Framer, IdKind};
+use crate::framing::{Framer, HashSet, IdKind};
 use crate::json::{Map, Value, compact};
 use crate::stream::Dialect;
 
@@ -142,10 +140,10 @@ impl Crumbs {
     pub fn new(thread_id: String, run_id: String, state: Map<String, Value>) -> Self {
         Self {
             framer: Framer::new(thread_id, run_id, state, false),
-            streamed: HashSet::new(),
+            streamed: HashSet::default(),
             interrupts: Vec::new(),
-            interrupt_ids: HashSet::new(),
-            files: HashSet::new(),
+            interrupt_ids: HashSet::default(),
+            files: HashSet::default(),
             current_loop: None,
         }
     }

@@ -3,11 +3,12 @@
 //! A dialect validates an item completely before calling in here, so nothing
 //! here fails on bad input: a call either emits events or counts a drop.
 
-use std::collections::HashSet;
-
-use indexmap::IndexSet;
-
 use crate::json::{self, Map, Value};
+
+/// The run's id and name sets. Their keys are short ids hashed several times
+/// per tool call: foldhash (randomly seeded per set) costs a fraction of std's `SipHash`.
+pub type HashSet<T> = std::collections::HashSet<T, foldhash::fast::RandomState>;
+pub type IndexSet<T> = indexmap::IndexSet<T, foldhash::fast::RandomState>;
 
 pub use crate::event::Event;
 
@@ -82,11 +83,11 @@ impl Framer {
             text_id: None,
             latest_text_id: None,
             content_prefix: Vec::new(),
-            open_tools: IndexSet::new(),
-            known_tools: HashSet::new(),
-            steps: IndexSet::new(),
+            open_tools: IndexSet::default(),
+            known_tools: HashSet::default(),
+            steps: IndexSet::default(),
             state,
-            used_ids: HashSet::new(),
+            used_ids: HashSet::default(),
             counters: [0; 4],
             dropped: 0,
             ignored: 0,
