@@ -384,17 +384,13 @@ class Run:
             events = observer(item) if item is not _FINISH else observer.finish()
         except Exception as error:
             events = observer.fail(error)
-        for event in events:
-            for listener in self.listeners:
-                try:
-                    result = listener(event, self.info)
-                    if inspect.isawaitable(result):
-                        await result
-                except Exception:
-                    log.exception("on_event callback failed")
+        await self._deliver(events)
 
     async def _notify_fail(self, error: BaseException) -> None:
-        for event in self.observer.fail(error):
+        await self._deliver(self.observer.fail(error))
+
+    async def _deliver(self, events: list[dict]) -> None:
+        for event in events:
             for listener in self.listeners:
                 try:
                     result = listener(event, self.info)
