@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
 use crate::convert::{dict_value, type_name};
-use crate::stream::{self, lock};
+use crate::stream::{self, MessageId, lock};
 
 /// An argument whose explicit `None` differs from leaving it out.
 pub struct Given(pub Option<Py<PyAny>>);
@@ -75,6 +75,7 @@ fn created(
 #[pyclass(frozen, module = "agui_bridge._native", name = "CrumbTransformer")]
 pub struct CrumbTransformerPy {
     inner: Mutex<Crumbs>,
+    message_id: MessageId,
 }
 
 impl CrumbTransformerPy {
@@ -86,6 +87,7 @@ impl CrumbTransformerPy {
         let (thread_id, run_id, state) = created(thread_id, run_id, state)?;
         Ok(Self {
             inner: Mutex::new(Crumbs::new(thread_id, run_id, state)),
+            message_id: MessageId::default(),
         })
     }
 }
@@ -103,7 +105,7 @@ impl CrumbTransformerPy {
     }
 
     fn __call__<'py>(&self, item: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-        stream::call(item.py(), &self.inner, item)
+        stream::call(item.py(), &self.inner, &self.message_id, item)
     }
 
     fn encode<'py>(&self, item: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
@@ -169,6 +171,7 @@ impl CrumbTransformerPy {
 #[pyclass(frozen, module = "agui_bridge._native", name = "ChunkTranslator")]
 pub struct ChunkTranslatorPy {
     inner: Mutex<Chunks>,
+    message_id: MessageId,
 }
 
 impl ChunkTranslatorPy {
@@ -187,6 +190,7 @@ impl ChunkTranslatorPy {
         let (thread_id, run_id, state) = created(thread_id, run_id, state)?;
         Ok(Self {
             inner: Mutex::new(Chunks::new(thread_id, run_id, state, custom_prefix)),
+            message_id: MessageId::default(),
         })
     }
 }
@@ -206,7 +210,7 @@ impl ChunkTranslatorPy {
     }
 
     fn __call__<'py>(&self, item: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-        stream::call(item.py(), &self.inner, item)
+        stream::call(item.py(), &self.inner, &self.message_id, item)
     }
 
     fn encode<'py>(&self, item: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {

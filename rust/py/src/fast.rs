@@ -145,17 +145,22 @@ pub fn write_open<D: Dialect>(dialect: &mut D, delta: &str, out: &mut Vec<u8>) {
 }
 
 // An exact str, as the general path gives, whatever subclass the item held.
-fn plain_str<'py>(py: Python<'py>, text: &Bound<'py, PyString>) -> PyResult<Bound<'py, PyString>> {
+pub fn plain_str<'py>(
+    py: Python<'py>,
+    text: &Bound<'py, PyString>,
+) -> PyResult<Bound<'py, PyString>> {
     if text.is_exact_instance_of::<PyString>() {
         return Ok(text.clone());
     }
     Ok(PyString::new(py, text.to_str()?))
 }
 
+// The keys are the interned strings themselves, borrowed: making a recognizer
+// per call then costs no reference counting.
 pub struct Recognizer<'py> {
-    type_key: Bound<'py, PyString>,
-    delta_key: Bound<'py, PyString>,
-    tool_key: Bound<'py, PyString>,
+    type_key: &'py Bound<'py, PyString>,
+    delta_key: &'py Bound<'py, PyString>,
+    tool_key: &'py Bound<'py, PyString>,
     delta_name: &'static str,
     text_types: &'static [&'static str],
     args_type: Option<&'static str>,
@@ -213,14 +218,14 @@ fn is_type<'py>(
 impl<'py> Recognizer<'py> {
     fn new(
         py: Python<'py>,
-        delta_key: &Bound<'py, PyString>,
+        delta_key: &'py Bound<'py, PyString>,
         delta_name: &'static str,
         text_types: &'static [&'static str],
     ) -> Self {
         Self {
-            type_key: intern!(py, "type").clone(),
-            delta_key: delta_key.clone(),
-            tool_key: intern!(py, "toolCallId").clone(),
+            type_key: intern!(py, "type"),
+            delta_key,
+            tool_key: intern!(py, "toolCallId"),
             delta_name,
             text_types,
             args_type: None,
@@ -253,11 +258,11 @@ impl<'py> Recognizer<'py> {
         let (mut item_type, mut delta, mut tool_call_id) = (None, None, None);
         // Stopping after the known entries spares the iterator's final probe.
         for (key, value) in dict.iter().take(len) {
-            if is_key(&key, &self.type_key, "type") {
+            if is_key(&key, self.type_key, "type") {
                 item_type = Some(value);
-            } else if is_key(&key, &self.delta_key, self.delta_name) {
+            } else if is_key(&key, self.delta_key, self.delta_name) {
                 delta = Some(value.cast_into::<PyString>().ok()?);
-            } else if len == 3 && is_key(&key, &self.tool_key, "toolCallId") {
+            } else if len == 3 && is_key(&key, self.tool_key, "toolCallId") {
                 tool_call_id = Some(value.cast_into::<PyString>().ok()?);
             } else {
                 return None;

@@ -19,16 +19,77 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use crate::convert::{events_to_py, map_to_py, maps_to_py, to_input, type_name};
 use crate::errors::{item_error, many_error};
-use crate::fast::{FastInput, Recognizer, write_open};
+use crate::fast::{Fast, FastInput, Recognizer, plain_str, write_open};
 use crate::hot::HotInput;
 
 pub fn lock<D>(inner: &Mutex<D>) -> MutexGuard<'_, D> {
     inner.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// The open message's id as a Python string, and a template of its content
+/// events, made once per message rather than once per delta.
+#[derive(Default)]
+pub struct MessageId(Mutex<Option<Cached>>);
+
+/// The id, and once a content event was asked for, the template.
+type Cached = (Py<PyString>, Option<Py<PyDict>>);
+
+impl MessageId {
+    /// The id as a Python string; runs no Python code, so the run's lock may be held.
+    fn get<'py>(&self, py: Python<'py>, id: &str) -> Bound<'py, PyString> {
+        let mut slot = lock(&self.0);
+        if let Some((cached, _)) = slot.as_ref()
+            && cached.bind(py).to_str().is_ok_and(|cached| cached == id)
+        {
+            return cached.bind(py).clone();
+        }
+        let fresh = PyString::new(py, id);
+        let stale = slot.replace((fresh.clone().unbind(), None));
+        drop(slot);
+        drop(stale);
+        fresh
+    }
+
+    /// A `TEXT_MESSAGE_CONTENT` dict for the message `id` (from `get`), copied
+    /// from the template: one copy and one store instead of three inserts.
+    ///
+    /// Dicts are tracked by the collector, whose finalizers may call back in:
+    /// neither lock is held while one is made.
+    fn content_event<'py>(
+        &self,
+        py: Python<'py>,
+        id: &Bound<'py, PyString>,
+        delta: Bound<'py, PyString>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let cached = lock(&self.0)
+            .as_ref()
+            .filter(|(cached, _)| cached.is(id))
+            .and_then(|(_, template)| template.as_ref().map(|template| template.clone_ref(py)));
+        let template = if let Some(template) = cached {
+            template.into_bound(py)
+        } else {
+            let template = PyDict::new(py);
+            template.set_item(intern!(py, "type"), intern!(py, "TEXT_MESSAGE_CONTENT"))?;
+            template.set_item(intern!(py, "messageId"), id)?;
+            template.set_item(intern!(py, "delta"), intern!(py, ""))?;
+            let mut slot = lock(&self.0);
+            if let Some((cached, empty)) = slot.as_mut()
+                && cached.is(id)
+            {
+                *empty = Some(template.clone().unbind());
+            }
+            template
+        };
+        let event = template.copy()?;
+        event.set_item(intern!(py, "delta"), delta)?;
+        Ok(event)
+    }
+}
+
 pub fn call<'py, D: Dialect + FastInput + HotInput>(
     py: Python<'py>,
     inner: &Mutex<D>,
+    message_id: &MessageId,
     item: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyList>> {
     if let Some(fast) = D::recognizer(py).recognize(item) {
@@ -36,14 +97,21 @@ pub fn call<'py, D: Dialect + FastInput + HotInput>(
         match fast.decide(&mut *guard) {
             FastText::Nothing => return Ok(PyList::empty(py)),
             FastText::Content => {
-                let message_id = guard
+                // Taken with the run's lock held, so always the id of this message.
+                let id = guard
                     .framer()
                     .text_id
                     .as_deref()
-                    .map(|id| PyString::new(py, id));
+                    .map(|id| message_id.get(py, id));
                 // Dicts are tracked by the collector: built with the lock let go.
                 drop(guard);
-                return PyList::new(py, [fast.event(py, message_id)?]);
+                let event = match (&fast, id) {
+                    (Fast::Text(delta), Some(id)) => {
+                        message_id.content_event(py, &id, plain_str(py, delta)?)?
+                    }
+                    (_, id) => fast.event(py, id)?,
+                };
+                return PyList::new(py, [event]);
             }
             FastText::Open => {
                 guard.open_text(fast.open_text());
