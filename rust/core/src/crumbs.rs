@@ -512,6 +512,57 @@ mod tests {
     }
 
     #[test]
+    fn hot_crumbs_apply_as_parsed_ones() {
+        let parsed = [
+            json!({"type": "text:delta", "delta": "hi"}),
+            json!({"type": "tool:input:start", "toolCallId": "c", "toolName": "f"}),
+            json!({"type": "tool:input:end", "toolCallId": "c"}),
+            json!({"type": "tool:call", "toolCallId": "d", "toolName": "g", "input": {"a": 1}}),
+            json!({"type": "tool:result", "toolCallId": "d", "result": "ok"}),
+            json!({"type": "pipeline:step:start", "stepName": "s"}),
+            json!({"type": "pipeline:step:end", "stepName": "s"}),
+        ];
+        let (_, expected) = run(&parsed);
+        let mut transformer = Crumbs::new("t".into(), "r".into(), Map::new());
+        let mut events = Vec::new();
+        let mut hot = |transformer: &mut Crumbs, act: &dyn Fn(&mut Crumbs)| {
+            transformer.call_checked(act);
+            let out = transformer.framer_mut().take_out();
+            events.extend(out.iter().map(crate::event::Event::to_value));
+        };
+        hot(&mut transformer, &|t| t.framer.text("hi"));
+        hot(&mut transformer, &|t| {
+            t.apply_hot(Hot::InputStart {
+                tool_call_id: "c",
+                tool_name: "f",
+            });
+        });
+        hot(&mut transformer, &|t| {
+            t.apply_hot(Hot::InputEnd { tool_call_id: "c" });
+        });
+        hot(&mut transformer, &|t| {
+            t.apply_hot(Hot::Call {
+                tool_call_id: "d",
+                tool_name: "g",
+                args: r#"{"a":1}"#,
+            });
+        });
+        hot(&mut transformer, &|t| {
+            t.apply_hot(Hot::Result {
+                tool_call_id: "d",
+                content: "ok".into(),
+            });
+        });
+        hot(&mut transformer, &|t| {
+            t.apply_hot(Hot::StepStart { step_name: "s" });
+        });
+        hot(&mut transformer, &|t| {
+            t.apply_hot(Hot::StepEnd { step_name: "s" });
+        });
+        assert_eq!(events, expected);
+    }
+
+    #[test]
     fn bad_error_objects_are_named() {
         let mut transformer = Crumbs::new("t".into(), "r".into(), Map::new());
         let crumb = json!({"type": "tool:error", "toolCallId": "c", "error": {"code": "x"}});
