@@ -72,6 +72,75 @@ fn created(
     ))
 }
 
+/// One `#[pymethods]` block per class (pyo3 allows no more without a feature),
+/// holding that class's own methods and the event-stream surface both share.
+macro_rules! event_stream_class {
+    ($class:ty { $($own:tt)* }) => {
+        #[pymethods]
+        impl $class {
+            $($own)*
+
+            fn __call__<'py>(&self, item: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+                stream::call(item.py(), &self.inner, &self.message_id, item)
+            }
+
+            fn encode<'py>(&self, item: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+                stream::encode(item.py(), &self.inner, item)
+            }
+
+            fn encode_many<'py>(&self, items: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+                stream::encode_many(items.py(), &self.inner, items)
+            }
+
+            fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+                stream::events(py, &stream::finish(&self.inner))
+            }
+
+            fn finish_encoded<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+                stream::frames(py, &stream::finish(&self.inner))
+            }
+
+            fn fail<'py>(&self, exc: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+                stream::events(exc.py(), &stream::fail(&self.inner, exc)?)
+            }
+
+            fn fail_encoded<'py>(&self, exc: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+                Ok(stream::frames(exc.py(), &stream::fail(&self.inner, exc)?))
+            }
+
+            #[getter]
+            fn dropped(&self) -> u64 {
+                lock(&self.inner).framer().dropped
+            }
+
+            #[getter]
+            fn ignored(&self) -> u64 {
+                lock(&self.inner).framer().ignored
+            }
+
+            #[getter]
+            fn finished(&self) -> bool {
+                lock(&self.inner).framer().finished
+            }
+
+            #[getter]
+            fn thread_id(&self) -> String {
+                lock(&self.inner).framer().thread_id.clone()
+            }
+
+            #[getter]
+            fn run_id(&self) -> String {
+                lock(&self.inner).framer().run_id.clone()
+            }
+
+            #[getter]
+            fn state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+                stream::state(py, &self.inner)
+            }
+        }
+    };
+}
+
 #[pyclass(frozen, module = "agui_bridge._native", name = "CrumbTransformer")]
 pub struct CrumbTransformerPy {
     inner: Mutex<Crumbs>,
@@ -92,8 +161,7 @@ impl CrumbTransformerPy {
     }
 }
 
-#[pymethods]
-impl CrumbTransformerPy {
+event_stream_class!(CrumbTransformerPy {
     #[new]
     #[pyo3(signature = (thread_id=None, run_id=None, state=None))]
     fn new(
@@ -104,69 +172,11 @@ impl CrumbTransformerPy {
         Self::create(thread_id, run_id, state)
     }
 
-    fn __call__<'py>(&self, item: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-        stream::call(item.py(), &self.inner, &self.message_id, item)
-    }
-
-    fn encode<'py>(&self, item: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
-        stream::encode(item.py(), &self.inner, item)
-    }
-
-    fn encode_many<'py>(&self, items: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
-        stream::encode_many(items.py(), &self.inner, items)
-    }
-
-    fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        stream::events(py, &stream::finish(&self.inner))
-    }
-
-    fn finish_encoded<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        stream::frames(py, &stream::finish(&self.inner))
-    }
-
-    fn fail<'py>(&self, exc: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-        stream::events(exc.py(), &stream::fail(&self.inner, exc)?)
-    }
-
-    fn fail_encoded<'py>(&self, exc: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
-        Ok(stream::frames(exc.py(), &stream::fail(&self.inner, exc)?))
-    }
-
-    #[getter]
-    fn dropped(&self) -> u64 {
-        lock(&self.inner).framer().dropped
-    }
-
-    #[getter]
-    fn ignored(&self) -> u64 {
-        lock(&self.inner).framer().ignored
-    }
-
-    #[getter]
-    fn finished(&self) -> bool {
-        lock(&self.inner).framer().finished
-    }
-
-    #[getter]
-    fn thread_id(&self) -> String {
-        lock(&self.inner).framer().thread_id.clone()
-    }
-
-    #[getter]
-    fn run_id(&self) -> String {
-        lock(&self.inner).framer().run_id.clone()
-    }
-
-    #[getter]
-    fn state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        stream::state(py, &self.inner)
-    }
-
     #[getter]
     fn interrupts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         stream::interrupts(py, &self.inner)
     }
-}
+});
 
 #[pyclass(frozen, module = "agui_bridge._native", name = "ChunkTranslator")]
 pub struct ChunkTranslatorPy {
@@ -195,8 +205,7 @@ impl ChunkTranslatorPy {
     }
 }
 
-#[pymethods]
-impl ChunkTranslatorPy {
+event_stream_class!(ChunkTranslatorPy {
     #[new]
     #[pyo3(signature = (thread_id, run_id, state=None, custom_prefix=Given(None)))]
     fn new(
@@ -208,62 +217,4 @@ impl ChunkTranslatorPy {
     ) -> PyResult<Self> {
         Self::create(py, thread_id, run_id, state, &custom_prefix)
     }
-
-    fn __call__<'py>(&self, item: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-        stream::call(item.py(), &self.inner, &self.message_id, item)
-    }
-
-    fn encode<'py>(&self, item: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
-        stream::encode(item.py(), &self.inner, item)
-    }
-
-    fn encode_many<'py>(&self, items: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
-        stream::encode_many(items.py(), &self.inner, items)
-    }
-
-    fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        stream::events(py, &stream::finish(&self.inner))
-    }
-
-    fn finish_encoded<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        stream::frames(py, &stream::finish(&self.inner))
-    }
-
-    fn fail<'py>(&self, exc: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-        stream::events(exc.py(), &stream::fail(&self.inner, exc)?)
-    }
-
-    fn fail_encoded<'py>(&self, exc: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
-        Ok(stream::frames(exc.py(), &stream::fail(&self.inner, exc)?))
-    }
-
-    #[getter]
-    fn dropped(&self) -> u64 {
-        lock(&self.inner).framer().dropped
-    }
-
-    #[getter]
-    fn ignored(&self) -> u64 {
-        lock(&self.inner).framer().ignored
-    }
-
-    #[getter]
-    fn finished(&self) -> bool {
-        lock(&self.inner).framer().finished
-    }
-
-    #[getter]
-    fn thread_id(&self) -> String {
-        lock(&self.inner).framer().thread_id.clone()
-    }
-
-    #[getter]
-    fn run_id(&self) -> String {
-        lock(&self.inner).framer().run_id.clone()
-    }
-
-    #[getter]
-    fn state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        stream::state(py, &self.inner)
-    }
-}
+});
