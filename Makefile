@@ -44,6 +44,7 @@ lint: $(VENV)/.deps
 
 bench: dev
 	$(BIN)/python benches/transformer.py
+	$(BIN)/python benches/ingress.py
 
 bench-server: dev
 	$(BIN)/python benches/server.py
