@@ -134,7 +134,6 @@ class Probe:
     __slots__ = (
         "acked",
         "base_acked",
-        "base_written",
         "client",
         "every",
         "next_check",
@@ -150,7 +149,6 @@ class Probe:
         self.every = max(limit // 4, 1)
         self.next_check = self.every
         self.state = None  # None: not looked up; False: no socket; TcpAcked
-        self.base_written = 0
         self.base_acked = 0
         self.acked = 0
 
@@ -172,7 +170,7 @@ class Probe:
     def wrote(self, n: int) -> int:
         self.written += n
         if self.written < self.next_check:
-            return self.written - self.base_written - self.acked
+            return self.written - self.acked
         self.next_check = self.written + max(self.every // 4, 1)
         if self.state is None:
             self.state = find(self.server, self.client) or False
@@ -181,15 +179,7 @@ class Probe:
                 # Everything written before the first check is assumed delivered
                 # once acknowledged; the baseline also absorbs earlier responses
                 # on a kept-alive connection.
-                self.base_written = 0
                 self.base_acked = (acked or 0) - min(acked or 0, self.written)
                 self.acked = (acked or 0) - self.base_acked
                 return self.written - self.acked
-        if not self.state:
-            return self.written
-        acked = self.state.read()
-        if acked is None:
-            self.state = False
-            return self.written
-        self.acked = acked - self.base_acked
-        return self.written - self.acked
+        return self.refresh()
