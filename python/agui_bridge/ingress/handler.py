@@ -263,19 +263,18 @@ class Handler:
         store = app.store
         claim = getattr(store, "claim", None)
         token = uuid4().hex
+        claimed = False
         try:
-            if claim is not None and not claim(thread_id, token):
-                raise HttpError(
-                    409, "run_active", f"thread {thread_id!r} already has an active run"
-                )
-        except BaseException:
-            app._active.pop(thread_id, None)
-            raise
-        try:
+            if claim is not None:
+                if not claim(thread_id, token):
+                    raise HttpError(
+                        409, "run_active", f"thread {thread_id!r} already has an active run"
+                    )
+                claimed = True
             run = await self._prepare(agent, run_input, identity)
         except BaseException:
             app._active.pop(thread_id, None)
-            if claim is not None:
+            if claimed:
                 store.release(thread_id, token)
             raise
         run.lease = token
