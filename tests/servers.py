@@ -119,3 +119,41 @@ def serve(
         if os.environ.get("AGUI_KEEP_SERVER_LOGS") != "1":
             Path(log.name).unlink(missing_ok=True)
         _LOGS.pop(base_url, None)
+
+
+@contextlib.contextmanager
+def serve_uvicorn(target: str, env: dict | None = None, timeout: float = 20.0):
+    """``target`` under uvicorn (ASGI) on a free 127.0.0.1 port; yields the port."""
+    port = free_port()
+    full_env = dict(os.environ)
+    full_env["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT / "python"), str(ROOT), full_env.get("PYTHONPATH", "")]
+    )
+    full_env.update(env or {})
+    command = [sys.executable, "-m", "uvicorn", "--host", "127.0.0.1", "--port", str(port)]
+    process = subprocess.Popen(
+        [*command, "--log-level", "warning", target],
+        env=full_env,
+        cwd=str(ROOT),
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError("uvicorn exited early")
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/__ping__", timeout=1.0)
+                break
+            except httpx.TransportError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"uvicorn did not answer in {timeout}s") from None
+                time.sleep(0.05)
+        yield port
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=5)

@@ -392,3 +392,32 @@ def test_error_messages_are_json_safe_for_a_400_body():
     with pytest.raises(RunInputError) as caught:
         map_run_input({"messages": [NEWEST]})
     assert json.loads(json.dumps({"error": str(caught.value)}))["error"] == str(caught.value)
+
+
+def test_nesting_up_to_max_depth_and_no_deeper():
+    from agui_bridge.run_input import MAX_DEPTH
+
+    def state(levels):  # the body, "state" and levels - 2 more objects
+        value = {}
+        for _ in range(levels - 2):
+            value = {"k": value}
+        return value
+
+    assert map_run_input(client_0058_body(state=state(MAX_DEPTH))).state is not None
+    rejects(client_0058_body(state=state(MAX_DEPTH + 1)), "nested deeper")
+    lists = [[]]
+    for _ in range(MAX_DEPTH - 1):
+        lists = [lists]
+    rejects(client_0058_body(context=lists), "nested deeper")
+
+
+@pytest.mark.parametrize("tool_calls", [1.5, -1, True, {"id": "c"}, ["c"], [{"id": ["c"]}], [{}]])
+def test_rejects_tool_calls_of_another_shape(tool_calls):
+    message = {"id": "a", "role": "assistant", "content": "", "toolCalls": tool_calls}
+    rejects(client_0058_body(messages=[message, NEWEST]), "toolCalls")
+
+
+@pytest.mark.parametrize("call_id", [None, 3, ["c1"], {"id": "c1"}])
+def test_rejects_a_tool_message_without_a_string_tool_call_id(call_id):
+    message = {"id": "t", "role": "tool", "content": "4", "toolCallId": call_id}
+    rejects(client_0058_body(messages=[NEWEST, message]), "toolCallId")

@@ -126,8 +126,7 @@ class App:
             raise ValueError(f"agent {agent_id!r} is already registered")
 
         def register(fn):
-            if not inspect.isasyncgenfunction(fn) and not callable(fn):
-                raise TypeError("an agent is an async generator function taking a RunContext")
+            _check_agent(agent_id, fn)
             paths = []
             chosen = path if path is not None else (DEFAULT_PATH if not self._agents else None)
             if chosen is not None:
@@ -193,6 +192,25 @@ class App:
         if store is not None and hasattr(store, "close"):
             with contextlib.suppress(RuntimeError):
                 loop.run_until_complete(store.close())
+
+
+def _check_agent(agent_id: str, fn) -> None:
+    """An agent is an async generator function (or an object whose ``__call__`` is one)
+    callable with one RunContext."""
+    method = None if inspect.isroutine(fn) else getattr(type(fn), "__call__", None)
+    if not (inspect.isasyncgenfunction(fn) or inspect.isasyncgenfunction(method)):
+        raise TypeError(
+            f"agent {agent_id!r}: an agent is an async generator function taking a RunContext"
+            f" (async def with yield), not {fn!r}"
+        )
+    try:
+        inspect.signature(fn).bind(None)
+    except TypeError:
+        raise TypeError(
+            f"agent {agent_id!r}: an agent takes one argument (the RunContext)"
+        ) from None
+    except ValueError:
+        pass  # no signature to check (a builtin or extension callable)
 
 
 def _takes_two(callback) -> bool:

@@ -12,6 +12,12 @@ from uuid import uuid4
 
 from .errors import RunInputError
 
+# Containers nested in one body, the body itself counting as one. Everything a
+# run stores and reads back is part of a body this deep at most, wrapped in a
+# few more levels (a stored message, the state response, a STATE_SNAPSHOT), so
+# it stays well inside the transformer's limit (128) and orjson's (254).
+MAX_DEPTH = 64
+
 
 @dataclass(frozen=True)
 class Resume:
@@ -111,10 +117,40 @@ def _list(body: dict, key: str) -> list:
     return value
 
 
+def _check_depth(body) -> None:
+    level = [body]
+    depth = 1
+    while level:
+        if depth > MAX_DEPTH:
+            raise RunInputError(f"the body is nested deeper than {MAX_DEPTH} levels")
+        deeper = []
+        for value in level:
+            children = value.values() if type(value) is dict else value
+            deeper.extend(v for v in children if type(v) is dict or type(v) is list)
+        level = deeper
+        depth += 1
+
+
+def _check_tool_ids(index: int, message: dict) -> None:
+    """Ids a thread keys its tool calls by are strings (they land in sets and the store)."""
+    calls = message.get("toolCalls")
+    if calls is not None:
+        if not isinstance(calls, list):
+            raise RunInputError(f"messages[{index}].toolCalls must be a list")
+        for call in calls:
+            if not (isinstance(call, dict) and isinstance(call.get("id"), str)):
+                raise RunInputError(
+                    f"messages[{index}].toolCalls must be objects with a string 'id'"
+                )
+    if message["role"] == "tool" and not isinstance(message.get("toolCallId"), str):
+        raise RunInputError(f"messages[{index}] (a tool message) needs a string 'toolCallId'")
+
+
 def map_run_input(body) -> RunInput:
     """Validates a RunAgentInput leniently and returns the turn it asks for."""
     if not isinstance(body, dict):
         raise RunInputError("the body must be a JSON object (RunAgentInput)")
+    _check_depth(body)
     thread_id = body.get("threadId")
     if not isinstance(thread_id, str) or not thread_id:
         raise RunInputError("'threadId' must be a non-empty string")
@@ -130,6 +166,7 @@ def map_run_input(body) -> RunInput:
     for index, message in enumerate(messages):
         if not isinstance(message, dict) or not isinstance(message.get("role"), str):
             raise RunInputError(f"messages[{index}] must be an object with a string 'role'")
+        _check_tool_ids(index, message)
         if message["role"] == "user":
             newest_user = index
     if newest_user is None:

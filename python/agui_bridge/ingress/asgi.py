@@ -63,11 +63,12 @@ class AsgiConn:
                 raise Closed
             chunk = message.get("body", b"")
             total += len(chunk)
+            # Noted before any TooLarge: discard_body must not wait for more.
+            self.body_done = not message.get("more_body", False)
             if total > limit:
                 raise TooLarge
             chunks.append(chunk)
-            if not message.get("more_body", False):
-                self.body_done = True
+            if self.body_done:
                 return b"".join(chunks)
 
     async def discard_body(self, limit: int) -> None:
