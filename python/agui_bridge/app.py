@@ -197,7 +197,7 @@ class App:
 def _check_agent(agent_id: str, fn) -> None:
     """An agent is an async generator function (or an object whose ``__call__`` is one)
     callable with one RunContext."""
-    method = None if inspect.isroutine(fn) else getattr(type(fn), "__call__", None)
+    method = None if inspect.isroutine(fn) else inspect.getattr_static(type(fn), "__call__", None)
     if not (inspect.isasyncgenfunction(fn) or inspect.isasyncgenfunction(method)):
         raise TypeError(
             f"agent {agent_id!r}: an agent is an async generator function taking a RunContext"
