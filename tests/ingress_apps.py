@@ -34,6 +34,15 @@ def make_app(**overrides) -> App:
         max_buffered=_int("AGUI_TEST_MAX_BUFFERED", 8 << 20),
         body_limit=_int("AGUI_TEST_BODY_LIMIT", 1 << 20),
     )
+    for name, kind in (
+        ("send_timeout", float),
+        ("max_log_bytes", int),
+        ("run_retention", float),
+        ("max_total_bytes", int),
+    ):
+        value = _env(f"AGUI_TEST_{name.upper()}")
+        if value:
+            options[name] = kind(value)
     options.update(overrides)
     options.setdefault("overflow_grace", float(_env("AGUI_TEST_OVERFLOW_GRACE", "5")))
     app = App(**options)
@@ -187,16 +196,21 @@ auth_app = make_app(authenticate=_authenticate)
 def parse_sse(text: str) -> tuple[list[dict], int]:
     """The events of an SSE body and the number of ``: ping`` comments.
 
-    Strict, like @ag-ui/client: LF only, every frame one ``data:`` line or a
-    ``: ping`` comment, nothing else.
+    Strict, like @ag-ui/client: LF only, every frame one ``data:`` line
+    (after an optional ``id: n`` line, the ids increasing) or a ``: ping``
+    comment, nothing else.
     """
     assert "\r" not in text
     assert text.endswith("\n\n"), text[-200:]
-    events, pings = [], 0
+    events, pings, last_id = [], 0, 0
     for frame in text[:-2].split("\n\n"):
         if frame == ": ping":
             pings += 1
             continue
+        if frame.startswith("id: "):
+            line, _, frame = frame.partition("\n")
+            assert line[4:].isdigit() and int(line[4:]) > last_id, (line, last_id)
+            last_id = int(line[4:])
         assert frame.startswith("data: ") and "\n" not in frame, frame[:200]
         events.append(orjson.loads(frame[6:]))
     return events, pings

@@ -19,6 +19,7 @@ from urllib.parse import quote
 from .ingress.asgi import serve_asgi
 from .ingress.handler import Handler, HttpError
 from .ingress.rsgi import RsgiConn
+from .runs import Limits, Logs
 from .store import DEFAULT_STORE, open_store
 
 DEFAULT_PATH = "/ag-ui/run"
@@ -46,6 +47,7 @@ class Agent:
     paths: tuple[str, ...]
     dialect: str
     authorize_thread: Callable | None
+    authorize_stream: Callable | None = None
 
 
 class App:
@@ -68,6 +70,20 @@ class App:
     are not taken within ``overflow_grace`` seconds is aborted (the server
     drops the connection); under RSGI granian keeps what it queued (at most
     about ``max_buffered``) until the client reads it or leaves.
+
+    Run streams: every run's frames go once into its log, and every response
+    is a reader of that log (the POST, ``GET /threads/{id}/runs/{run}/events``
+    with ``Last-Event-ID``, ``GET /threads/{id}/events``). ``event_ids``: each
+    frame carries ``id: n`` (``False``: the bytes of a plain AG-UI stream;
+    resuming still works with ``?last_event_id=``). The limits, with their
+    defaults in ``agui_bridge.runs.Limits``: ``run_retention`` (600 s: how long
+    a finished run stays readable), ``max_log_bytes`` (16 MiB per run; past it
+    the oldest frames go and older cursors get the join prelude),
+    ``max_total_bytes`` (256 MiB of logs per worker; the oldest finished runs
+    go first), ``max_write`` (16 KiB: the most one write hands the transport;
+    under ASGI this, times the few sends granian queues, is what a client that
+    stops reading pins), ``send_timeout`` (30 s without progress ends a stream;
+    the client can resume by id).
     """
 
     def __init__(
@@ -77,8 +93,14 @@ class App:
         body_limit: int = 1 << 20,
         keepalive: float = 15.0,
         on_disconnect: str = "continue",
-        max_buffered: int | None = 8 << 20,
+        max_buffered: int | None = None,
         overflow_grace: float = 5.0,
+        event_ids: bool = True,
+        run_retention: float | None = None,
+        max_log_bytes: int | None = None,
+        max_total_bytes: int | None = None,
+        max_write: int | None = None,
+        send_timeout: float | None = None,
     ):
         if on_disconnect not in ("continue", "cancel"):
             raise ValueError("on_disconnect must be 'continue' or 'cancel'")
@@ -88,8 +110,19 @@ class App:
         self.body_limit = body_limit
         self.keepalive = keepalive
         self.on_disconnect = on_disconnect
-        self.max_buffered = max_buffered
+        given = {
+            "run_retention": run_retention,
+            "max_log_bytes": max_log_bytes,
+            "max_total_bytes": max_total_bytes,
+            "max_write": max_write,
+            "send_timeout": send_timeout,
+            "max_buffered": max_buffered,
+        }
+        self.limits = Limits(**{k: v for k, v in given.items() if v is not None})
+        self.max_buffered = self.limits.max_buffered
         self.overflow_grace = overflow_grace
+        self.event_ids = event_ids
+        self._logs = Logs(self.limits)
         self._agents: dict[str, Agent] = {}
         self._routes: dict[str, Agent] = {}
         self._listeners: list[Callable] = []
@@ -112,13 +145,16 @@ class App:
         path: str | None = None,
         dialect: str = "crumbs",
         authorize_thread: Callable | None = None,
+        authorize_stream: Callable | None = None,
     ):
         """Registers an async generator function ``fn(ctx: RunContext)`` as an agent.
 
         It is served at ``path`` (the first agent defaults to ``/ag-ui/run``) and
         always at ``/agui/{urlencoded agent_id}``. ``dialect``: ``"crumbs"`` or
         ``"chunks"``. ``authorize_thread(identity, thread_id) -> bool`` (sync or
-        async) answers 403 when false.
+        async) answers 403 when false. ``authorize_stream(identity, thread_id,
+        run_id) -> bool`` (sync or async) guards reading a run's stream (both
+        event routes) and cancelling it: 403 when false.
         """
         if dialect not in ("crumbs", "chunks"):
             raise ValueError("dialect must be 'crumbs' or 'chunks'")
@@ -135,7 +171,7 @@ class App:
             for p in paths:
                 if p in self._routes:
                     raise ValueError(f"path {p!r} is already taken")
-            agent = Agent(agent_id, fn, tuple(paths), dialect, authorize_thread)
+            agent = Agent(agent_id, fn, tuple(paths), dialect, authorize_thread, authorize_stream)
             self._agents[agent_id] = agent
             for p in paths:
                 self._routes[p] = agent

@@ -39,6 +39,7 @@ it is ``max_buffered`` behind. The run itself never stops for a client.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 from typing import Any
@@ -48,16 +49,17 @@ import orjson
 
 from .. import RunInputError, map_run_input
 from ..context import Resumption, RunContext
-from ..runs import PING, STALL, Run, Subscriber
+from ..runs import (
+    STREAM_HEADERS,
+    Cursor,
+    Run,
+    Stalled,
+    exact_prelude,
+    pump,
+    snapshot_prelude,
+)
 
 log = logging.getLogger("agui_bridge.ingress")
-
-STREAM_HEADERS = [
-    ("content-type", "text/event-stream"),
-    ("cache-control", "no-cache"),
-    ("x-accel-buffering", "no"),
-]
-
 
 class Closed(Exception):
     """The client is gone (raised by a front end's ``send``)."""
@@ -166,15 +168,30 @@ class Handler:
                 )
             await self._run(conn, agent)
             return
-        if path.startswith("/threads/") and path.endswith("/state") and len(path) > 15:
-            if conn.method != "GET":
-                raise HttpError(
-                    405,
-                    "method_not_allowed",
-                    f"{conn.method} is not allowed on {path}; use GET",
-                    [("allow", "GET")],
-                )
-            await self._state(conn, path[len("/threads/") : -len("/state")])
+        if path.startswith("/threads/"):
+            await self._threads(conn, path[len("/threads/") :].split("/"))
+            return
+        raise HttpError(404, "not_found", f"no route for {path}")
+
+    async def _threads(self, conn, parts: list[str]) -> None:
+        """``/threads/{id}/state``, ``…/events``, ``…/runs/{run}/events`` and ``…/cancel``."""
+        path = conn.path
+        if len(parts) == 2 and parts[0] and parts[1] == "events":
+            _only(conn, "GET")
+            await self._join(conn, parts[0])
+            return
+        if len(parts) == 4 and parts[0] and parts[1] == "runs" and parts[2]:
+            if parts[3] == "events":
+                _only(conn, "GET")
+                await self._events(conn, parts[0], parts[2])
+                return
+            if parts[3] == "cancel":
+                _only(conn, "POST")
+                await self._cancel(conn, parts[0], parts[2])
+                return
+        if len(parts) >= 2 and parts[-1] == "state" and parts[0]:
+            _only(conn, "GET")
+            await self._state(conn, "/".join(parts[:-1]))
             return
         raise HttpError(404, "not_found", f"no route for {path}")
 
@@ -257,6 +274,14 @@ class Handler:
             agent.authorize_thread(identity, thread_id)
         ):
             raise HttpError(403, "forbidden", "this thread is not yours")
+        done = app._logs.get(thread_id, run_input.run_id)
+        if done is not None:
+            # A retry: the same runId with nothing new gets that run's stream
+            # from its first event; the agent never runs twice.
+            if run_input.resume is None and _carried(body) <= done.input_ids:
+                await self._read_log(conn, done, 0)
+                return
+            raise HttpError(409, "run_exists", f"run {run_input.run_id!r} already ran")
         if thread_id in app._active:
             raise HttpError(409, "run_active", f"thread {thread_id!r} already has an active run")
         app._active[thread_id] = None  # claimed now; a Run replaces it below
@@ -279,13 +304,11 @@ class Handler:
             raise
         run.lease = token
         app._active[thread_id] = run
-        sub = Subscriber(app.max_buffered, conn.probe(app.max_buffered))
-        run.subscribe(sub)
         run.begin()
         run.task = asyncio.get_running_loop().create_task(run.run())
         app._tasks.add(run.task)
         run.task.add_done_callback(app._tasks.discard)
-        await self._pump(conn, run, sub)
+        await self._stream(conn, run.log, Cursor(0), b"", on_left=run.client_left)
 
     async def _prepare(self, agent, run_input, identity) -> Run:
         app = self.app
@@ -356,95 +379,141 @@ class Handler:
             identity=identity,
             messages=messages,
         )
-        return Run(self.app, agent, ctx, new, pending)
+        run_log = app._logs.create(run_input.thread_id, run_input.run_id, agent.agent_id)
+        run_log.input_ids = frozenset(m.get("id") for m in messages)
+        return Run(app, agent, ctx, new, pending, run_log, list(stored) + new)
 
-    # -- the response --------------------------------------------------------
+    # -- streams of a run ---------------------------------------------------
 
-    async def _pump(self, conn, run: Run, sub: Subscriber) -> None:
+    async def _stream(self, conn, run_log, cursor, prelude, headers=(), on_left=None) -> None:
+        """One reader of a run log: this response is a cursor on it."""
         app = self.app
-        keepalive = app.keepalive
-        limit = sub.limit
-        probe = sub.probe
-        max_write = conn.max_write
-        behind = False
-        loop = asyncio.get_running_loop()
-        sub.grace = app.overflow_grace
-        await conn.start_stream(200, STREAM_HEADERS)
+        await conn.start_stream(200, [*STREAM_HEADERS, *headers])
         gone = asyncio.ensure_future(conn.wait_disconnect())
 
         def on_gone(future):
-            if not future.cancelled() and not sub.done:
-                run.client_left(sub)
+            if future.cancelled():
+                return
+            cursor.gone()
+            if on_left is not None:
+                on_left()
 
         gone.add_done_callback(on_gone)
         try:
-            while True:
-                if not sub.buf:
-                    if sub.done:
-                        break
-                    sub.wake.clear()
-                    try:
-                        async with asyncio.timeout(keepalive):
-                            await sub.wake.wait()
-                    except TimeoutError:
-                        await conn.send(PING)
-                    continue
-                data = sub.take(max_write)
-                sub.inflight = len(data)
-                if max_write is None:
-                    await conn.send(data)  # RSGI: never waits
-                else:
-                    # A send may wait on the client; once the stream is cut off
-                    # (Run._overflow reschedules this), it gets overflow_grace s.
-                    async with asyncio.timeout(None) as deadline:
-                        sub.deadline = deadline
-                        if sub.overflowed:
-                            deadline.reschedule(loop.time() + sub.grace)
-                        await conn.send(data)
-                    sub.deadline = None
-                sub.inflight = 0
-                sub.stalled = False
-                sub.progress.set()
-                if probe is not None and not sub.done:
-                    held = probe.wrote(len(data))
-                    if held <= limit // 2:
-                        behind = False
-                    elif probe.exact and not behind:
-                        held = await _catch_up(probe, sub, limit // 2)
-                        behind = held > limit // 2
-                    if behind:
-                        sub.stalled = True
-                    if held > limit:
-                        run._overflow(sub)
+            await pump(conn, run_log, cursor, prelude, app.limits, app.keepalive)
         except Closed:
-            if not sub.done:
-                run.client_left(sub)
-        except TimeoutError:
+            cursor.gone()
+            if on_left is not None:
+                on_left()
+        except Stalled:
             log.warning(
-                "run %s: the cut-off stream was not taken in %.1f s; aborting it",
-                run.ctx.run_id,
-                app.overflow_grace,
+                "run %s: a write made no progress for %.0f s; dropped the connection",
+                run_log.run_id,
+                app.limits.send_timeout,
             )
-            conn.abort()
         finally:
             gone.cancel()
         await conn.end_stream()
 
+    async def _stream_access(self, conn, thread_id: str, run_id: str | None, action: str):
+        """authenticate, the action, the thread's owner, then ``authorize_stream``."""
+        app = self.app
+        identity = await self._identity(conn)
+        granted = _granted(identity, action) or (action == "read" and _granted(identity, "run"))
+        if not granted:
+            raise HttpError(403, "forbidden", f"the {action!r} action is not granted")
+        run_log = app._logs.get(thread_id, run_id) if run_id is not None else None
+        if run_log is None and run_id is None:
+            run_log = app._logs.active_of(thread_id)
+        agent = app._agents.get(run_log.agent_id) if run_log is not None else None
+        checks = [agent] if agent is not None else list(app._agents.values())
+        for each in checks:
+            if each.authorize_thread is not None and not await _maybe_await(
+                each.authorize_thread(identity, thread_id)
+            ):
+                raise HttpError(403, "forbidden", "this thread is not yours")
+            if each.authorize_stream is not None and not await _maybe_await(
+                each.authorize_stream(identity, thread_id, run_id or (run_log and run_log.run_id))
+            ):
+                raise HttpError(403, "forbidden", "this run stream is not yours")
+        return run_log
 
-async def _catch_up(probe, sub: Subscriber, target: int) -> int:
-    """Waits (at most STALL s) for a client behind by more than ``target`` bytes.
+    async def _events(self, conn, thread_id: str, run_id: str) -> None:
+        """GET /threads/{id}/runs/{run}/events: exact replay after a cursor, else the prelude."""
+        after = _last_event_id(conn)
+        run_log = await self._stream_access(conn, thread_id, run_id, "read")
+        if run_log is None:
+            raise HttpError(404, "not_found", f"no run {run_id!r} on thread {thread_id!r}")
+        await self._read_log(conn, run_log, after)
 
-    Meanwhile the run's frames queue up for this subscriber, which paces the
-    run (see ``Run._relieve``); a client that does not catch up is then cut
-    off once it is ``limit`` behind.
-    """
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + STALL
-    held = probe.refresh()
-    while held > target and not sub.done and loop.time() < deadline:
-        await asyncio.sleep(0.005)
-        held = probe.refresh()
-    return held
+    async def _read_log(self, conn, run_log, after: int | None) -> None:
+        ids = self.app.event_ids
+        if after is not None and run_log.first <= after + 1 and after <= run_log.last:
+            prelude = exact_prelude(run_log, after, ids)
+            mode = "exact"
+        else:
+            prelude, after = snapshot_prelude(run_log, ids)
+            mode = "snapshot"
+        await self._stream(conn, run_log, Cursor(after), prelude, [("agui-resume", mode)])
+
+    async def _join(self, conn, thread_id: str) -> None:
+        """GET /threads/{id}/events: the thread's active run (prelude + tail), 204 if none."""
+        run_log = await self._stream_access(conn, thread_id, None, "read")
+        if run_log is None or run_log.ended:
+            await conn.respond(204, b"", [("cache-control", "no-cache")])
+            return
+        await self._read_log(conn, run_log, None)
+
+    async def _cancel(self, conn, thread_id: str, run_id: str) -> None:
+        """POST /threads/{id}/runs/{run}/cancel: stops a live run from any connection."""
+        app = self.app
+        run_log = await self._stream_access(conn, thread_id, run_id, "run")
+        if run_log is None:
+            raise HttpError(404, "not_found", f"no run {run_id!r} on thread {thread_id!r}")
+        run = run_log.run
+        if run_log.ended or run is None or not run.stop():
+            raise HttpError(409, "run_ended", f"run {run_id!r} has already ended")
+        # The run closes what is open, ends its log and saves the partial turn;
+        # once that is done the thread takes a new run.
+        with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+            async with asyncio.timeout(app.limits.send_timeout):
+                await asyncio.shield(run.task)
+        body = orjson.dumps({"threadId": thread_id, "runId": run_id, "status": "cancelled"})
+        await conn.respond(202, body, [("content-type", "application/json")])
+
+
+def _only(conn, method: str) -> None:
+    if conn.method != method:
+        raise HttpError(
+            405,
+            "method_not_allowed",
+            f"{conn.method} is not allowed on {conn.path}; use {method}",
+            [("allow", method)],
+        )
+
+
+def _carried(body) -> frozenset:
+    messages = body.get("messages") if isinstance(body, dict) else None
+    return frozenset(
+        m.get("id") for m in messages or () if isinstance(m, dict) and m.get("role") != "activity"
+    )
+
+
+def _last_event_id(conn) -> int | None:
+    """The cursor: the ``Last-Event-ID`` header, else ``?last_event_id=`` (the header wins)."""
+    value = conn.headers.get("last-event-id")
+    if value is None:
+        for pair in (conn.query_string or "").split("&"):
+            name, _, raw = pair.partition("=")
+            if name == "last_event_id":
+                value = raw
+                break
+    if value is None or value == "":
+        return None
+    value = value.strip()
+    if not value.isdigit() or len(value) > 18:
+        raise HttpError(400, "invalid_cursor", "Last-Event-ID must be a non-negative integer")
+    return int(value)
 
 
 def _resumption(resume, pending: list[dict]) -> Resumption | None:

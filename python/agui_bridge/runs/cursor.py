@@ -1,0 +1,187 @@
+"""A reader of a run log: the prelude it needs, then the frames, with flow control.
+
+Every response that streams a run (the POST that started it, a reconnect, a
+viewer) is a cursor: a position in the run's log. One pump (``pump``) serves
+them all, and flow control lives here only:
+
+- A cursor takes at most ``max_write`` bytes from the log per write. Under
+  ASGI ``send`` waits while the server's buffers are full, so a client that
+  stops reading pins one write plus the few sends the server queues; the run
+  and the other readers never wait for it, and nothing is copied for it:
+  falling behind costs a position, not a buffer.
+- Under RSGI ``send_bytes`` never waits. Where the connection's socket is
+  found (Linux, TCP; ``ingress.tcpinfo``), the cursor stops taking frames
+  while more than ``max_buffered`` bytes it wrote are not acknowledged, and
+  goes on once the client catches up. Where it is not found, nothing is
+  known about the client, so the cursor is never cut off for it (a client
+  that keeps up must never be): what granian queues for such a stream is
+  bounded by the run's output only (documented in ``App``).
+- A cursor is disconnected, without a terminal event (it can resume by id),
+  when the frames after its position were trimmed from the log, or when a
+  write makes no progress for ``send_timeout`` seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import orjson
+
+from .log import RunLog, Trimmed
+
+log = logging.getLogger("agui_bridge.runs")
+
+PING = b": ping\n\n"
+STREAM_HEADERS = [
+    ("content-type", "text/event-stream"),
+    ("cache-control", "no-cache"),
+    ("x-accel-buffering", "no"),
+]
+
+
+def frame(event: dict) -> bytes:
+    return b"data: " + orjson.dumps(event) + b"\n\n"
+
+
+def _covering(frames: list[bytes], n: int, ids: bool) -> bytes:
+    """The prelude frames; the last carries the id of the last event they cover."""
+    if ids and frames and n > 0:
+        frames[-1] = b"id: %d\n" % n + frames[-1]
+    return b"".join(frames)
+
+
+def exact_prelude(run_log: RunLog, after: int, ids: bool) -> bytes:
+    """RUN_STARTED and the STARTs re-opening what was open after event ``after``."""
+    if after == 0:
+        return b""
+    return _covering([run_log.started, *run_log.open_at(after)], after, ids)
+
+
+def snapshot_prelude(run_log: RunLog, ids: bool) -> tuple[bytes, int]:
+    """The join prelude and the position the cursor goes on from.
+
+    RUN_STARTED, MESSAGES_SNAPSHOT (the thread with this run's progress so far),
+    STATE_SNAPSHOT and the STARTs re-opening what is open; for a finished run
+    the cursor then reads only the terminal event.
+    """
+    run = run_log.run
+    if run is not None and not run_log.ended:
+        run.flush()  # what the snapshot holds must be in the log, and no more
+        messages, state = run.snapshot()
+        after = run_log.last
+        opens = run_log.open_at(after)
+    else:
+        messages, state = run_log.final or ([], {})
+        after = run_log.last - 1
+        opens = []
+    frames = [
+        run_log.started,
+        frame({"type": "MESSAGES_SNAPSHOT", "messages": messages}),
+        frame({"type": "STATE_SNAPSHOT", "snapshot": state}),
+        *opens,
+    ]
+    return _covering(frames, after, ids), after
+
+
+class Cursor:
+    """One reader's position; ``gone()`` wakes its pump when the client leaves."""
+
+    __slots__ = ("future", "left", "position")
+
+    def __init__(self, position: int):
+        self.position = position
+        self.left = False
+        self.future: asyncio.Future | None = None
+
+    def gone(self) -> None:
+        self.left = True
+        future = self.future
+        if future is not None and not future.done():
+            future.set_result(None)
+
+
+async def pump(conn, run_log: RunLog, cursor: Cursor, prelude: bytes, limits, keepalive: float):
+    """Writes ``prelude``, then the log after ``cursor.position`` until it ends.
+
+    Returns normally when the stream is over (ended, cut off or the client
+    left); raises what the front end's ``send`` raises when the client is gone.
+    """
+    max_write = limits.max_write if conn.max_write is not None else 4 * limits.max_write
+    probe = conn.probe(limits.max_buffered)
+    timeout = limits.send_timeout
+    if prelude:
+        await _send(conn, prelude, timeout)
+        if probe is not None:
+            probe.wrote(len(prelude))
+    while not cursor.left:
+        try:
+            data, last = run_log.read(cursor.position, max_write)
+        except Trimmed:
+            log.warning(
+                "run %s: a reader fell behind what the log holds; disconnected it at event %d",
+                run_log.run_id,
+                cursor.position,
+            )
+            return
+        if data:
+            await _send(conn, data, timeout)
+            cursor.position = last
+            if probe is not None:
+                held = probe.wrote(len(data))
+                if probe.state is False:
+                    probe = None  # no socket found: nothing is known, nothing is cut off
+                elif held > limits.max_buffered and not await _catch_up(
+                    probe, cursor, limits.max_buffered // 2, timeout
+                ):
+                    log.warning(
+                        "run %s: a reader acknowledged nothing for %.0f s; disconnected it",
+                        run_log.run_id,
+                        timeout,
+                    )
+                    return
+            continue
+        if run_log.ended:
+            return
+        future = cursor.future = run_log.waiter()
+        try:
+            async with asyncio.timeout(keepalive):
+                await future
+        except TimeoutError:
+            await _send(conn, PING, timeout)
+        finally:
+            cursor.future = None
+            run_log.waiters.discard(future)
+
+
+async def _send(conn, data: bytes, timeout: float) -> None:
+    if conn.max_write is None:
+        await conn.send(data)  # RSGI: never waits
+        return
+    try:
+        async with asyncio.timeout(timeout):
+            await conn.send(data)
+    except TimeoutError:
+        conn.abort()
+        raise Stalled from None
+
+
+class Stalled(Exception):
+    """A write made no progress for ``send_timeout`` seconds (the client stopped reading)."""
+
+
+async def _catch_up(probe, cursor: Cursor, target: int, timeout: float) -> bool:
+    """Waits for the client's acknowledgements; False if none came within ``timeout``."""
+    loop = asyncio.get_running_loop()
+    held = probe.refresh()
+    deadline = loop.time() + timeout
+    pause = 0.005
+    while held > target and not cursor.left:
+        if loop.time() > deadline:
+            return False
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, 0.1)
+        before, held = held, probe.refresh()
+        if held < before:
+            deadline = loop.time() + timeout
+    return True

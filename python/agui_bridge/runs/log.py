@@ -1,0 +1,215 @@
+"""Run logs: each run's encoded frames, appended once, read by every cursor.
+
+A run log holds the frames of one run in order. Every event has an id ``n``
+(1 for ``RUN_STARTED``, +1 per event, no gaps); a batch appended at once is
+one entry, remembered with the id of its last event, so a cursor that is
+caught up reads whole entries (the same ``bytes`` objects for every reader)
+and only a resume in the middle of an entry splits one. Frames never contain
+a blank line inside (the JSON is on one line), so ``\\n\\n`` ends each frame.
+
+The interface a backend implements (memory here; Redis Streams later):
+``append(data, last_id)``, ``read(after, max_bytes)``, ``wait(after, timeout)``,
+``end()``, ``first`` / ``last`` / ``ended``, and the trimming that
+``max_bytes`` implies. ``Logs`` keeps one worker's logs: lookup by
+(thread, run), the active run of a thread, retention and a total bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from bisect import bisect_right
+
+from .limits import Limits
+
+
+class Trimmed(Exception):
+    """The frames after the cursor's position were dropped (retention or size)."""
+
+
+class RunLog:
+    __slots__ = (
+        "agent_id",
+        "chunks",
+        "ended",
+        "ended_at",
+        "ends",
+        "first",
+        "input_ids",
+        "last",
+        "max_bytes",
+        "run",
+        "run_id",
+        "size",
+        "spans",
+        "started",
+        "final",
+        "thread_id",
+        "waiters",
+    )
+
+    def __init__(
+        self, thread_id: str, run_id: str, max_bytes: int | None = None, agent_id: str = ""
+    ):
+        self.thread_id = thread_id
+        self.run_id = run_id
+        self.agent_id = agent_id
+        self.input_ids: frozenset = frozenset()  # the message ids the run's request carried
+        self.max_bytes = max_bytes
+        self.chunks: list[bytes] = []
+        self.ends: list[int] = []  # the id of the last event of each chunk
+        self.first = 1  # the id of the oldest event still held
+        self.last = 0  # the id of the newest event
+        self.size = 0
+        self.ended = False
+        self.ended_at: float | None = None
+        self.run = None  # the live Run, while it runs
+        # What the run opened: [start id, end id or None, START frame without id]
+        self.spans: list[list] = []
+        self.started = b""  # the RUN_STARTED frame, without id
+        self.final: tuple[list, dict] | None = None  # messages and state once ended
+        self.waiters: set[asyncio.Future] = set()
+
+    # -- writing -----------------------------------------------------------
+
+    def append(self, data: bytes, last_id: int) -> None:
+        """Adds a batch of frames whose last event has id ``last_id``."""
+        if not data:
+            return
+        self.chunks.append(data)
+        self.ends.append(last_id)
+        self.last = last_id
+        self.size += len(data)
+        if self.max_bytes is not None and self.size > self.max_bytes:
+            self._trim(self.max_bytes - self.max_bytes // 4)
+        self._wake()
+
+    def _trim(self, target: int) -> None:
+        # Whole chunks go, oldest first; the newest one always stays.
+        count = 0
+        size = self.size
+        while size > target and count < len(self.chunks) - 1:
+            size -= len(self.chunks[count])
+            count += 1
+        if count:
+            self.first = self.ends[count - 1] + 1
+            del self.chunks[:count]
+            del self.ends[:count]
+            self.size = size
+
+    def end(self) -> None:
+        """No more frames: the terminal event is in."""
+        self.ended = True
+        self.ended_at = time.monotonic()
+        self.run = None
+        self._wake()
+
+    def _wake(self) -> None:
+        waiters = self.waiters
+        if waiters:
+            self.waiters = set()
+            for future in waiters:
+                if not future.done():
+                    future.set_result(None)
+
+    def waiter(self) -> asyncio.Future:
+        """A future that completes at the next append or at the end."""
+        future = asyncio.get_running_loop().create_future()
+        if self.ended:
+            future.set_result(None)
+        else:
+            self.waiters.add(future)
+        return future
+
+    # -- reading -----------------------------------------------------------
+
+    def read(self, after: int, max_bytes: int | None = None) -> tuple[bytes, int]:
+        """The frames of events ``after + 1 …`` (at most about ``max_bytes``), and their last id.
+
+        Raises ``Trimmed`` when event ``after + 1`` is no longer held.
+        """
+        if after >= self.last:
+            return b"", after
+        if after + 1 < self.first:
+            raise Trimmed
+        ends = self.ends
+        index = bisect_right(ends, after)
+        start = ends[index - 1] + 1 if index else self.first
+        chunk = self.chunks[index]
+        if start <= after:
+            # A resume inside a chunk: skip the frames up to ``after``.
+            offset = 0
+            for _ in range(after - start + 1):
+                offset = chunk.index(b"\n\n", offset) + 2
+            chunk = chunk[offset:]
+        out = [chunk]
+        size = len(chunk)
+        last = ends[index]
+        index += 1
+        count = len(ends)
+        while index < count and (max_bytes is None or size < max_bytes):
+            out.append(self.chunks[index])
+            size += len(self.chunks[index])
+            last = ends[index]
+            index += 1
+        return (out[0] if len(out) == 1 else b"".join(out)), last
+
+    def open_at(self, n: int) -> list[bytes]:
+        """The START frames (without ids) of what was open after event ``n``."""
+        return [frame for start, end, frame in self.spans if start <= n and (end is None or end > n)]
+
+
+class Logs:
+    """One worker's run logs, with retention and a total bound."""
+
+    def __init__(self, limits: Limits):
+        self.limits = limits
+        self.by_run: dict[tuple[str, str], RunLog] = {}
+        self.active: dict[str, RunLog] = {}
+        # Finished logs in the order they ended (oldest first), and their bytes.
+        self.finished: dict[tuple[str, str], RunLog] = {}
+        self.finished_bytes = 0
+
+    def create(self, thread_id: str, run_id: str, agent_id: str = "") -> RunLog:
+        self.expire()
+        old = self.by_run.pop((thread_id, run_id), None)
+        if old is not None and self.finished.pop((thread_id, run_id), None) is not None:
+            self.finished_bytes -= old.size
+        log = RunLog(thread_id, run_id, self.limits.max_log_bytes, agent_id)
+        self.by_run[(thread_id, run_id)] = log
+        self.active[thread_id] = log
+        return log
+
+    def get(self, thread_id: str, run_id: str) -> RunLog | None:
+        self.expire()
+        return self.by_run.get((thread_id, run_id))
+
+    def active_of(self, thread_id: str) -> RunLog | None:
+        log = self.active.get(thread_id)
+        return log if log is not None and not log.ended else None
+
+    def ended(self, log: RunLog) -> None:
+        """Called once a log has ended: it now counts against retention."""
+        if self.active.get(log.thread_id) is log:
+            del self.active[log.thread_id]
+        key = (log.thread_id, log.run_id)
+        if self.by_run.get(key) is log and key not in self.finished:
+            self.finished[key] = log
+            self.finished_bytes += log.size
+        self.expire()
+
+    def expire(self) -> None:
+        """Drops finished logs past retention, then the oldest ones past the total bound."""
+        limits = self.limits
+        if not self.finished:
+            return
+        now = time.monotonic()
+        live = sum(log.size for log in self.active.values())
+        for key, log in list(self.finished.items()):
+            old = now - log.ended_at > limits.run_retention
+            if not old and self.finished_bytes + live <= limits.max_total_bytes:
+                break
+            del self.finished[key]
+            self.finished_bytes -= log.size
+            if self.by_run.get(key) is log:
+                del self.by_run[key]

@@ -1,0 +1,369 @@
+"""A run: the agent task → one transformer → frames with ids → the run log → the store.
+
+The run is an asyncio task of its own, so it survives its client. It appends
+every frame, once, to its log; every response (the POST that started it, a
+reconnect, a viewer) is a cursor on that log (``runs.cursor``), so the run
+never waits for a reader and a reader never costs a copy.
+
+One transformer per run builds both the wire frames and the thread's new
+history. The hot path (a text delta while a text message is open) goes
+through ``t.encode(item)``, one boundary crossing that returns the frame; the
+delta is appended to the open history message without building any event.
+Every other item goes through ``t(item)``: its events are recorded into the
+history and written as frames with orjson (the same bytes ``encode`` gives).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+
+import orjson
+
+from .. import create_agui_transformer, create_agui_translator
+from ..context import RunContext, RunInfo
+from .history import History
+from .log import RunLog
+
+log = logging.getLogger("agui_bridge.runs")
+
+# An agent that yields without awaiting never lets the readers run; past this
+# many unflushed bytes the run appends them and yields to the loop.
+YIELD_AT = 64 * 1024
+
+# What opens and closes a span a joining reader must see re-opened.
+_OPENS = {
+    "TEXT_MESSAGE_START": ("t", "messageId"),
+    "TOOL_CALL_START": ("c", "toolCallId"),
+    "STEP_STARTED": ("s", "stepName"),
+}
+_CLOSES = {
+    "TEXT_MESSAGE_END": ("t", "messageId"),
+    "TOOL_CALL_END": ("c", "toolCallId"),
+    "STEP_FINISHED": ("s", "stepName"),
+}
+
+
+class ClientLeft(Exception):
+    """The run was cancelled because its client left (``on_disconnect="cancel"``)."""
+
+
+class Run:
+    def __init__(
+        self,
+        app,
+        agent,
+        ctx: RunContext,
+        new_messages: list[dict],
+        pending: list[dict],
+        run_log: RunLog | None = None,
+        base: list[dict] | None = None,
+    ):
+        self.app = app
+        self.agent = agent
+        self.ctx = ctx
+        self.new_messages = new_messages
+        self.pending = pending
+        # The thread's messages before this run's output (for a joining reader).
+        self.base = base if base is not None else list(ctx.history) + new_messages
+        self.crumbs = agent.dialect == "crumbs"
+        factory = create_agui_transformer if self.crumbs else create_agui_translator
+        self.t = factory(thread_id=ctx.thread_id, run_id=ctx.run_id, state=ctx.state)
+        self.history = History(ctx.run_id)
+        self.log = run_log if run_log is not None else RunLog(ctx.thread_id, ctx.run_id)
+        self.log.run = self
+        self.ids = getattr(app, "event_ids", True)
+        self.n = 0  # the id of the newest event
+        self._spans: dict[tuple, list] = {}
+        self.cancelled = False  # the client left and on_disconnect="cancel"
+        self.stopping = False  # POST …/cancel
+        self.ended = False
+        self._pending: list[bytes] = []
+        self._pending_size = 0
+        self.lease: str | None = None
+        self._begun = False
+        self._first = (
+            {"type": "agent:run:start", "runId": ctx.run_id, "sessionId": ctx.thread_id}
+            if self.crumbs
+            else None
+        )
+        self.task: asyncio.Task | None = None
+        self.info = RunInfo(agent.agent_id, ctx.thread_id, ctx.run_id)
+        self.listeners = list(app._listeners)
+        self.observer = (
+            factory(thread_id=ctx.thread_id, run_id=ctx.run_id, state=ctx.state)
+            if (self.listeners)
+            else None
+        )
+
+    # -- readers -------------------------------------------------------------
+
+    def client_left(self) -> None:
+        """The response that started the run lost its client."""
+        if self.app.on_disconnect == "cancel" and self.task is not None and not self.task.done():
+            self.cancelled = True
+            self.task.cancel()
+
+    def stop(self) -> bool:
+        """Stops the live run (POST …/cancel); False when it already ended."""
+        if self.t.finished or self.task is None or self.task.done() or self.stopping:
+            return False
+        self.stopping = True
+        self.task.cancel()
+        return True
+
+    def snapshot(self) -> tuple[list[dict], dict]:
+        """The thread's messages with this run's progress so far, and the state."""
+        return self.base + self.history.snapshot_messages(), self.t.state
+
+    # -- frames --------------------------------------------------------------
+
+    def _frames(self, events: list[dict]) -> bytes:
+        """The frames of ``events``, numbered, and the spans they open or close."""
+        out = []
+        n = self.n
+        ids = self.ids
+        spans = self._spans
+        for event in events:
+            n += 1
+            data = b"data: " + orjson.dumps(event) + b"\n\n"
+            kind = event["type"]
+            opens = _OPENS.get(kind)
+            if opens is not None:
+                span = [n, None, data]
+                spans[(opens[0], event.get(opens[1]))] = span
+                self.log.spans.append(span)
+            else:
+                closes = _CLOSES.get(kind)
+                if closes is not None:
+                    span = spans.pop((closes[0], event.get(closes[1])), None)
+                    if span is not None:
+                        span[1] = n
+            out.append(b"id: %d\n" % n + data if ids else data)
+        self.n = n
+        return b"".join(out)
+
+    def _number(self, frame: bytes) -> bytes:
+        """Ids for frames ``t.encode`` gave (text content: no span opens or closes)."""
+        count = frame.count(b"\n\n")
+        if not self.ids:
+            self.n += count
+            return frame
+        if count == 1:
+            self.n += 1
+            return b"id: %d\n" % self.n + frame
+        out = []
+        for part in frame.split(b"\n\n")[:-1]:
+            self.n += 1
+            out.append(b"id: %d\n" % self.n + part + b"\n\n")
+        return b"".join(out)
+
+    def _publish(self, frame: bytes) -> bool:
+        """Queues a frame; the frames of one loop tick reach the log together.
+
+        A flush is scheduled for the next loop iteration, which comes as soon
+        as the agent awaits; an agent that never awaits is flushed every
+        YIELD_AT bytes (True: the caller then yields to the loop).
+        """
+        if not self._pending:
+            asyncio.get_running_loop().call_soon(self.flush)
+        self._pending.append(frame)
+        self._pending_size += len(frame)
+        if self._pending_size > YIELD_AT:
+            self.flush()
+            return True
+        return False
+
+    def flush(self) -> None:
+        pending = self._pending
+        if not pending:
+            return
+        data = b"".join(pending) if len(pending) > 1 else pending[0]
+        self._pending = []
+        self._pending_size = 0
+        self.log.append(data, self.n)
+
+    def _end_log(self) -> None:
+        self.flush()
+        if self.log.ended:
+            return
+        history = self.history
+        history.close_text()
+        self.log.final = (self.base + history.messages, self.t.state)
+        self.log.end()
+        logs = getattr(self.app, "_logs", None)
+        if logs is not None:
+            logs.ended(self.log)
+
+    # -- the run -------------------------------------------------------------
+
+    async def _notify(self, item) -> None:
+        observer = self.observer
+        try:
+            events = observer(item) if item is not _FINISH else observer.finish()
+        except Exception as error:
+            events = observer.fail(error)
+        await self._deliver(events)
+
+    async def _notify_fail(self, error: BaseException) -> None:
+        await self._deliver(self.observer.fail(error))
+
+    async def _deliver(self, events: list[dict]) -> None:
+        for event in events:
+            for listener in self.listeners:
+                try:
+                    result = listener(event, self.info)
+                    if inspect.isawaitable(result):
+                        await result
+                except Exception:
+                    log.exception("on_event callback failed")
+
+    def _apply(self, item) -> bytes:
+        """Any item: its events go to the history, its frames are returned."""
+        t = self.t
+        history = self.history
+        events = t(item)
+        # Only an item off the text hot path can end the run.
+        self.ended = t.finished
+        if events:
+            if events[-1]["type"] == "RUN_ERROR":
+                history.abort()
+                history.errored = True
+            history.record(events)
+        return self._frames(events)
+
+    def _terminal(self, events: list[dict]) -> None:
+        """Readers get the terminal event now; the log ends once the thread is saved
+        and released, so a client whose stream ended can start the next run."""
+        self.history.record(events)
+        frame = self._frames(events)
+        if frame:
+            self._pending.append(frame)
+        self.flush()
+
+    def begin(self) -> None:
+        """Appends RUN_STARTED at once, so the response's first write carries it."""
+        self._begun = True
+        events = self.t(self._first)
+        self.history.record(events)
+        self.log.started = b"data: " + orjson.dumps(events[0]) + b"\n\n"
+        self.log.append(self._frames(events), self.n)
+
+    async def run(self) -> None:
+        """The whole run; the task the ingress starts. Never raises but for shutdown."""
+        app = self.app
+        ctx = self.ctx
+        failed = None
+        try:
+            first = self._first
+            if not self._begun:
+                self.begin()
+            if self.observer is not None:
+                await self._notify(first)
+            agen = self.agent.fn(ctx)
+            # The hot path, kept in locals: a text delta while a text message is
+            # open needs no events, only its frame and its text for the history.
+            text_of = _crumb_text if self.crumbs else _chunk_text
+            history = self.history
+            encode = self.t.encode
+            publish = self._publish
+            number = self._number
+            observer = self.observer
+            try:
+                async for item in agen:
+                    if history.text_id is not None and (delta := text_of(item)) is not None:
+                        frame = encode(item)
+                        if frame:
+                            history.text_parts.append(delta)
+                            frame = number(frame)
+                    else:
+                        frame = self._apply(item)
+                    if frame and publish(frame):
+                        await asyncio.sleep(0)
+                    if observer is not None:
+                        await self._notify(item)
+                    if self.ended:
+                        break
+            finally:
+                aclose = getattr(agen, "aclose", None)
+                if aclose is not None:
+                    await aclose()
+            self._terminal(self.t.finish())
+            if self.observer is not None:
+                await self._notify(_FINISH)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if self.stopping:
+                # A stop is not an error: what is open is closed, RUN_FINISHED,
+                # and the partial answer is stored.
+                if task is not None:
+                    task.uncancel()
+                log.info("run %s of thread %s stopped", ctx.run_id, ctx.thread_id)
+                self._terminal(self.t.finish())
+            elif self.cancelled:
+                log.info(
+                    "run %s of thread %s cancelled: its client left", ctx.run_id, ctx.thread_id
+                )
+                self._terminal(self.t.fail(ClientLeft("the client left")))
+                app._release(ctx.thread_id, self)
+                self._end_log()
+                return
+            else:
+                # Cancelled from outside (the server is stopping): end the log.
+                self.flush()
+                self.log.end()
+                app._release(ctx.thread_id, self)
+                raise
+        except Exception as error:
+            failed = error
+            log.exception("run %s of thread %s failed", ctx.run_id, ctx.thread_id)
+            self.history.abort()
+            self.history.errored = True
+            self._terminal(self.t.fail(error))
+            if self.observer is not None:
+                await self._notify_fail(error)
+        try:
+            await self._save(failed)
+        except Exception:
+            log.exception(
+                "run %s of thread %s: saving the thread failed", ctx.run_id, ctx.thread_id
+            )
+        finally:
+            app._release(ctx.thread_id, self)
+            self._end_log()
+
+    async def _save(self, failed) -> None:
+        history = self.history
+        history.close_text()
+        # New interrupts replace the pending ones; a run that ends without any
+        # settles them, except a failed run, which leaves them pending.
+        interrupts = history.interrupts
+        if not interrupts and history.errored:
+            interrupts = self.pending
+        state = self.t.state
+        await self.app.store.save(
+            self.ctx.thread_id,
+            self.agent.agent_id,
+            self.new_messages + history.messages,
+            state,
+            interrupts,
+        )
+
+
+_FINISH = object()
+
+
+def _crumb_text(item):
+    """The delta of a text:delta crumb, else None (the transformer checks its type)."""
+    if type(item) is dict and item.get("type") == "text:delta":
+        return item.get("delta")
+    return None
+
+
+def _chunk_text(item):
+    if type(item) is str:
+        return item
+    if type(item) is dict and item.get("type") in ("token", "chunk"):
+        return item.get("content")
+    return None
