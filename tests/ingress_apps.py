@@ -135,6 +135,46 @@ def _agents(app: App) -> None:
             yield c.task_end("tr-1", "count", duration_ms=3)
             yield c.text_delta(f"state keys {sorted(ctx.state)}")
             return
+        if first == "mixed":
+            # "mixed PAUSE [GATE]": a step, text, a tool call with streamed
+            # arguments, its result, more text; PAUSE seconds between items
+            # (joins and resumes land inside each construct). With GATE, the
+            # run waits for the file AGUI_TEST_MARKS/GATE before it ends.
+            pause = float(words[1]) if len(words) > 1 else 0.0
+            items = [
+                c.loop("start", "l1", 0),
+                c.step_start("plan"),
+                c.text_delta("Let me "),
+                c.text_delta("look that up."),
+                c.tool_input_start("call-m", "search"),
+                c.tool_input_delta("call-m", '{"q": '),
+                c.tool_input_delta("call-m", '"weather"}'),
+                c.tool_input_end("call-m"),
+                c.tool_result("call-m", {"temp": 21}),
+                c.text_delta("It is "),
+                c.text_delta("21 degrees."),
+                c.step_end("plan"),
+                c.loop("done", "l1", 1),
+            ]
+            for item in items:
+                yield item
+                await asyncio.sleep(pause)
+            if len(words) > 2:
+                gate = Path(_env("AGUI_TEST_MARKS"), words[2])
+                for _ in range(600):
+                    if gate.exists():
+                        break
+                    await asyncio.sleep(0.05)
+            return
+        if first == "paced":
+            # "paced N PER_MS": N deltas, about PER_MS of them per millisecond.
+            count = int(words[1])
+            per = int(words[2]) if len(words) > 2 else 1
+            for i in range(count):
+                yield c.text_delta(f"{i},")
+                if i % per == per - 1:
+                    await asyncio.sleep(0.001)
+            return
         if first == "many":
             for i in range(int(words[1])):
                 yield c.text_delta(f"d{i} ")
@@ -167,6 +207,18 @@ def _agents(app: App) -> None:
     )
     async def guarded(ctx):
         yield c.text_delta(f"hello {ctx.identity['user'] if ctx.identity else 'anon'}")
+
+    @app.agent(
+        "streamed",
+        path="/streamed/run",
+        authorize_stream=lambda identity, thread_id, run_id: (
+            identity is not None and thread_id.startswith(f"{identity['user']}-")
+        ),
+    )
+    async def streamed(ctx):
+        yield c.text_delta(f"streamed for {ctx.identity['user'] if ctx.identity else 'anon'}")
+        if ctx.input == "slow":
+            await asyncio.sleep(1.5)
 
     @app.agent("ops/team agent")
     async def team(ctx):

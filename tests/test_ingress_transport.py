@@ -15,7 +15,7 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 
 from tests.ingress_apps import _authenticate, make_app, parse_sse, run_body
-from tests.servers import interface_of, serve, server_log
+from tests.servers import serve, server_log
 from tests.test_ingress_http import MARKS, error_of, stream, text_of, thread
 
 MIB = 1 << 20

@@ -61,6 +61,7 @@ from ..runs import (
 
 log = logging.getLogger("agui_bridge.ingress")
 
+
 class Closed(Exception):
     """The client is gone (raised by a front end's ``send``)."""
 
@@ -425,15 +426,16 @@ class Handler:
         run_log = app._logs.get(thread_id, run_id) if run_id is not None else None
         if run_log is None and run_id is None:
             run_log = app._logs.active_of(thread_id)
-        agent = app._agents.get(run_log.agent_id) if run_log is not None else None
-        checks = [agent] if agent is not None else list(app._agents.values())
-        for each in checks:
+        if run_log is None:
+            return None  # 404 (or 204): nothing of a thread's runs is told
+        agent = app._agents.get(run_log.agent_id)
+        for each in [agent] if agent is not None else []:
             if each.authorize_thread is not None and not await _maybe_await(
                 each.authorize_thread(identity, thread_id)
             ):
                 raise HttpError(403, "forbidden", "this thread is not yours")
             if each.authorize_stream is not None and not await _maybe_await(
-                each.authorize_stream(identity, thread_id, run_id or (run_log and run_log.run_id))
+                each.authorize_stream(identity, thread_id, run_log.run_id)
             ):
                 raise HttpError(403, "forbidden", "this run stream is not yours")
         return run_log

@@ -34,6 +34,7 @@ class RunLog:
         "ended",
         "ended_at",
         "ends",
+        "final",
         "first",
         "input_ids",
         "last",
@@ -43,7 +44,6 @@ class RunLog:
         "size",
         "spans",
         "started",
-        "final",
         "thread_id",
         "waiters",
     )
@@ -156,7 +156,9 @@ class RunLog:
 
     def open_at(self, n: int) -> list[bytes]:
         """The START frames (without ids) of what was open after event ``n``."""
-        return [frame for start, end, frame in self.spans if start <= n and (end is None or end > n)]
+        return [
+            frame for start, end, frame in self.spans if start <= n and (end is None or end > n)
+        ]
 
 
 class Logs:
