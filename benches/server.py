@@ -137,8 +137,8 @@ class Server:
         self.proc = None
 
 
-def granian_server(name: str, env: dict) -> Server:
-    argv = [sys.executable, "-m", "granian", "--interface", "rsgi", "--host", "127.0.0.1"]
+def granian_server(name: str, env: dict, interface: str = "rsgi") -> Server:
+    argv = [sys.executable, "-m", "granian", "--interface", interface, "--host", "127.0.0.1"]
     argv += ["--port", "{port}", "--workers", "1", "--loop", "uvloop", "--http", "1"]
     argv += ["--backlog", "2048", "--backpressure", "2048", "--log-level", "warning"]
     argv += ["benches.bench_app:app"]
@@ -303,7 +303,7 @@ async def measure(servers: dict, args) -> dict:
             out[key][phase]["median"] = statistics.median(out[key][phase]["runs"])
     if not args.skip_slow:
         for key, server in servers.items():
-            if key != "pure":
+            if key not in ("pure", "asgi"):
                 out[key]["slow"] = await slow_streams(
                     server, args.slow_streams, args.slow_deltas, 0.1
                 )
@@ -394,6 +394,19 @@ def report(results: dict, infos: dict, args, commands: dict) -> str:
                 "",
             )
         )
+    if "asgi" in results:
+        asgi = results["asgi"]
+        ratio = asgi["concurrent"]["median"] / ours["concurrent"]["median"]
+        rows.append(
+            (
+                "  (a) on granian ASGI: 1 stream / 16 streams, events/s (16 streams vs RSGI)",
+                f"{fmt(asgi['single']['median'])} / {fmt(asgi['concurrent']['median'])}"
+                f" ({ratio:.2f}x)",
+                "",
+                "",
+                "",
+            )
+        )
     if "pure" in results:
         pure = results["pure"]
         rows.append(
@@ -478,6 +491,7 @@ def parse_args(argv=None):
     ap.add_argument("--slow-deltas", type=int, default=20)
     ap.add_argument("--skip-slow", action="store_true")
     ap.add_argument("--no-pure", action="store_true", help="skip the pure-build row")
+    ap.add_argument("--asgi", action="store_true", help="add (a) on granian's ASGI interface")
     ap.add_argument("--quick", action="store_true", help="small counts; results not written")
     ap.add_argument(
         "--pin", action="store_true", help=f"pin the server to CPU {SERVER_CPU}, the client to 1"
@@ -503,6 +517,8 @@ def main(argv=None) -> int:
     if infos["ours"]["impl"] != "rust":
         print("warning: the native build is missing; (a) runs on the pure build", file=sys.stderr)
     servers = {"ours": granian_server("agui-bridge+granian", {}), "peer": uvicorn_server()}
+    if args.asgi:
+        servers["asgi"] = granian_server("agui-bridge+granian (asgi)", {}, "asgi")
     if infos["ours"]["impl"] == "rust" and not args.no_pure:
         servers["pure"] = granian_server("agui-bridge+granian (pure)", {"AGUI_BRIDGE_PURE": "1"})
     print("… " + ", ".join(server.name for server in servers.values()), file=sys.stderr)
