@@ -21,7 +21,7 @@ build: $(VENV)/.deps
 	$(BIN)/maturin develop --release -q
 
 $(INTEROP)/node_modules/.installed: $(wildcard $(INTEROP)/package*.json)
-	if [ -f $(INTEROP)/package.json ]; then cd $(INTEROP) && npm ci --no-audit --no-fund; fi
+	if [ -f $(INTEROP)/package.json ]; then cd $(INTEROP) && SCARF_ANALYTICS=false npm ci --no-audit --no-fund; fi
 	mkdir -p $(INTEROP)/node_modules && touch $@
 
 test: dev test-rust test-py test-pure
