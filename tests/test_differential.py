@@ -217,16 +217,26 @@ BAD_CHUNKS = st.sampled_from(
 CHUNK_ITEM = st.one_of(GOOD_CHUNKS, GOOD_CHUNKS, GOOD_CHUNKS, BAD_CHUNKS)
 
 ENDINGS = st.sampled_from(["finish", "fail", "finish", "none"])
+# Ids the thread already holds (section 6): generated ones of both run ids
+# (r2 comes from agent:run:start), and agent-supplied tool and interrupt ids.
+HELD = st.lists(
+    st.sampled_from(["r1:m1", "r1:m2", "r1:r1", "r1:t1", "r1:i1", "r2:m1", "c1", "c2", "i1"]),
+    max_size=4,
+)
 
 
 @st.composite
 def runs(draw, items, terminals, max_size):
-    """Items with, sometimes, a terminal input at a random place (input after it is dropped)."""
+    """Items with, sometimes, a terminal input at a random place (input after it is dropped).
+
+    Half the runs are told ids their thread already holds.
+    """
     sequence = draw(st.lists(items, max_size=max_size))
     if draw(st.booleans()):
         at = draw(st.integers(0, len(sequence)))
         sequence.insert(at, draw(terminals))
-    return sequence, draw(ENDINGS)
+    held = draw(st.one_of(st.just([]), HELD))
+    return sequence, draw(ENDINGS), held
 
 
 def crumb_runs():
@@ -240,10 +250,10 @@ def chunk_runs():
 # ---- running ----
 
 
-def make(impl, dialect):
+def make(impl, dialect, held=()):
     if dialect == "crumbs":
-        return impl.create_agui_transformer("t1", "r1", {"shared": 1})
-    return impl.create_agui_translator("t1", "r1", {"shared": 1}, "dawn")
+        return impl.create_agui_transformer("t1", "r1", {"shared": 1}, held_ids=held)
+    return impl.create_agui_translator("t1", "r1", {"shared": 1}, "dawn", held_ids=held)
 
 
 def step_outcome(call, item):
@@ -262,9 +272,9 @@ def ending(t, how, encoded):
     return b"" if encoded else []
 
 
-def replay(impl, dialect, items, how):
+def replay(impl, dialect, items, how, held=()):
     """Per-step outcomes via t(item) and via t.encode(item), plus encode_many."""
-    t_events, t_bytes, t_many = make(impl, dialect), make(impl, dialect), make(impl, dialect)
+    t_events, t_bytes, t_many = (make(impl, dialect, held) for _ in range(3))
     events = [step_outcome(t_events, item) for item in items]
     events.append(("end", ending(t_events, how, False)))
     frames = [step_outcome(t_bytes.encode, item) for item in items]
@@ -354,8 +364,8 @@ def both():
 @given(run=crumb_runs())
 def test_crumb_builds_agree(both, run):
     native, pure = both
-    items, how = run
-    assert replay(native, "crumbs", items, how) == replay(pure, "crumbs", items, how)
+    items, how, held = run
+    assert replay(native, "crumbs", items, how, held) == replay(pure, "crumbs", items, how, held)
 
 
 @pytest.mark.native_only
@@ -363,20 +373,20 @@ def test_crumb_builds_agree(both, run):
 @given(run=chunk_runs())
 def test_chunk_builds_agree(both, run):
     native, pure = both
-    items, how = run
-    assert replay(native, "chunks", items, how) == replay(pure, "chunks", items, how)
+    items, how, held = run
+    assert replay(native, "chunks", items, how, held) == replay(pure, "chunks", items, how, held)
 
 
 @SETTINGS
 @given(run=crumb_runs())
 def test_crumb_streams_are_valid(impl, run):
-    items, how = run
-    events, frames, batches, counters = replay(impl, "crumbs", items, how)
+    items, how, held = run
+    events, frames, batches, counters = replay(impl, "crumbs", items, how, held)
     check_self_consistent(impl, events, frames, batches, counters)
     stream = all_events(events)
     if how == "none":
         # No terminal call: the transformer is still open, so end it here.
-        t = make(impl, "crumbs")
+        t = make(impl, "crumbs", held)
         for item in items:
             step_outcome(t, item)
         stream += t.finish()
@@ -389,12 +399,12 @@ def test_crumb_streams_are_valid(impl, run):
 @SETTINGS
 @given(run=chunk_runs())
 def test_chunk_streams_are_valid(impl, run):
-    items, how = run
-    events, frames, batches, counters = replay(impl, "chunks", items, how)
+    items, how, held = run
+    events, frames, batches, counters = replay(impl, "chunks", items, how, held)
     check_self_consistent(impl, events, frames, batches, counters)
     stream = all_events(events)
     if how == "none":
-        t = make(impl, "chunks")
+        t = make(impl, "chunks", held)
         for item in items:
             step_outcome(t, item)
         stream += t.finish()

@@ -12,6 +12,8 @@ class CrumbTransformer:
         thread_id: str | None = None,
         run_id: str | None = None,
         state: dict[str, Any] | None = None,
+        *,
+        held_ids: Iterable[str] | None = None,
     ) -> None: ...
     def __call__(self, item: object) -> list[dict[str, Any]]: ...
     def encode(self, item: object) -> bytes: ...
@@ -43,6 +45,8 @@ class ChunkTranslator:
         run_id: str | None,
         state: dict[str, Any] | None = None,
         custom_prefix: str = "dawn",
+        *,
+        held_ids: Iterable[str] | None = None,
     ) -> None: ...
     def __call__(self, item: object) -> list[dict[str, Any]]: ...
     def encode(self, item: object) -> bytes: ...
@@ -68,12 +72,16 @@ def create_agui_transformer(
     thread_id: str | None = None,
     run_id: str | None = None,
     state: dict[str, Any] | None = None,
+    *,
+    held_ids: Iterable[str] | None = None,
 ) -> CrumbTransformer: ...
 def create_agui_translator(
     thread_id: str | None = None,
     run_id: str | None = None,
     state: dict[str, Any] | None = None,
     custom_prefix: str = "dawn",
+    *,
+    held_ids: Iterable[str] | None = None,
 ) -> ChunkTranslator: ...
 def encode_sse(
     event_or_events: dict[str, Any] | list[dict[str, Any]] | tuple[dict[str, Any], ...],

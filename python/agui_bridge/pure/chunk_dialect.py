@@ -28,9 +28,11 @@ _CUSTOM = "custom"
 class ChunkTranslator(EventStream):
     __slots__ = ("_custom_prefix",)
 
-    def __init__(self, thread_id, run_id, state=None, custom_prefix="dawn"):
+    def __init__(self, thread_id, run_id, state=None, custom_prefix="dawn", *, held_ids=None):
         check_text(custom_prefix, "custom_prefix")
-        super().__init__(Framer(thread_id, run_id, state, close_text_always=True))
+        super().__init__(
+            Framer(thread_id, run_id, state, close_text_always=True, held_ids=held_ids)
+        )
         self._custom_prefix = custom_prefix
 
     def _parse(self, chunk):
@@ -51,7 +53,10 @@ class ChunkTranslator(EventStream):
                 return _CUSTOM, (chunk_type, fields)
             return _OBJECT, fields
         required, kinds = row
-        return chunk_type, parse_fields(chunk_type, chunk, required, kinds, keep_none=True)
+        fields = parse_fields(chunk_type, chunk, required, kinds, keep_none=True)
+        if chunk_type == "tool_call" and fields.get("id") is not None:
+            self._framer.check_fresh(chunk_type, "id", fields["id"])
+        return chunk_type, fields
 
     def _apply(self, parsed) -> None:
         kind, fields = parsed
@@ -107,6 +112,6 @@ class ChunkTranslator(EventStream):
 
 
 def create_agui_translator(
-    thread_id=None, run_id=None, state=None, custom_prefix="dawn"
+    thread_id=None, run_id=None, state=None, custom_prefix="dawn", *, held_ids=None
 ) -> ChunkTranslator:
-    return ChunkTranslator(thread_id, run_id, state, custom_prefix)
+    return ChunkTranslator(thread_id, run_id, state, custom_prefix, held_ids=held_ids)

@@ -29,6 +29,13 @@ _REQUIRED = {
     "task:end": ("taskRunId", "taskId"),
 }
 _LOOP_REQUIRED = ("loopId",)
+# The agent-supplied ids that open something (contract section 6); a result
+# may still answer a call the thread holds (rule 6 drops it in this run).
+_FRESH_IDS = {
+    "tool:input:start": "toolCallId",
+    "tool:call": "toolCallId",
+    "human:required": "interruptId",
+}
 _LOOP_OWN_FIELDS = frozenset({"type", "loopId", "phase", "iteration"})
 
 
@@ -52,8 +59,10 @@ def _file_value(fields: dict) -> dict:
 class CrumbTransformer(EventStream):
     __slots__ = ("_files", "_interrupt_ids", "_interrupts", "_loop", "_streamed")
 
-    def __init__(self, thread_id=None, run_id=None, state=None):
-        super().__init__(Framer(thread_id, run_id, state, close_text_always=False))
+    def __init__(self, thread_id=None, run_id=None, state=None, *, held_ids=None):
+        super().__init__(
+            Framer(thread_id, run_id, state, close_text_always=False, held_ids=held_ids)
+        )
         self._streamed: set[str] = set()
         self._interrupts: list[dict] = []
         self._interrupt_ids: set[str] = set()
@@ -80,6 +89,9 @@ class CrumbTransformer(EventStream):
         fields = parse_fields(crumb_type, crumb, required)
         if "error" in fields:
             check_error_object(crumb_type, fields["error"])
+        fresh = _FRESH_IDS.get(crumb_type)
+        if fresh is not None and fresh in fields:
+            self._framer.check_fresh(crumb_type, fresh, fields[fresh])
         return crumb_type, fields
 
     def _apply(self, parsed) -> None:
@@ -254,5 +266,7 @@ _HANDLERS = {
 }
 
 
-def create_agui_transformer(thread_id=None, run_id=None, state=None) -> CrumbTransformer:
-    return CrumbTransformer(thread_id, run_id, state)
+def create_agui_transformer(
+    thread_id=None, run_id=None, state=None, *, held_ids=None
+) -> CrumbTransformer:
+    return CrumbTransformer(thread_id, run_id, state, held_ids=held_ids)

@@ -1,15 +1,16 @@
 """The framing core (contract section 1) that both input dialects drive.
 
-A dialect front end validates an item completely before calling in here, so
-nothing in this module raises on bad input: a call either emits events into
-``out`` or counts the input as dropped.
+A dialect front end validates an item completely before calling in here
+(``check_fresh`` included), so nothing else in this module raises on bad
+input: a call either emits events into ``out`` or counts the input as dropped.
 """
 
 from __future__ import annotations
 
 from uuid import uuid4
 
-from .json_values import NotJson, copy_json, is_unicode, normalize
+from ..errors import CrumbError
+from .json_values import NotJson, compact, copy_json, is_unicode, normalize
 
 
 def check_text(value, name: str) -> str:
@@ -22,6 +23,27 @@ def check_text(value, name: str) -> str:
 
 def _created_id(value, name: str) -> str:
     return uuid4().hex if value is None else check_text(value, name)
+
+
+def _created_held(held_ids) -> frozenset:
+    if held_ids is None:
+        return frozenset()
+    wrong = TypeError(f"held_ids must be an iterable of strings, not {type(held_ids).__name__}")
+    # A lone string is iterable too, but as its characters: surely a mistake.
+    if isinstance(held_ids, (str, bytes)):
+        raise wrong
+    try:
+        held_ids = iter(held_ids)
+    except TypeError:
+        raise wrong from None
+    held = set()
+    for held_id in held_ids:
+        if not isinstance(held_id, str):
+            raise TypeError(f"each held id must be a string, not {type(held_id).__name__}")
+        if not is_unicode(held_id):
+            raise ValueError("held_ids must be valid unicode")
+        held.add(str.__str__(held_id))
+    return frozenset(held)
 
 
 def _created_state(state) -> dict:
@@ -41,6 +63,7 @@ class Framer:
         "counters",
         "dropped",
         "finished",
+        "held",
         "ignored",
         "known_tools",
         "latest_text_id",
@@ -55,10 +78,13 @@ class Framer:
         "used_ids",
     )
 
-    def __init__(self, thread_id, run_id, state, *, close_text_always: bool):
+    def __init__(self, thread_id, run_id, state, *, close_text_always: bool, held_ids=()):
         self.thread_id = _created_id(thread_id, "thread_id")
         self.run_id = _created_id(run_id, "run_id")
         self.state = _created_state(state)
+        # The ids the thread already holds (contract section 6): generated ids
+        # skip them, and an agent may not open anything under one of them.
+        self.held = _created_held(held_ids)
         self.started = False
         self.finished = False
         self.out: list[dict] = []
@@ -88,11 +114,20 @@ class Framer:
         while True:
             n += 1
             candidate = f"{self.run_id}:{kind}{n}"
-            if candidate not in self.used_ids:
+            if candidate not in self.used_ids and candidate not in self.held:
                 break
         self.counters[kind] = n
         self.used_ids.add(candidate)
         return candidate
+
+    def check_fresh(self, item_type: str, field: str, value: str) -> None:
+        """An agent-supplied id that opens a tool call or an interrupt must be new
+        to the thread: reusing one would merge this run's output into an earlier
+        message on the client and lose it in the store."""
+        if value in self.held:
+            raise CrumbError(
+                f"{item_type}: '{field}' {compact(value)} is already held by the thread"
+            )
 
     def start(self, thread_id: str | None = None, run_id: str | None = None) -> None:
         if thread_id is not None:

@@ -101,6 +101,18 @@ impl Chunks {
         }
     }
 
+    /// What `parse` checks of a frequent chunk that depends on the run: a
+    /// tool call's own id is new to the thread.
+    pub fn check_hot(&self, hot: &Hot<'_>) -> Result<(), CrumbError> {
+        match hot {
+            // Input after the end is dropped, never refused (rule 2).
+            Hot::ToolCall { id: Some(id), .. } if !self.framer.finished => {
+                self.framer.check_fresh("tool_call", "id", id)
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Applies a frequent chunk the glue read and checked itself (see [`Hot`]).
     pub fn apply_hot(&mut self, hot: Hot<'_>) {
         match hot {
@@ -169,6 +181,11 @@ impl Dialect for Chunks {
         };
         let kinds = Kinds::Listed(kinds);
         let fields = parse_fields(&chunk_type, &mut entries, required, kinds, true)?;
+        if row == Row::ToolCall
+            && let Some(id) = fields.get("id").and_then(Value::as_str)
+        {
+            self.framer.check_fresh(&chunk_type, "id", id)?;
+        }
         Ok(Parsed::Row(row, fields))
     }
 

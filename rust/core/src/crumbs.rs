@@ -53,6 +53,16 @@ fn known(crumb_type: &str) -> Option<(Known, &'static [&'static str])> {
     })
 }
 
+/// The agent-supplied id that opens something (contract section 6); a result
+/// may still answer a call the thread holds (rule 6 drops it in this run).
+fn fresh_field(kind: Known) -> Option<&'static str> {
+    match kind {
+        Known::InputStart | Known::Call => Some("toolCallId"),
+        Known::Human => Some("interruptId"),
+        _ => None,
+    }
+}
+
 const LOOP_OWN_FIELDS: [&str; 4] = ["type", "loopId", "phase", "iteration"];
 
 /// A frequent crumb read straight from the caller's dict, its fields borrowed.
@@ -176,6 +186,26 @@ impl Crumbs {
         if self.framer.tool_start(tool_call_id, tool_name) {
             self.framer.tool_args(tool_call_id, args);
             self.framer.tool_end(tool_call_id);
+        }
+    }
+
+    /// What `parse` checks of a frequent crumb that depends on the run: an id
+    /// that opens a tool call is new to the thread.
+    pub fn check_hot(&self, hot: &Hot<'_>) -> Result<(), CrumbError> {
+        // Input after the end is dropped, never refused (rule 2).
+        if self.framer.finished {
+            return Ok(());
+        }
+        match hot {
+            Hot::InputStart { tool_call_id, .. } => {
+                self.framer
+                    .check_fresh("tool:input:start", "toolCallId", tool_call_id)
+            }
+            Hot::Call { tool_call_id, .. } => {
+                self.framer
+                    .check_fresh("tool:call", "toolCallId", tool_call_id)
+            }
+            _ => Ok(()),
         }
     }
 
@@ -369,6 +399,11 @@ impl Dialect for Crumbs {
         let fields = parse_fields(crumb_type, &mut entries, required, Kinds::ByName, false)?;
         if let Some(error) = fields.get("error") {
             check_error_object(crumb_type, error)?;
+        }
+        if let Some(field) = parsed_kind.and_then(fresh_field)
+            && let Some(id) = fields.get(field).and_then(Value::as_str)
+        {
+            self.framer.check_fresh(crumb_type, field, id)?;
         }
         Ok(match parsed_kind {
             Some(kind) => Parsed::Known(kind, fields),

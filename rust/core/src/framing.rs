@@ -1,8 +1,10 @@
 //! The framing core (contract section 1) that both input dialects drive.
 //!
-//! A dialect validates an item completely before calling in here, so nothing
-//! here fails on bad input: a call either emits events or counts a drop.
+//! A dialect validates an item completely before calling in here
+//! (`check_fresh` included), so nothing else here fails on bad input: a call
+//! either emits events or counts a drop.
 
+use crate::error::CrumbError;
 use crate::json::{self, Map, Value};
 
 /// The run's id and name sets. Their keys are short ids hashed several times
@@ -23,6 +25,16 @@ fn put(event: &mut Event, key: &'static str, value: impl Into<Value>) {
 /// A fresh id for a thread or run the caller did not name.
 pub fn generated_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()
+}
+
+#[cold]
+fn held_error(item_type: &str, field: &str, id: &str) -> CrumbError {
+    let mut quoted = Vec::with_capacity(id.len() + 2);
+    json::write_str(&mut quoted, id);
+    let quoted = String::from_utf8_lossy(&quoted);
+    CrumbError::new(format!(
+        "{item_type}: '{field}' {quoted} is already held by the thread"
+    ))
 }
 
 #[derive(Clone, Copy)]
@@ -61,6 +73,9 @@ pub struct Framer {
     steps: IndexSet<String>,
     pub state: Map<String, Value>,
     pub used_ids: HashSet<String>,
+    /// The ids the thread already holds (contract section 6): generated ids
+    /// skip them, and an agent may not open anything under one of them.
+    held: HashSet<String>,
     counters: [u64; 4],
     pub dropped: u64,
     pub ignored: u64,
@@ -88,11 +103,27 @@ impl Framer {
             steps: IndexSet::default(),
             state,
             used_ids: HashSet::default(),
+            held: HashSet::default(),
             counters: [0; 4],
             dropped: 0,
             ignored: 0,
             close_text_always,
         }
+    }
+
+    /// Adds ids the thread already holds.
+    pub fn hold(&mut self, ids: impl IntoIterator<Item = String>) {
+        self.held.extend(ids);
+    }
+
+    /// An agent-supplied id that opens a tool call or an interrupt must be new
+    /// to the thread: reusing one would merge this run's output into an
+    /// earlier message on the client and lose it in the store.
+    pub fn check_fresh(&self, item_type: &str, field: &str, id: &str) -> Result<(), CrumbError> {
+        if self.held.contains(id) {
+            return Err(held_error(item_type, field, id));
+        }
+        Ok(())
     }
 
     pub fn is_open_tool(&self, tool_call_id: &str) -> bool {
@@ -116,7 +147,7 @@ impl Framer {
         let candidate = loop {
             n += 1;
             let candidate = format!("{}:{}{n}", self.run_id, kind.letter());
-            if !self.used_ids.contains(&candidate) {
+            if !self.used_ids.contains(&candidate) && !self.held.contains(&candidate) {
                 break candidate;
             }
         };
@@ -332,6 +363,22 @@ mod tests {
         assert_eq!(framer.new_id(IdKind::Message), "r:m2");
         assert_eq!(framer.new_id(IdKind::Message), "r:m4");
         assert_eq!(framer.new_id(IdKind::Tool), "r:t1");
+    }
+
+    #[test]
+    fn ids_skip_held_values_and_held_ids_are_not_fresh() {
+        let mut framer = framer();
+        framer.hold(["r:m1".to_owned(), "r:i1".to_owned(), "c\"1".to_owned()]);
+        assert_eq!(framer.new_id(IdKind::Message), "r:m2");
+        assert_eq!(framer.new_id(IdKind::Interrupt), "r:i2");
+        assert!(framer.check_fresh("tool:call", "toolCallId", "c2").is_ok());
+        assert_eq!(
+            framer
+                .check_fresh("tool:call", "toolCallId", "c\"1")
+                .unwrap_err()
+                .message(),
+            r#"tool:call: 'toolCallId' "c\"1" is already held by the thread"#
+        );
     }
 
     #[test]

@@ -82,14 +82,29 @@ fn check(path: &Path) {
         _ => Map::new(),
     };
     let steps = vector["steps"].as_array().cloned().unwrap_or_default();
+    let held: Vec<String> = create
+        .get("held_ids")
+        .and_then(Value::as_array)
+        .map(|ids| {
+            ids.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
     let outcome = match vector["dialect"].as_str() {
-        Some("crumbs") => run(Crumbs::new(thread_id, run_id, state), &steps, name),
+        Some("crumbs") => {
+            let mut crumbs = Crumbs::new(thread_id, run_id, state);
+            crumbs.framer_mut().hold(held);
+            run(crumbs, &steps, name)
+        }
         Some("chunks") => {
             let prefix = create
                 .get("custom_prefix")
                 .and_then(Value::as_str)
                 .unwrap_or("dawn");
-            let chunks = Chunks::new(thread_id, run_id, state, prefix.to_owned());
+            let mut chunks = Chunks::new(thread_id, run_id, state, prefix.to_owned());
+            chunks.framer_mut().hold(held);
             run(chunks, &steps, name)
         }
         other => panic!("{name}: unknown dialect {other:?}"),

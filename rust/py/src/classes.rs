@@ -60,16 +60,51 @@ fn created_state(state: Option<&Bound<'_, PyAny>>) -> PyResult<Map<String, Value
     dict_value(dict, 0).ok_or_else(|| PyValueError::new_err("state must be a JSON object"))
 }
 
+/// The ids the thread already holds: any iterable of strings but a lone string.
+fn created_held(held_ids: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<String>> {
+    let Some(held_ids) = held_ids.filter(|held_ids| !held_ids.is_none()) else {
+        return Ok(Vec::new());
+    };
+    let wrong = || not_a("held_ids", "an iterable of strings", held_ids);
+    // A lone string is iterable too, but as its characters: surely a mistake.
+    if held_ids.is_instance_of::<PyString>() || held_ids.is_instance_of::<PyBytes>() {
+        return Err(wrong());
+    }
+    let iter = held_ids.try_iter().map_err(|_| wrong())?;
+    let mut held = Vec::new();
+    for held_id in iter {
+        let held_id = held_id?;
+        let text = held_id
+            .cast::<PyString>()
+            .map_err(|_| not_a("each held id", "a string", &held_id))?;
+        let text = text
+            .to_str()
+            .map_err(|_| PyValueError::new_err("held_ids must be valid unicode"))?;
+        held.push(text.to_owned());
+    }
+    Ok(held)
+}
+
+/// What both constructors take besides their dialect's own options.
+pub struct Created {
+    thread_id: String,
+    run_id: String,
+    state: Map<String, Value>,
+    held: Vec<String>,
+}
+
 fn created(
     thread_id: Option<&Bound<'_, PyAny>>,
     run_id: Option<&Bound<'_, PyAny>>,
     state: Option<&Bound<'_, PyAny>>,
-) -> PyResult<(String, String, Map<String, Value>)> {
-    Ok((
-        created_id(thread_id, "thread_id")?,
-        created_id(run_id, "run_id")?,
-        created_state(state)?,
-    ))
+    held_ids: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Created> {
+    Ok(Created {
+        thread_id: created_id(thread_id, "thread_id")?,
+        run_id: created_id(run_id, "run_id")?,
+        state: created_state(state)?,
+        held: created_held(held_ids)?,
+    })
 }
 
 /// One `#[pymethods]` block per class (pyo3 allows no more without a feature),
@@ -152,10 +187,13 @@ impl CrumbTransformerPy {
         thread_id: Option<&Bound<'_, PyAny>>,
         run_id: Option<&Bound<'_, PyAny>>,
         state: Option<&Bound<'_, PyAny>>,
+        held_ids: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let (thread_id, run_id, state) = created(thread_id, run_id, state)?;
+        let created = created(thread_id, run_id, state, held_ids)?;
+        let mut crumbs = Crumbs::new(created.thread_id, created.run_id, created.state);
+        crumbs.framer_mut().hold(created.held);
         Ok(Self {
-            inner: Mutex::new(Crumbs::new(thread_id, run_id, state)),
+            inner: Mutex::new(crumbs),
             message_id: MessageId::default(),
         })
     }
@@ -163,13 +201,14 @@ impl CrumbTransformerPy {
 
 event_stream_class!(CrumbTransformerPy {
     #[new]
-    #[pyo3(signature = (thread_id=None, run_id=None, state=None))]
+    #[pyo3(signature = (thread_id=None, run_id=None, state=None, *, held_ids=None))]
     fn new(
         thread_id: Option<&Bound<'_, PyAny>>,
         run_id: Option<&Bound<'_, PyAny>>,
         state: Option<&Bound<'_, PyAny>>,
+        held_ids: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        Self::create(thread_id, run_id, state)
+        Self::create(thread_id, run_id, state, held_ids)
     }
 
     #[getter]
@@ -191,15 +230,23 @@ impl ChunkTranslatorPy {
         run_id: Option<&Bound<'_, PyAny>>,
         state: Option<&Bound<'_, PyAny>>,
         custom_prefix: &Given,
+        held_ids: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         // Checked first, as the pure build's constructor does.
         let custom_prefix = match &custom_prefix.0 {
             Some(prefix) => created_text(prefix.bind(py), "custom_prefix")?,
             None => "dawn".to_owned(),
         };
-        let (thread_id, run_id, state) = created(thread_id, run_id, state)?;
+        let created = created(thread_id, run_id, state, held_ids)?;
+        let mut chunks = Chunks::new(
+            created.thread_id,
+            created.run_id,
+            created.state,
+            custom_prefix,
+        );
+        chunks.framer_mut().hold(created.held);
         Ok(Self {
-            inner: Mutex::new(Chunks::new(thread_id, run_id, state, custom_prefix)),
+            inner: Mutex::new(chunks),
             message_id: MessageId::default(),
         })
     }
@@ -207,14 +254,15 @@ impl ChunkTranslatorPy {
 
 event_stream_class!(ChunkTranslatorPy {
     #[new]
-    #[pyo3(signature = (thread_id, run_id, state=None, custom_prefix=Given(None)))]
+    #[pyo3(signature = (thread_id, run_id, state=None, custom_prefix=Given(None), *, held_ids=None))]
     fn new(
         py: Python<'_>,
         thread_id: Option<&Bound<'_, PyAny>>,
         run_id: Option<&Bound<'_, PyAny>>,
         state: Option<&Bound<'_, PyAny>>,
         custom_prefix: Given,
+        held_ids: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        Self::create(py, thread_id, run_id, state, &custom_prefix)
+        Self::create(py, thread_id, run_id, state, &custom_prefix, held_ids)
     }
 });

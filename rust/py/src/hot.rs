@@ -10,6 +10,7 @@
 //! Reading runs no Python code (no hashing, no `__eq__`): keys are matched by
 //! their text, as `to_input` does.
 
+use agui_bridge_core::CrumbError;
 use agui_bridge_core::chunks::{self, Chunks};
 use agui_bridge_core::crumbs::{self, Crumbs};
 use agui_bridge_core::stream::Dialect;
@@ -21,6 +22,9 @@ use crate::convert::json_text;
 /// A dialect whose frequent items can be read without the general path.
 pub trait HotInput: Dialect {
     type Hot<'a>;
+
+    /// What the parser would refuse of `hot` given the run (a held id).
+    fn check_hot(&self, hot: &Self::Hot<'_>) -> Result<(), CrumbError>;
 
     fn apply_hot(&mut self, hot: Self::Hot<'_>);
 
@@ -123,6 +127,10 @@ const CRUMB_FIELDS: [&str; 5] = ["toolCallId", "toolName", "input", "result", "s
 impl HotInput for Crumbs {
     type Hot<'a> = crumbs::Hot<'a>;
 
+    fn check_hot(&self, hot: &crumbs::Hot<'_>) -> Result<(), CrumbError> {
+        Crumbs::check_hot(self, hot)
+    }
+
     fn apply_hot(&mut self, hot: crumbs::Hot<'_>) {
         Crumbs::apply_hot(self, hot);
     }
@@ -171,6 +179,10 @@ const CHUNK_FIELDS: [&str; 4] = ["id", "name", "input", "output"];
 
 impl HotInput for Chunks {
     type Hot<'a> = chunks::Hot<'a>;
+
+    fn check_hot(&self, hot: &chunks::Hot<'_>) -> Result<(), CrumbError> {
+        Chunks::check_hot(self, hot)
+    }
 
     fn apply_hot(&mut self, hot: chunks::Hot<'_>) {
         Chunks::apply_hot(self, hot);

@@ -13,25 +13,27 @@ use pyo3::prelude::*;
 use classes::{ChunkTranslatorPy, CrumbTransformerPy, Given};
 
 #[pyfunction]
-#[pyo3(signature = (thread_id=None, run_id=None, state=None))]
+#[pyo3(signature = (thread_id=None, run_id=None, state=None, *, held_ids=None))]
 fn create_agui_transformer(
     thread_id: Option<&Bound<'_, PyAny>>,
     run_id: Option<&Bound<'_, PyAny>>,
     state: Option<&Bound<'_, PyAny>>,
+    held_ids: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<CrumbTransformerPy> {
-    CrumbTransformerPy::create(thread_id, run_id, state)
+    CrumbTransformerPy::create(thread_id, run_id, state, held_ids)
 }
 
 #[pyfunction]
-#[pyo3(signature = (thread_id=None, run_id=None, state=None, custom_prefix=Given(None)))]
+#[pyo3(signature = (thread_id=None, run_id=None, state=None, custom_prefix=Given(None), *, held_ids=None))]
 fn create_agui_translator(
     py: Python<'_>,
     thread_id: Option<&Bound<'_, PyAny>>,
     run_id: Option<&Bound<'_, PyAny>>,
     state: Option<&Bound<'_, PyAny>>,
     custom_prefix: Given,
+    held_ids: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<ChunkTranslatorPy> {
-    ChunkTranslatorPy::create(py, thread_id, run_id, state, &custom_prefix)
+    ChunkTranslatorPy::create(py, thread_id, run_id, state, &custom_prefix, held_ids)
 }
 
 #[pymodule(gil_used = false)]

@@ -124,11 +124,12 @@ pub fn call<'py, D: Dialect + FastInput + HotInput>(
     }
     let hot = D::with_hot(item, |hot| {
         let mut dialect = lock(inner);
+        dialect.check_hot(&hot)?;
         dialect.call_checked(|dialect| dialect.apply_hot(hot));
-        dialect.framer_mut().take_out()
+        Ok(dialect.framer_mut().take_out())
     });
     if let Some(events) = hot {
-        return events_to_py(py, &events);
+        return events_to_py(py, &events.map_err(item_error)?);
     }
     let input = to_input(item)?;
     let events = lock(inner).call(input).map_err(item_error)?;
@@ -157,21 +158,27 @@ fn write_item<'m, 'py, D: Dialect + FastInput + HotInput>(
         }
     }
     *held = None;
-    if D::with_hot(item, |hot| write_hot(inner, hot, out)).is_some() {
-        return Ok(Ok(()));
+    if let Some(written) = D::with_hot(item, |hot| write_hot(inner, hot, out)) {
+        return Ok(written);
     }
     let input = to_input(item)?;
     Ok(lock(inner).call_into(input, out))
 }
 
 /// Applies a frequent item read by `HotInput` and appends its frames to `out`.
-fn write_hot<D: HotInput>(inner: &Mutex<D>, hot: D::Hot<'_>, out: &mut Vec<u8>) {
+fn write_hot<D: HotInput>(
+    inner: &Mutex<D>,
+    hot: D::Hot<'_>,
+    out: &mut Vec<u8>,
+) -> Result<(), CrumbError> {
     let mut dialect = lock(inner);
+    dialect.check_hot(&hot)?;
     dialect.call_checked(|dialect| dialect.apply_hot(hot));
     let framer = dialect.framer_mut();
     sse::write_frames(out, &framer.out);
     // Kept, with its capacity, for the next item.
     framer.out.clear();
+    Ok(())
 }
 
 fn fill_content_frame(buffer: &mut [u8], prefix: &[u8], text: &str) {
