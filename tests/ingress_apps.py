@@ -3,7 +3,8 @@
 AGUI_TEST_STORE (default memory://), AGUI_TEST_KEEPALIVE (s),
 AGUI_TEST_ON_DISCONNECT, AGUI_TEST_MAX_BUFFERED, AGUI_TEST_BODY_LIMIT,
 AGUI_TEST_EVENTS (a file: every on_event call is appended as a JSON line),
-AGUI_TEST_MARKS (a directory: agents touch files there to show progress).
+AGUI_TEST_MARKS (a directory: agents touch files there to show progress),
+AGUI_TEST_LEASE_TTL (s).
 
 What the "echo" agent (crumbs) does is chosen by the user's words.
 """
@@ -33,6 +34,7 @@ def make_app(**overrides) -> App:
         on_disconnect=_env("AGUI_TEST_ON_DISCONNECT", "continue"),
         max_buffered=_int("AGUI_TEST_MAX_BUFFERED", 8 << 20),
         body_limit=_int("AGUI_TEST_BODY_LIMIT", 1 << 20),
+        lease_ttl=float(_env("AGUI_TEST_LEASE_TTL", "10")),
     )
     for name, kind in (
         ("send_timeout", float),

@@ -28,6 +28,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 _LOGS: dict[str, Path] = {}
 _INTERFACES: dict[str, str] = {}
+_PROCESSES: dict[str, subprocess.Popen] = {}
 
 
 def free_port() -> int:
@@ -39,6 +40,27 @@ def free_port() -> int:
 def interface_of(base_url: str) -> str:
     """``"rsgi"`` or ``"asgi"``: what ``serve`` started at that URL."""
     return _INTERFACES[base_url]
+
+
+def server_process(base_url: str) -> subprocess.Popen:
+    """The granian main process serving ``base_url`` (its session has the workers)."""
+    return _PROCESSES[base_url]
+
+
+def worker_pids(base_url: str) -> list[int]:
+    """The pids of the granian workers serving ``base_url`` (children of the main process)."""
+    parent = _PROCESSES[base_url].pid
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            # the fields after the command (which may hold spaces): state, ppid, ...
+            if int(stat.rsplit(")", 1)[1].split()[1]) == parent:
+                pids.append(int(entry.name))
+    return sorted(pids)
 
 
 def server_log(base_url: str) -> str:
@@ -92,6 +114,7 @@ def serve(
     base_url = f"http://127.0.0.1:{port}"
     _LOGS[base_url] = Path(log.name)
     _INTERFACES[base_url] = interface
+    _PROCESSES[base_url] = process
     try:
         deadline = time.monotonic() + timeout
         while True:
@@ -119,6 +142,7 @@ def serve(
         if os.environ.get("AGUI_KEEP_SERVER_LOGS") != "1":
             Path(log.name).unlink(missing_ok=True)
         _LOGS.pop(base_url, None)
+        _PROCESSES.pop(base_url, None)
 
 
 @contextlib.contextmanager

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
 import sqlite3
+import subprocess
+import sys
+import threading
+import time
 
 import pytest
 from agui_bridge.store import MemoryStore, SqliteStore, open_store
@@ -58,26 +64,109 @@ def test_open_store_urls(tmp_path):
         open_store("redis://x")
 
 
-def test_sqlite_run_lease(tmp_path):
-    import os
-    import subprocess
-    import sys
+async def test_leases_expire_by_time_and_fence(make_store):
+    store = make_store()
+    first = await store.claim("t", 0.3)
+    assert first is not None
+    assert await store.claim("t", 0.3) is None  # held
+    for _ in range(2):  # renewed past its ttl, it stays held
+        await asyncio.sleep(0.2)
+        assert await store.renew(first, 0.3)
+    await asyncio.sleep(0.1)
+    assert await store.claim("t", 0.3) is None
+    await asyncio.sleep(0.35)  # no renewal: it expired
+    second = await store.claim("t", 5)
+    assert second is not None and second.fence > first.fence
+    assert not await store.renew(first, 5)  # taken over
+    await store.release(first)  # a stale lease releases nothing
+    assert await store.claim("t", 5) is None
+    await store.release(second)
+    third = await store.claim("t", 5)
+    assert third is not None and third.fence > second.fence
+    assert await store.claim("other", 5) is not None  # per thread
+    await store.close()
 
-    store = SqliteStore(str(tmp_path / "threads.sqlite"))
-    assert store.claim("t", "a")
-    store.release("t", "b")  # another run's token releases nothing
-    # a lease of a live process blocks; one of this process is stale and taken over
-    store._lease.execute("UPDATE active_runs SET pid = ? WHERE thread_id = 't'", (os.getppid(),))
-    assert not store.claim("t", "c")
-    done = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"],
-        capture_output=True,
+
+_HOLDER = """
+import asyncio, sys
+from agui_bridge.store import SqliteStore
+
+async def main():
+    store = SqliteStore(sys.argv[1])
+    lease = await store.claim("t", float(sys.argv[2]))
+    print("claimed" if lease else "refused", flush=True)
+    await asyncio.sleep(60)  # alive, never renewing: hung, or on another machine
+
+asyncio.run(main())
+"""
+
+
+async def test_sqlite_lease_of_a_live_process_expires(tmp_path):
+    """A lease does not name a process: a holder that is alive but stopped
+    renewing (hung, partitioned, or a PID that now belongs to something
+    else) blocks its thread for one ttl, not for its lifetime."""
+    path = str(tmp_path / "threads.sqlite")
+    store = SqliteStore(path)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, path, "1.0"],
+        stdout=subprocess.PIPE,
         text=True,
-        check=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
     )
-    store._lease.execute(
-        "UPDATE active_runs SET pid = ? WHERE thread_id = 't'", (int(done.stdout),)
-    )
-    assert store.claim("t", "d")  # its process is gone
-    store.release("t", "d")
-    assert store.claim("t", "e")
+    try:
+        assert holder.stdout.readline().strip() == "claimed"
+        assert await store.claim("t", 5) is None
+        deadline = time.monotonic() + 5
+        lease = None
+        while lease is None and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+            lease = await store.claim("t", 5)
+        assert lease is not None
+        assert holder.poll() is None  # taken over while its holder lives
+    finally:
+        holder.kill()
+        holder.wait()
+        await store.close()
+
+
+async def test_sqlite_calls_leave_the_loop_free(tmp_path):
+    """A claim or a save waiting on another process's write lock (busy_timeout)
+    waits in a thread: the event loop keeps serving meanwhile."""
+    path = str(tmp_path / "threads.sqlite")
+    store = SqliteStore(path)
+    await store.save("t", "a", [{"id": "u1", "role": "user", "content": "x"}], {}, [])
+    loop = asyncio.get_running_loop()
+    gaps: list[float] = []
+
+    async def ticker():
+        last = loop.time()
+        while True:
+            await asyncio.sleep(0.01)
+            now = loop.time()
+            gaps.append(now - last)
+            last = now
+
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    ticking = asyncio.ensure_future(ticker())
+    try:
+        for name, call in (
+            ("claim", lambda: store.claim("t", 5)),
+            ("save", lambda: store.save("t", "a", [], {"k": 1}, [])),
+            ("load", lambda: store.load("t")),  # WAL: a load does not wait for the writer
+        ):
+            other.execute("BEGIN IMMEDIATE")  # another worker's write in progress
+            timer = threading.Timer(0.6, other.execute, ("COMMIT",))
+            timer.start()
+            started = loop.time()
+            await asyncio.wait_for(call(), 10)
+            waited = loop.time() - started
+            timer.join()
+            assert name == "load" or waited >= 0.5, (name, waited)  # it did wait on the lock
+        assert gaps and max(gaps) < 0.25, max(gaps)
+    finally:
+        ticking.cancel()
+        other.close()
+        await store.close()
+    reopened = SqliteStore(path)
+    assert (await reopened.load("t")).state == {"k": 1}
+    await reopened.close()

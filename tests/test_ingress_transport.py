@@ -130,16 +130,19 @@ async def test_disconnect_continue_lets_the_run_land(continue_url):
     assert messages[1]["content"] == "".join(f"w{i} " for i in range(10))
 
 
-async def test_disconnect_cancel_stops_the_agent_and_stores_nothing(cancel_url):
+async def test_disconnect_cancel_stops_the_agent_and_keeps_only_the_turn(cancel_url):
     tid, run_id = thread("anon-cancel"), f"cancel-{time.monotonic_ns()}"
-    await read_first_frame_and_leave(cancel_url, run_body(tid, "slow 30", run_id=run_id))
+    body = run_body(tid, "slow 30", run_id=run_id)
+    await read_first_frame_and_leave(cancel_url, body)
     assert await eventually(lambda: (MARKS / f"started-{run_id}").exists())
     await asyncio.sleep(2.0)  # the run would have taken 1.5 s
     assert not (MARKS / f"ended-{run_id}").exists()
-    error_of(httpx.get(f"{cancel_url}/threads/{tid}/state"), 404)
+    # The user's turn was stored when the run started; nothing the agent said is.
+    state = httpx.get(f"{cancel_url}/threads/{tid}/state").json()
+    assert state["messages"] == body["messages"]
     async with httpx.AsyncClient(base_url=cancel_url, timeout=20) as http:
         events = await stream(http, "/ag-ui/run", run_body(tid, "hi"))  # not 409: released
-    assert text_of(events) == "turn 1: you said hi"
+    assert text_of(events) == "turn 2: you said hi"
 
 
 # -- the slow-reader bound ---------------------------------------------------------------

@@ -21,6 +21,7 @@ from .ingress.handler import Handler, HttpError
 from .ingress.rsgi import RsgiConn
 from .runs import Limits, Logs
 from .store import DEFAULT_STORE, open_store
+from .store.lease import keep
 
 DEFAULT_PATH = "/ag-ui/run"
 log = logging.getLogger("agui_bridge.app")
@@ -62,8 +63,9 @@ class App:
     caller who knows a threadId can use that thread.
     ``body_limit``: bytes (413 past it). ``keepalive``: seconds of silence before
     a ``: ping`` comment. ``on_disconnect``: ``"continue"`` (the run goes on and
-    its history lands) or ``"cancel"`` (the agent is cancelled, nothing of the
-    run is stored). ``max_buffered``: bytes a client that stops reading may make
+    its history lands) or ``"cancel"`` (the agent is cancelled, nothing it
+    produced is stored). Either way the user's turn is stored when the run
+    starts. ``max_buffered``: bytes a client that stops reading may make
     the server hold per stream (``None``: unbounded); past it the stream ends
     with ``RUN_ERROR`` (code ``stream_overflow``) and the run goes on. Under
     ASGI, where a send waits for the client, a cut-off stream whose last frames
@@ -84,6 +86,9 @@ class App:
     under ASGI this, times the few sends granian queues, is what a client that
     stops reading pins), ``send_timeout`` (30 s without progress ends a stream;
     the client can resume by id).
+    ``lease_ttl``: seconds a run's lease on its thread lasts unless renewed (it
+    is renewed every third of that while the run lives): after a worker dies,
+    its threads take new runs again within that time.
     """
 
     def __init__(
@@ -101,6 +106,7 @@ class App:
         max_total_bytes: int | None = None,
         max_write: int | None = None,
         send_timeout: float | None = None,
+        lease_ttl: float = 10.0,
     ):
         if on_disconnect not in ("continue", "cancel"):
             raise ValueError("on_disconnect must be 'continue' or 'cancel'")
@@ -123,10 +129,13 @@ class App:
         self.overflow_grace = overflow_grace
         self.event_ids = event_ids
         self._logs = Logs(self.limits)
+        self.lease_ttl = lease_ttl
         self._agents: dict[str, Agent] = {}
         self._routes: dict[str, Agent] = {}
         self._listeners: list[Callable] = []
         self._active: dict[str, Any] = {}
+        # thread_id -> (its lease, the task renewing it), for the runs of this process
+        self._leases: dict[str, tuple[Any, asyncio.Task]] = {}
         self._tasks: set[asyncio.Task] = set()
         self._handler = Handler(self)
 
@@ -194,16 +203,26 @@ class App:
         self._listeners.append(callback if _takes_two(callback) else _event_only(callback))
         return callback
 
-    def _release(self, thread_id: str, run) -> None:
-        if self._active.get(thread_id) is run:
-            del self._active[thread_id]
-        token = getattr(run, "lease", None)
-        release = getattr(self._store, "release", None)
-        if token is not None and release is not None:
-            try:
-                release(thread_id, token)
-            except Exception:
-                log.exception("releasing the run lease of thread %s failed", thread_id)
+    def _hold(self, thread_id: str, lease) -> None:
+        """Keeps renewing a run's lease until ``_release``."""
+        if lease is not None:
+            keeper = asyncio.get_running_loop().create_task(keep(self.store, lease, self.lease_ttl))
+            self._leases[thread_id] = (lease, keeper)
+
+    async def _release(self, thread_id: str, run) -> None:
+        """Frees the thread of a run that ended (its lease too)."""
+        if self._active.get(thread_id) is not run:
+            return
+        del self._active[thread_id]
+        held = self._leases.pop(thread_id, None)
+        if held is None:
+            return
+        lease, keeper = held
+        keeper.cancel()
+        try:
+            await self.store.release(lease)
+        except Exception:
+            log.exception("releasing the run lease of thread %s failed", thread_id)
 
     async def aclose(self) -> None:
         if self._store is not None:

@@ -43,7 +43,6 @@ import contextlib
 import inspect
 import logging
 from typing import Any
-from uuid import uuid4
 
 import orjson
 
@@ -287,24 +286,22 @@ class Handler:
             raise HttpError(409, "run_active", f"thread {thread_id!r} already has an active run")
         app._active[thread_id] = None  # claimed now; a Run replaces it below
         store = app.store
-        claim = getattr(store, "claim", None)
-        token = uuid4().hex
-        claimed = False
+        lease = None
         try:
-            if claim is not None:
-                if not claim(thread_id, token):
+            if hasattr(store, "claim"):
+                lease = await store.claim(thread_id, app.lease_ttl)
+                if lease is None:
                     raise HttpError(
                         409, "run_active", f"thread {thread_id!r} already has an active run"
                     )
-                claimed = True
             run = await self._prepare(agent, run_input, identity)
         except BaseException:
             app._active.pop(thread_id, None)
-            if claimed:
-                store.release(thread_id, token)
+            if lease is not None:
+                await store.release(lease)
             raise
-        run.lease = token
         app._active[thread_id] = run
+        app._hold(thread_id, lease)
         run.begin()
         run.task = asyncio.get_running_loop().create_task(run.run())
         app._tasks.add(run.task)
@@ -380,6 +377,10 @@ class Handler:
             identity=identity,
             messages=messages,
         )
+        if new:
+            # The user's turn is stored before the agent starts, so a crash
+            # mid-run loses only the answer.
+            await app.store.save(run_input.thread_id, agent.agent_id, new, dict(state), pending)
         run_log = app._logs.create(run_input.thread_id, run_input.run_id, agent.agent_id)
         run_log.input_ids = frozenset(m.get("id") for m in messages)
         return Run(app, agent, ctx, new, pending, run_log, list(stored) + new)

@@ -81,7 +81,6 @@ class Run:
         self.ended = False
         self._pending: list[bytes] = []
         self._pending_size = 0
-        self.lease: str | None = None
         self._begun = False
         self._first = (
             {"type": "agent:run:start", "runId": ctx.run_id, "sessionId": ctx.thread_id}
@@ -306,14 +305,14 @@ class Run:
                     "run %s of thread %s cancelled: its client left", ctx.run_id, ctx.thread_id
                 )
                 self._terminal(self.t.fail(ClientLeft("the client left")))
-                app._release(ctx.thread_id, self)
+                await app._release(ctx.thread_id, self)
                 self._end_log()
                 return
             else:
                 # Cancelled from outside (the server is stopping): end the log.
                 self.flush()
                 self.log.end()
-                app._release(ctx.thread_id, self)
+                await app._release(ctx.thread_id, self)
                 raise
         except Exception as error:
             failed = error
@@ -330,7 +329,7 @@ class Run:
                 "run %s of thread %s: saving the thread failed", ctx.run_id, ctx.thread_id
             )
         finally:
-            app._release(ctx.thread_id, self)
+            await app._release(ctx.thread_id, self)
             self._end_log()
 
     async def _save(self, failed) -> None:
@@ -345,7 +344,7 @@ class Run:
         await self.app.store.save(
             self.ctx.thread_id,
             self.agent.agent_id,
-            self.new_messages + history.messages,
+            history.messages,  # the user's turn was stored when the run started
             state,
             interrupts,
         )

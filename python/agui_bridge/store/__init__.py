@@ -10,16 +10,18 @@ agent that owns the thread. Both stores implement the same small async API:
     the state and the pending interrupts, in one transaction.
 ``await store.close()``
 
-Optionally (the SQLite store has them), ``store.claim(thread_id, token) -> bool``
-and ``store.release(thread_id, token)``: a run lease shared by every process on
-the store, so a thread has one active run across granian workers (the App also
-keeps one per process). A store without them is guarded per process only.
+and, to share run leases between processes (one active run per thread
+across granian workers and machines), ``claim``, ``renew`` and ``release``
+(see ``lease.py``). A store without them is guarded per process only. No
+call may block the event loop: a store on a blocking driver runs it in a
+thread.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .lease import Lease
 from .memory import MemoryStore
 from .sqlite import SqliteStore
 
@@ -47,4 +49,4 @@ def open_store(spec):
     raise ValueError(f"unknown store URL {spec!r} (use memory:// or sqlite:///PATH)")
 
 
-__all__ = ["DEFAULT_STORE", "MemoryStore", "SqliteStore", "Thread", "open_store"]
+__all__ = ["DEFAULT_STORE", "Lease", "MemoryStore", "SqliteStore", "Thread", "open_store"]

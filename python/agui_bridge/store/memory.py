@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import copy
+import time
+import uuid
+
+from .lease import Lease
 
 
 class MemoryStore:
     def __init__(self):
         self._threads: dict[str, dict] = {}
+        # thread_id -> (token, fence, expires at)
+        self._leases: dict[str, tuple[str, int, float]] = {}
 
     async def load(self, thread_id: str):
         from . import Thread
@@ -38,6 +44,28 @@ class MemoryStore:
             record["messages"].append(copy.deepcopy(message))
         record["state"] = copy.deepcopy(state)
         record["interrupts"] = copy.deepcopy(interrupts)
+
+    async def claim(self, thread_id: str, ttl: float) -> Lease | None:
+        now = time.time()
+        held = self._leases.get(thread_id)
+        if held is not None and held[2] > now:
+            return None
+        lease = Lease(thread_id, uuid.uuid4().hex, (held[1] if held else 0) + 1)
+        self._leases[thread_id] = (lease.token, lease.fence, now + ttl)
+        return lease
+
+    async def renew(self, lease: Lease, ttl: float) -> bool:
+        held = self._leases.get(lease.thread_id)
+        if held is None or held[0] != lease.token:
+            return False
+        self._leases[lease.thread_id] = (held[0], held[1], time.time() + ttl)
+        return True
+
+    async def release(self, lease: Lease) -> None:
+        held = self._leases.get(lease.thread_id)
+        if held is not None and held[0] == lease.token:
+            # The fence stays, so the next claim's is larger.
+            self._leases[lease.thread_id] = ("", held[1], 0.0)
 
     async def close(self) -> None:
         pass

@@ -1,10 +1,13 @@
 """The SQLite thread store (``sqlite:///PATH``), the default.
 
-WAL mode; a save commits with ``synchronous=FULL`` in a worker thread, so a
-saved turn survives a crash or a restart and the event loop never waits on
-fsync. Loads run inline on a separate read connection (WAL readers never
-wait for the writer). Several granian workers may share one file: writes
-serialize on SQLite's lock (``busy_timeout``).
+WAL mode. No call runs on the event loop: writes (saves and leases) go to
+one thread per store, in order, so a write that waits on SQLite's lock
+(another granian worker's commit, ``busy_timeout``) stalls nothing but
+other writes, which would wait on the same lock anyway; loads go to a
+small pool of reader threads, each with its own connection (WAL readers
+never wait for the writer). A save commits with ``synchronous=FULL``, so a
+saved turn survives a crash or a restart. Several granian workers may share
+one file.
 """
 
 from __future__ import annotations
@@ -14,8 +17,12 @@ import os
 import sqlite3
 import threading
 import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import orjson
+
+from .lease import Lease
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS threads (
@@ -33,13 +40,15 @@ CREATE TABLE IF NOT EXISTS messages (
     PRIMARY KEY (thread_id, message_id)
 );
 CREATE INDEX IF NOT EXISTS messages_by_seq ON messages (thread_id, seq);
-CREATE TABLE IF NOT EXISTS active_runs (
+CREATE TABLE IF NOT EXISTS leases (
     thread_id TEXT PRIMARY KEY,
     token TEXT NOT NULL,
-    pid INTEGER NOT NULL,
-    started_at REAL NOT NULL
+    fence INTEGER NOT NULL,
+    expires_at REAL NOT NULL
 );
 """
+
+READERS = 4
 
 
 def _connect(path: str) -> sqlite3.Connection:
@@ -58,31 +67,50 @@ class SqliteStore:
         self._write.execute("PRAGMA journal_mode = WAL")
         self._write.execute("PRAGMA synchronous = FULL")
         self._write.executescript(_SCHEMA)
-        self._read = _connect(path)
-        # Leases of active runs, so one thread has one run across granian
-        # workers: small autocommit writes from the event loop, no fsync (WAL +
-        # NORMAL); a lease whose process is gone is taken over.
+        # Leases need no fsync (a lease lost to a power cut only frees its
+        # thread early); checkpoints, which fsync, stay on the write connection.
         self._lease = _connect(path)
         self._lease.execute("PRAGMA synchronous = NORMAL")
-        # Checkpoints (which fsync) run on the write connection, in its thread.
         self._lease.execute("PRAGMA wal_autocheckpoint = 0")
-        self._lock = threading.Lock()
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="agui-sqlite-write")
+        self._readers = ThreadPoolExecutor(READERS, thread_name_prefix="agui-sqlite-read")
+        self._local = threading.local()
+        self._read_conns: list[sqlite3.Connection] = []
+        self._conns_lock = threading.Lock()
 
-    async def load(self, thread_id: str):
+    def _on_writer(self, fn, *args):
+        return asyncio.get_running_loop().run_in_executor(self._writer, fn, *args)
+
+    # -- threads ---------------------------------------------------------------
+
+    def _reader(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = _connect(self.path)
+            with self._conns_lock:
+                self._read_conns.append(conn)
+        return conn
+
+    def _load(self, thread_id: str):
         from . import Thread
 
-        read = self._read
-        row = read.execute(
-            "SELECT agent_id, state, interrupts FROM threads WHERE thread_id = ?", (thread_id,)
-        ).fetchone()
-        if row is None:
-            return None
-        messages = [
-            orjson.loads(body)
-            for (body,) in read.execute(
-                "SELECT body FROM messages WHERE thread_id = ? ORDER BY seq", (thread_id,)
-            )
-        ]
+        read = self._reader()
+        read.execute("BEGIN")  # one snapshot for both queries
+        try:
+            row = read.execute(
+                "SELECT agent_id, state, interrupts FROM threads WHERE thread_id = ?",
+                (thread_id,),
+            ).fetchone()
+            if row is None:
+                return None
+            messages = [
+                orjson.loads(body)
+                for (body,) in read.execute(
+                    "SELECT body FROM messages WHERE thread_id = ? ORDER BY seq", (thread_id,)
+                )
+            ]
+        finally:
+            read.execute("COMMIT")
         return Thread(
             thread_id=thread_id,
             agent_id=row[0],
@@ -91,94 +119,98 @@ class SqliteStore:
             interrupts=orjson.loads(row[2]),
         )
 
+    async def load(self, thread_id: str):
+        return await asyncio.get_running_loop().run_in_executor(
+            self._readers, self._load, thread_id
+        )
+
     def _save(self, thread_id, agent_id, new_messages, state, interrupts) -> None:
-        with self._lock:
-            conn = self._write
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+        conn = self._write
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(
+                "INSERT INTO threads (thread_id, agent_id, state, interrupts, updated_at)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (thread_id) DO UPDATE SET"
+                " agent_id = coalesce(threads.agent_id, excluded.agent_id),"
+                " state = excluded.state, interrupts = excluded.interrupts,"
+                " updated_at = excluded.updated_at",
+                (
+                    thread_id,
+                    agent_id,
+                    orjson.dumps(state),
+                    orjson.dumps(interrupts),
+                    time.time(),
+                ),
+            )
+            (seq,) = conn.execute(
+                "SELECT coalesce(max(seq), 0) FROM messages WHERE thread_id = ?",
+                (thread_id,),
+            ).fetchone()
+            for message in new_messages:
+                seq += 1
                 conn.execute(
-                    "INSERT INTO threads (thread_id, agent_id, state, interrupts, updated_at)"
-                    " VALUES (?, ?, ?, ?, ?) ON CONFLICT (thread_id) DO UPDATE SET"
-                    " agent_id = coalesce(threads.agent_id, excluded.agent_id),"
-                    " state = excluded.state, interrupts = excluded.interrupts,"
-                    " updated_at = excluded.updated_at",
-                    (
-                        thread_id,
-                        agent_id,
-                        orjson.dumps(state),
-                        orjson.dumps(interrupts),
-                        time.time(),
-                    ),
+                    "INSERT OR IGNORE INTO messages (thread_id, seq, message_id, body)"
+                    " VALUES (?, ?, ?, ?)",
+                    (thread_id, seq, message["id"], orjson.dumps(message)),
                 )
-                (seq,) = conn.execute(
-                    "SELECT coalesce(max(seq), 0) FROM messages WHERE thread_id = ?",
-                    (thread_id,),
-                ).fetchone()
-                for message in new_messages:
-                    seq += 1
-                    conn.execute(
-                        "INSERT OR IGNORE INTO messages (thread_id, seq, message_id, body)"
-                        " VALUES (?, ?, ?, ?)",
-                        (thread_id, seq, message["id"], orjson.dumps(message)),
-                    )
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
 
     async def save(self, thread_id, agent_id, new_messages, state, interrupts) -> None:
-        await asyncio.to_thread(
+        await self._on_writer(
             self._save, thread_id, agent_id, list(new_messages), state, interrupts
         )
 
-    def claim(self, thread_id: str, token: str) -> bool:
-        """Takes the thread's run lease; False while a live process holds it."""
-        conn = self._lease
-        me = os.getpid()
-        for _ in range(3):
-            cursor = conn.execute(
-                "INSERT INTO active_runs (thread_id, token, pid, started_at) VALUES (?, ?, ?, ?)"
-                " ON CONFLICT (thread_id) DO NOTHING",
-                (thread_id, token, me, time.time()),
-            )
-            if cursor.rowcount == 1:
-                return True
-            row = conn.execute(
-                "SELECT token, pid FROM active_runs WHERE thread_id = ?", (thread_id,)
-            ).fetchone()
-            if row is None:
-                continue  # released meanwhile
-            held_by, pid = row
-            # This process's own leases are tracked in memory by the App, so a
-            # row of ours here is stale (its release failed).
-            if pid != me and _alive(pid):
-                return False
-            cursor = conn.execute(
-                "UPDATE active_runs SET token = ?, pid = ?, started_at = ?"
-                " WHERE thread_id = ? AND token = ?",
-                (token, me, time.time(), thread_id, held_by),
-            )
-            if cursor.rowcount == 1:
-                return True
-        return False
+    # -- leases (see lease.py) -------------------------------------------------
 
-    def release(self, thread_id: str, token: str) -> None:
+    def _claim(self, thread_id: str, ttl: float) -> Lease | None:
+        token = uuid.uuid4().hex
+        now = time.time()
+        row = self._lease.execute(
+            "INSERT INTO leases (thread_id, token, fence, expires_at) VALUES (?, ?, 1, ?)"
+            " ON CONFLICT (thread_id) DO UPDATE SET token = excluded.token,"
+            " fence = leases.fence + 1, expires_at = excluded.expires_at"
+            " WHERE leases.expires_at <= ? RETURNING fence",
+            (thread_id, token, now + ttl, now),
+        ).fetchone()
+        return None if row is None else Lease(thread_id, token, row[0])
+
+    async def claim(self, thread_id: str, ttl: float) -> Lease | None:
+        return await self._on_writer(self._claim, thread_id, ttl)
+
+    def _renew(self, lease: Lease, ttl: float) -> bool:
+        cursor = self._lease.execute(
+            "UPDATE leases SET expires_at = ? WHERE thread_id = ? AND token = ?",
+            (time.time() + ttl, lease.thread_id, lease.token),
+        )
+        return cursor.rowcount == 1
+
+    async def renew(self, lease: Lease, ttl: float) -> bool:
+        return await self._on_writer(self._renew, lease, ttl)
+
+    def _release(self, lease: Lease) -> None:
+        # The row stays (expired) so the thread's next fence is larger.
         self._lease.execute(
-            "DELETE FROM active_runs WHERE thread_id = ? AND token = ?", (thread_id, token)
+            "UPDATE leases SET token = '', expires_at = 0 WHERE thread_id = ? AND token = ?",
+            (lease.thread_id, lease.token),
         )
 
-    async def close(self) -> None:
-        with self._lock:
-            self._write.close()
-        self._read.close()
+    async def release(self, lease: Lease) -> None:
+        await self._on_writer(self._release, lease)
+
+    # -- lifecycle -------------------------------------------------------------
+
+    def _close(self) -> None:
+        self._writer.shutdown(wait=True)
+        self._readers.shutdown(wait=True)
+        self._write.close()
         self._lease.close()
+        with self._conns_lock:
+            for conn in self._read_conns:
+                conn.close()
+            self._read_conns.clear()
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    async def close(self) -> None:
+        await asyncio.to_thread(self._close)

@@ -1,0 +1,122 @@
+"""Faults on real granian servers: frozen and killed workers, SIGTERM, restarts.
+
+Two servers on one SQLite file stand for two machines sharing a store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+from tests.ingress_apps import run_body
+from tests.servers import serve, server_process, worker_pids
+
+WORK = Path(tempfile.mkdtemp(prefix="agui-faults-"))
+MARKS = WORK / "marks"
+MARKS.mkdir()
+
+
+def env_for(tmp_path, **extra) -> dict:
+    return {
+        "AGUI_TEST_STORE": f"sqlite:///{tmp_path}/threads.sqlite",
+        "AGUI_TEST_MARKS": str(MARKS),
+        "AGUI_TEST_KEEPALIVE": "0.3",
+        **extra,
+    }
+
+
+def thread(name: str) -> str:
+    return f"{name}-{time.monotonic_ns()}"
+
+
+def wait_until(predicate, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+def start_run(base_url: str, body: dict) -> threading.Thread:
+    """POSTs a run in the background (its response, or its failure, is ignored)."""
+
+    def post():
+        with contextlib.suppress(httpx.HTTPError):
+            httpx.post(base_url + "/ag-ui/run", json=body, timeout=60)
+
+    worker = threading.Thread(target=post, daemon=True)
+    worker.start()
+    return worker
+
+
+def test_a_frozen_workers_lease_expires(tmp_path):
+    """Item 9: while its run lives, a lease is renewed past its ttl; once its
+    worker stops (alive but frozen, like a hung or partitioned machine), the
+    thread takes runs on another server within about one ttl."""
+    ttl = 1.5
+    env = env_for(tmp_path, AGUI_TEST_LEASE_TTL=str(ttl))
+    tid, run_id = thread("frozen"), f"frozen-{time.monotonic_ns()}"
+    with (
+        serve("tests.ingress_apps:app", env=env) as a,
+        serve("tests.ingress_apps:app", env=env) as b,
+    ):
+        start_run(a, run_body(tid, "slow 200", run_id=run_id))
+        assert wait_until((MARKS / f"started-{run_id}").exists, 10)
+        time.sleep(ttl + 0.5)
+        assert httpx.post(b + "/ag-ui/run", json=run_body(tid, "hi")).status_code == 409
+        (worker,) = worker_pids(a)
+        os.kill(worker, signal.SIGSTOP)
+        try:
+            frozen = time.monotonic()
+            assert httpx.post(b + "/ag-ui/run", json=run_body(tid, "hi")).status_code == 409
+            status = None
+            while status != 200 and time.monotonic() - frozen < ttl + 8:
+                time.sleep(0.1)
+                status = httpx.post(b + "/ag-ui/run", json=run_body(tid, "hi")).status_code
+            assert status == 200
+            assert time.monotonic() - frozen < ttl + 3
+        finally:
+            os.kill(worker, signal.SIGCONT)
+
+
+def test_sigkill_mid_run_keeps_the_users_turn(tmp_path):
+    """Item 10: the user's message is stored when its run starts, so a worker
+    killed mid-run loses only the answer; a reloading client sees the turn, and
+    the thread takes a new run within one lease ttl."""
+    ttl = 2.0
+    env = env_for(tmp_path, AGUI_TEST_LEASE_TTL=str(ttl))
+    tid, run_id = thread("killed"), f"killed-{time.monotonic_ns()}"
+    turn = {"id": f"u-{run_id}", "role": "user", "content": "slow 200"}
+    with serve("tests.ingress_apps:app", env=env) as a:
+        start_run(a, run_body(tid, [turn], run_id=run_id))
+        assert wait_until((MARKS / f"started-{run_id}").exists, 10)
+        main = server_process(a)
+        os.killpg(main.pid, signal.SIGKILL)
+        main.wait(timeout=10)
+        killed = time.monotonic()
+    with serve("tests.ingress_apps:app", env=env) as b:
+        state = httpx.get(f"{b}/threads/{tid}/state")
+        assert state.status_code == 200, state.text
+        assert state.json()["messages"] == [turn]
+        status = None
+        while status != 200 and time.monotonic() - killed < ttl + 15:
+            response = httpx.post(b + "/ag-ui/run", json=run_body(tid, [turn, _next()]))
+            status = response.status_code
+            if status != 200:
+                time.sleep(0.1)
+        assert status == 200
+        messages = httpx.get(f"{b}/threads/{tid}/state").json()["messages"]
+        assert [m["role"] for m in messages] == ["user", "user", "assistant"]
+        assert messages[0] == turn
+
+
+def _next() -> dict:
+    return {"id": f"u-next-{time.monotonic_ns()}", "role": "user", "content": "hi"}
