@@ -381,7 +381,7 @@ def test_one_active_run_per_thread_across_workers(tmp_path):
         async def scenario():
             async with httpx.AsyncClient(base_url=base_url, timeout=20) as http:
                 first = asyncio.ensure_future(
-                    http.post("/ag-ui/run", json=run_body(tid, "slow 20", run_id=run_id))
+                    http.post("/ag-ui/run", json=run_body(tid, "slow 60", run_id=run_id))
                 )
                 assert await wait_for(
                     lambda: asyncio.sleep(0, (MARKS / f"started-{run_id}").exists())
