@@ -230,3 +230,111 @@ def read_response(sock) -> tuple[bytes, bytes, bytes]:
             break
         rest += more
     return head, b"", rest
+
+
+# -- 1, 2. authenticate first; a thread is guarded by the agent that owns it --------
+
+
+def _user_of(request):
+    token = request.headers.get("authorization", "")
+    return {"user": token[len("Bearer ") :]} if token.startswith("Bearer ") else None
+
+
+def owned_app(authenticate=_user_of) -> App:
+    """Agent "private" keeps each user's threads ("user:...") to that user; "public" has no rule."""
+    app = App(store="memory://", authenticate=authenticate)
+
+    @app.agent("private", authorize_thread=lambda who, tid: tid.startswith(who["user"] + ":"))
+    async def private(ctx):
+        if ctx.resume is not None:
+            yield c.text_delta(f"resumed {ctx.resume.decision}")
+            return
+        yield c.text_delta(f"secret of {ctx.identity['user']}")
+        yield c.human_required(interrupt_id=f"ask-{ctx.run_id}", reason="approval")
+
+    @app.agent("public")
+    async def public(ctx):
+        yield c.text_delta(f"history {[m.get('content') for m in ctx.history]}")
+
+    return app
+
+
+def bearer(who: str) -> dict:
+    return {"authorization": f"Bearer {who}"}
+
+
+async def test_a_thread_is_guarded_by_its_owner_on_every_route():
+    async with client_for(owned_app()) as http:
+        body = run_body("alice:t", "hello", run_id="r1")
+        await stream(http, "/agui/private", body, headers=bearer("alice"))
+        # bob, through the agent without a rule, on alice's thread
+        intrusion = run_body("alice:t", "what did she say?")
+        error_of(
+            await http.post("/agui/public", json=intrusion, headers=bearer("bob")), 403, "forbidden"
+        )
+        error_of(await http.get("/threads/alice:t/state", headers=bearer("bob")), 403)
+        error_of(await http.get("/threads/alice:t/runs/r1/events", headers=bearer("bob")), 403)
+        replay = await http.get("/threads/alice:t/runs/r1/events", headers=bearer("alice"))
+        assert replay.status_code == 200 and "secret of alice" in replay.text
+        state = (await http.get("/threads/alice:t/state", headers=bearer("alice"))).json()
+        assert [m["role"] for m in state["messages"]] == ["user", "assistant"]
+        # her pending interrupt is still there for her resume
+        resume = run_body("alice:t", "hello", resume=[{"interruptId": "ask-r1", "payload": "y"}])
+        events = await stream(http, "/agui/private", resume, headers=bearer("alice"))
+        assert text_of(events) == "resumed y"
+        # the owner's rule lets alice use another agent on her thread
+        events = await stream(
+            http, "/agui/public", run_body("alice:t", "more", run_id="r3"), headers=bearer("alice")
+        )
+        assert "hello" in text_of(events)
+        # and that run's stream is still hers alone
+        error_of(await http.get("/threads/alice:t/runs/r3/events", headers=bearer("bob")), 403)
+        # a thread the public agent created stays open to anyone
+        await stream(http, "/agui/public", run_body("open", "x"), headers=bearer("bob"))
+        await stream(http, "/agui/public", run_body("open", "y"), headers=bearer("carol"))
+
+
+async def test_a_thread_whose_owner_is_unknown_is_checked_by_every_rule():
+    app = owned_app()
+    await app.store.save("alice:old", "gone-agent", [], {}, [])
+    async with client_for(app) as http:
+        error_of(
+            await http.post("/agui/public", json=run_body("alice:old", "x"), headers=bearer("bob")),
+            403,
+        )
+        await stream(http, "/agui/public", run_body("alice:old", "x"), headers=bearer("alice"))
+
+
+BAD_BODIES = [
+    (b"{nope", {"content-type": "application/json"}),
+    (b"{}", {"content-type": "text/plain"}),
+    (b'{"threadId": 5, "messages": []}', {"content-type": "application/json"}),
+    (b'{"threadId": "x", "pad": "' + b"x" * 2000 + b'"}', {"content-type": "application/json"}),
+]
+
+
+@pytest.mark.parametrize("content, headers", BAD_BODIES)
+async def test_authenticate_runs_before_the_body_is_judged(content, headers):
+    app = owned_app()
+    app.body_limit = 1000
+    async with client_for(app) as http:
+        error_of(await http.post("/agui/public", content=content, headers=headers), 401)
+        response = await http.post("/agui/public", content=content, headers=headers | bearer("a"))
+        assert response.status_code in (400, 413, 415), response.text
+
+
+async def test_authenticate_can_read_the_body_it_is_given():
+    seen = []
+
+    def by_body(request):
+        seen.append(request.body)
+        body = request.body
+        return {"user": "alice"} if isinstance(body, dict) and body.get("key") == "k" else None
+
+    async with client_for(owned_app(by_body)) as http:
+        body = run_body("alice:b", "hi", key="k")
+        await stream(http, "/agui/private", body)
+        assert seen[-1]["threadId"] == "alice:b"
+        error_of(await http.post("/agui/private", json=run_body("alice:b", "hi")), 401)
+        error_of(await http.post("/agui/private", content=b"{x", headers=JSON), 401)
+        assert seen[-1] is None

@@ -56,11 +56,16 @@ class App:
 
     ``store``: ``"sqlite:///PATH"`` (default ``sqlite:///.agui/threads.sqlite``),
     ``"memory://"`` or a store object (see ``agui_bridge.store``).
-    ``authenticate(request) -> identity``: sync or async; ``None`` (or raising)
-    answers 401; an identity with ``actions`` (a dict key or an attribute) must
-    grant ``"run"`` (or ``"*"``) to run and ``"read"`` or ``"run"`` to read a
-    thread's state, else 403. Without ``authorize_thread`` on an agent, any
-    caller who knows a threadId can use that thread.
+    ``authenticate(request) -> identity``: sync or async, run before the body
+    is judged (``request.body`` is the JSON body, parsed on first use);
+    ``None`` (or raising) answers 401; an identity with ``actions`` (a dict key
+    or an attribute) must grant ``"run"`` (or ``"*"``) to run and ``"read"`` or
+    ``"run"`` to read a thread's state, else 403. A thread belongs to the agent
+    that created it: that agent's ``authorize_thread`` guards the thread on
+    every route (runs of any agent, its state; see
+    ``ingress.handler.thread_guards``), and a run also answers to its own
+    agent's. A thread whose owner has no ``authorize_thread`` is open to any
+    caller who knows its threadId.
     ``body_limit``: bytes (413 past it). ``keepalive``: seconds of silence before
     a ``: ping`` comment. ``on_disconnect``: ``"continue"`` (the run goes on and
     its history lands) or ``"cancel"`` (the agent is cancelled, nothing it
@@ -161,7 +166,8 @@ class App:
         It is served at ``path`` (the first agent defaults to ``/ag-ui/run``) and
         always at ``/agui/{urlencoded agent_id}``. ``dialect``: ``"crumbs"`` or
         ``"chunks"``. ``authorize_thread(identity, thread_id) -> bool`` (sync or
-        async) answers 403 when false. ``authorize_stream(identity, thread_id,
+        async) answers 403 when false, for runs of this agent and for every
+        route on the threads it created. ``authorize_stream(identity, thread_id,
         run_id) -> bool`` (sync or async) guards reading a run's stream (both
         event routes) and cancelling it: 403 when false.
         """

@@ -78,23 +78,42 @@ class HttpError(Exception):
         self.headers = list(headers)
 
 
+_UNREAD = object()
+
+
 class Request:
     """What ``authenticate`` receives.
 
     ``method``, ``path`` (within the app's mount), ``headers`` (lower-case
-    names; ``.get(name)``), ``query_string``, ``client`` (``"ip:port"``) and,
-    on a run route, ``body``: the parsed RunAgentInput (``None`` otherwise).
+    names; ``.get(name)``), ``query_string``, ``client`` (``"ip:port"``) and
+    ``body``: on a run route, the JSON body, parsed on first use (``None`` when
+    it is not JSON, not sent as JSON or over the body limit, and on other
+    routes). ``authenticate`` runs before the body is judged, so a caller it
+    refuses learns nothing of the body rules.
     """
 
-    __slots__ = ("body", "client", "headers", "method", "path", "query_string")
+    __slots__ = ("_body", "_error", "_raw", "client", "headers", "method", "path", "query_string")
 
-    def __init__(self, method, path, headers, query_string, client):
+    def __init__(self, method, path, headers, query_string, client, raw: bytes | None = None):
         self.method = method
         self.path = path
         self.headers = headers
         self.query_string = query_string
         self.client = client
-        self.body: Any = None
+        self._raw = raw
+        self._body: Any = _UNREAD
+        self._error: str | None = None
+
+    @property
+    def body(self) -> Any:
+        if self._body is _UNREAD:
+            self._body = None
+            if self._raw is not None:
+                try:
+                    self._body = orjson.loads(self._raw)
+                except orjson.JSONDecodeError as error:
+                    self._error = str(error)
+        return self._body
 
 
 def error_body(code: str, message: str) -> bytes:
@@ -195,12 +214,10 @@ class Handler:
             return
         raise HttpError(404, "not_found", f"no route for {path}")
 
-    async def _identity(self, conn, body=None):
+    async def _identity(self, request: Request):
         app = self.app
         if app.authenticate is None:
             return None
-        request = Request(conn.method, conn.path, conn.headers, conn.query_string, conn.client)
-        request.body = body
         try:
             identity = await _maybe_await(app.authenticate(request))
         except HttpError:
@@ -212,21 +229,27 @@ class Handler:
             raise HttpError(401, "unauthorized", "authentication required")
         return identity
 
+    def _request(self, conn, raw: bytes | None = None) -> Request:
+        return Request(conn.method, conn.path, conn.headers, conn.query_string, conn.client, raw)
+
+    # -- who may touch a thread ---------------------------------------------
+
+    async def authorize_thread(self, identity, thread_id: str, guards) -> None:
+        """403 unless every agent in ``guards`` (see ``thread_guards``) lets ``identity`` in."""
+        for guard in guards:
+            rule = guard.authorize_thread
+            if rule is not None and not await _maybe_await(rule(identity, thread_id)):
+                raise HttpError(403, "forbidden", "this thread is not yours")
+
     # -- GET /threads/{id}/state ------------------------------------------
 
     async def _state(self, conn, thread_id: str) -> None:
         app = self.app
-        identity = await self._identity(conn)
+        identity = await self._identity(self._request(conn))
         if not (_granted(identity, "read") or _granted(identity, "run")):
             raise HttpError(403, "forbidden", "the 'read' action is not granted")
         thread = await app.store.load(thread_id)
-        owner = app._agents.get(thread.agent_id) if thread is not None else None
-        checks = [owner] if owner is not None else list(app._agents.values())
-        for agent in checks:
-            if agent.authorize_thread is not None and not await _maybe_await(
-                agent.authorize_thread(identity, thread_id)
-            ):
-                raise HttpError(403, "forbidden", "this thread is not yours")
+        await self.authorize_thread(identity, thread_id, thread_guards(app, thread))
         if thread is None:
             raise HttpError(404, "not_found", f"no thread {thread_id!r}")
         body = orjson.dumps({"values": thread.state, "messages": thread.messages})
@@ -236,10 +259,13 @@ class Handler:
 
     # -- POST a run ---------------------------------------------------------
 
-    async def _read_json(self, conn):
+    async def _read_body(self, conn) -> tuple[bytes | None, HttpError | None]:
+        """The raw body, or why it is refused (answered once the caller is authenticated)."""
         app = self.app
         if not _json_content_type(conn.headers.get("content-type")):
-            raise HttpError(415, "unsupported_media_type", "the body must be application/json")
+            return None, HttpError(
+                415, "unsupported_media_type", "the body must be application/json"
+            )
         too_large = HttpError(413, "payload_too_large", f"the body is over {app.body_limit} bytes")
         length = conn.headers.get("content-length")
         # A body over the limit is still read (and dropped) up to a few times the
@@ -248,32 +274,32 @@ class Handler:
         if length is not None and length.isdigit() and int(length) > app.body_limit:
             if int(length) <= drain:
                 await conn.discard_body(drain)
-            raise too_large
+            return None, too_large
         try:
-            raw = await conn.read_body(app.body_limit)
+            return await conn.read_body(app.body_limit), None
         except TooLarge:
             await conn.discard_body(drain)
-            raise too_large from None
-        try:
-            return orjson.loads(raw)
-        except orjson.JSONDecodeError as error:
-            raise HttpError(400, "invalid_json", f"the body is not JSON: {error}") from None
+            return None, too_large
 
     async def _run(self, conn, agent) -> None:
         app = self.app
-        body = await self._read_json(conn)
+        raw, refused = await self._read_body(conn)
+        request = self._request(conn, raw)
+        identity = await self._identity(request)
+        if not _granted(identity, "run"):
+            raise HttpError(403, "forbidden", "the 'run' action is not granted")
+        if refused is not None:
+            raise refused
+        body = request.body
+        if request._error is not None:
+            raise HttpError(400, "invalid_json", f"the body is not JSON: {request._error}")
         try:
             run_input = map_run_input(body)
         except RunInputError as error:
             raise HttpError(400, "invalid_input", str(error)) from None
-        identity = await self._identity(conn, body)
-        if not _granted(identity, "run"):
-            raise HttpError(403, "forbidden", "the 'run' action is not granted")
         thread_id = run_input.thread_id
-        if agent.authorize_thread is not None and not await _maybe_await(
-            agent.authorize_thread(identity, thread_id)
-        ):
-            raise HttpError(403, "forbidden", "this thread is not yours")
+        # The run's own agent first; the thread's owner once the thread is loaded.
+        await self.authorize_thread(identity, thread_id, (agent,))
         done = app._logs.get(thread_id, run_input.run_id)
         if done is not None:
             # A retry: the same runId with nothing new gets that run's stream
@@ -311,6 +337,9 @@ class Handler:
     async def _prepare(self, agent, run_input, identity) -> Run:
         app = self.app
         thread = await app.store.load(run_input.thread_id)
+        if thread is not None:
+            guards = [g for g in thread_guards(app, thread) if g is not agent]
+            await self.authorize_thread(identity, run_input.thread_id, guards)
         stored = thread.messages if thread is not None else []
         pending = thread.interrupts if thread is not None else []
         resume = _resumption(run_input.resume, pending)
@@ -420,7 +449,7 @@ class Handler:
     async def _stream_access(self, conn, thread_id: str, run_id: str | None, action: str):
         """authenticate, the action, the thread's owner, then ``authorize_stream``."""
         app = self.app
-        identity = await self._identity(conn)
+        identity = await self._identity(self._request(conn))
         granted = _granted(identity, action) or (action == "read" and _granted(identity, "run"))
         if not granted:
             raise HttpError(403, "forbidden", f"the {action!r} action is not granted")
@@ -430,15 +459,12 @@ class Handler:
         if run_log is None:
             return None  # 404 (or 204): nothing of a thread's runs is told
         agent = app._agents.get(run_log.agent_id)
-        for each in [agent] if agent is not None else []:
-            if each.authorize_thread is not None and not await _maybe_await(
-                each.authorize_thread(identity, thread_id)
-            ):
-                raise HttpError(403, "forbidden", "this thread is not yours")
-            if each.authorize_stream is not None and not await _maybe_await(
-                each.authorize_stream(identity, thread_id, run_log.run_id)
-            ):
-                raise HttpError(403, "forbidden", "this run stream is not yours")
+        # A new thread is stored when its first run ends: until then its run's agent owns it.
+        thread = await app.store.load(thread_id)
+        await self.authorize_thread(identity, thread_id, thread_guards(app, thread, agent))
+        rule = agent.authorize_stream if agent is not None else None
+        if rule is not None and not await _maybe_await(rule(identity, thread_id, run_log.run_id)):
+            raise HttpError(403, "forbidden", "this run stream is not yours")
         return run_log
 
     async def _events(self, conn, thread_id: str, run_id: str) -> None:
@@ -517,6 +543,29 @@ def _last_event_id(conn) -> int | None:
     if not value.isdigit() or len(value) > 18:
         raise HttpError(400, "invalid_cursor", "Last-Event-ID must be a non-negative integer")
     return int(value)
+
+
+def thread_guards(app, thread, agent=None) -> list:
+    """The agents whose ``authorize_thread`` guard a thread, on every route that touches it.
+
+    A thread belongs to the agent that created it (``Thread.agent_id``): that
+    agent's rule applies whatever the route, a run of another agent included;
+    a run also answers to its own agent's rule (on a new thread, the only one:
+    that agent becomes the owner), and so does a read of that run's stream. A
+    thread whose owner this app does not know (none recorded, or an agent not
+    registered here) answers to every agent's rule, and so does a thread that
+    does not exist on a route other than a run (a 403 before a 404 tells
+    nothing of what exists). Every route that names a thread calls
+    ``Handler.authorize_thread`` with these guards before it reads or changes
+    anything of it.
+    """
+    if thread is None:
+        return [agent] if agent is not None else list(app._agents.values())
+    owner = app._agents.get(thread.agent_id)
+    guards = [owner] if owner is not None else list(app._agents.values())
+    if agent is not None and agent not in guards:
+        guards.append(agent)
+    return guards
 
 
 def _resumption(resume, pending: list[dict]) -> Resumption | None:
