@@ -49,7 +49,10 @@ def server_process(base_url: str) -> subprocess.Popen:
 
 def worker_pids(base_url: str) -> list[int]:
     """The pids of the granian workers serving ``base_url`` (children of the main process)."""
-    parent = _PROCESSES[base_url].pid
+    return children_of(_PROCESSES[base_url].pid)
+
+
+def children_of(parent: int) -> list[int]:
     pids = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -58,7 +61,8 @@ def worker_pids(base_url: str) -> list[int]:
             except OSError:
                 continue
             # the fields after the command (which may hold spaces): state, ppid, ...
-            if int(stat.rsplit(")", 1)[1].split()[1]) == parent:
+            fields = stat.rsplit(")", 1)[1].split()
+            if int(fields[1]) == parent and fields[0] != "Z":
                 pids.append(int(entry.name))
     return sorted(pids)
 

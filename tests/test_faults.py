@@ -8,6 +8,8 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -16,7 +18,7 @@ from pathlib import Path
 import httpx
 
 from tests.ingress_apps import run_body
-from tests.servers import serve, server_process, worker_pids
+from tests.servers import ROOT, children_of, free_port, serve, server_process, worker_pids
 
 WORK = Path(tempfile.mkdtemp(prefix="agui-faults-"))
 MARKS = WORK / "marks"
@@ -120,3 +122,56 @@ def test_sigkill_mid_run_keeps_the_users_turn(tmp_path):
 
 def _next() -> dict:
     return {"id": f"u-next-{time.monotonic_ns()}", "role": "user", "content": "hi"}
+
+
+@contextlib.contextmanager
+def serve_cli(env: dict, workers: int = 1, timeout: float = 30.0):
+    """``agui-bridge serve tests.ingress_apps:app`` (what users run) on a free port."""
+    port = free_port()
+    full_env = {**os.environ, **env}
+    full_env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "python"), str(ROOT)])
+    log = open(WORK / f"serve-{port}.log", "wb")  # noqa: SIM115
+    process = subprocess.Popen(
+        [sys.executable, "-m", "agui_bridge.cli", "serve", "tests.ingress_apps:app"]
+        + ["--port", str(port), "--workers", str(workers), "--log-level", "info"],
+        env=full_env,
+        cwd=str(ROOT),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            assert process.poll() is None, (WORK / f"serve-{port}.log").read_text()
+            try:
+                httpx.get(base_url + "/__ping__", timeout=1.0)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "agui-bridge serve did not answer"
+                time.sleep(0.05)
+        assert wait_until(lambda: len(children_of(process.pid)) == workers, timeout)
+        yield base_url, process
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+        log.close()
+
+
+def test_serve_respawns_a_killed_worker(tmp_path):
+    """Item 12: under ``--workers 2`` a worker killed by the OOM killer (SIGKILL)
+    is replaced; the server goes on serving."""
+    with serve_cli(env_for(tmp_path), workers=2) as (base_url, process):
+        first = children_of(process.pid)
+        os.kill(first[0], signal.SIGKILL)
+        assert wait_until(
+            lambda: (now := children_of(process.pid)) and len(now) == 2 and first[0] not in now,
+            20,
+        ), (WORK / f"serve-{base_url.rsplit(':', 1)[1]}.log").read_text()
+        assert process.poll() is None
+        for _ in range(6):  # new connections reach either worker
+            with httpx.Client(base_url=base_url, timeout=20) as http:
+                response = http.post("/ag-ui/run", json=run_body(thread("respawn"), "hi"))
+                assert response.status_code == 200

@@ -25,6 +25,9 @@ def _serve(
         log_level=log_level,
         websockets=False,
         workers_kill_timeout=30,
+        # A worker that dies (OOM killer, a crash in native code) is replaced;
+        # without this granian stops the whole server.
+        respawn_failed_workers=True,
     )
     server.serve()
     return 0
