@@ -131,9 +131,9 @@ def serve_cli(env: dict, workers: int = 1, timeout: float = 30.0):
     full_env = {**os.environ, **env}
     full_env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "python"), str(ROOT)])
     log = open(WORK / f"serve-{port}.log", "wb")  # noqa: SIM115
+    command = [sys.executable, "-m", "agui_bridge.cli", "serve", "tests.ingress_apps:app"]
     process = subprocess.Popen(
-        [sys.executable, "-m", "agui_bridge.cli", "serve", "tests.ingress_apps:app"]
-        + ["--port", str(port), "--workers", str(workers), "--log-level", "info"],
+        [*command, "--port", str(port), "--workers", str(workers), "--log-level", "info"],
         env=full_env,
         cwd=str(ROOT),
         stdout=log,
