@@ -36,7 +36,10 @@ async def assistant(ctx):
 @app.agent("planner", dialect="chunks")
 async def planner(ctx):
     yield {"type": "token", "content": "Planning... "}
-    yield {"type": "tool_call", "name": "search", "input": {"q": ctx.input}}
+    # ctx.new_id: an id no message, tool call or interrupt of the thread holds.
+    call = ctx.new_id("search")
+    yield {"type": "tool_call", "id": call, "name": "search", "input": {"q": ctx.input}}
+    yield {"type": "tool_result", "id": call, "output": {"hits": []}}
     yield {"type": "plan_update", "plan": ["search", "answer"]}
     yield {"type": "done", "output": {"answer": 42}}
 

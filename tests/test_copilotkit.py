@@ -251,9 +251,6 @@ def test_state_round_trip(node, core_version, runtime, demo, tmp_path):
     assert thread["values"] == second["state"]
 
 
-RESUME_BUG = "issue 8: a resume under the interrupted run's id glues its answer on an old message"
-
-
 def resume_scenario(node, version, runtime, demo, tmp_path, decision) -> tuple[dict, dict, dict]:
     pages = [[{"say": "approve deleting the draft"}, decision], []]
     out = run_pages(node, version, runtime, pages, tmp_path)
@@ -269,7 +266,6 @@ def resume_scenario(node, version, runtime, demo, tmp_path, decision) -> tuple[d
     return asked, answered, thread
 
 
-@pytest.mark.xfail(strict=True, reason=RESUME_BUG)
 def test_approve_through_use_interrupt(node, core_version, runtime, demo, tmp_path):
     asked, answered, thread = resume_scenario(
         node, core_version, runtime, demo, tmp_path, {"resolve": "yes"}
@@ -283,7 +279,6 @@ def test_approve_through_use_interrupt(node, core_version, runtime, demo, tmp_pa
     assert answered["state"]["task"]["status"] == "approved"
 
 
-@pytest.mark.xfail(strict=True, reason=RESUME_BUG)
 def test_cancel_through_use_interrupt(node, core_version, runtime, demo, tmp_path):
     asked, answered, thread = resume_scenario(
         node, core_version, runtime, demo, tmp_path, {"cancel": True}

@@ -39,6 +39,8 @@ async def test_starlette_mount_with_on_event(caplog):
     assert events[-1]["type"] == "RUN_FINISHED"
     planned = await _stream(transport, "/agents/agui/planner", run_body("t3", "go"))
     assert planned[-1]["result"] == {"answer": 42}
+    [call] = [e for e in planned if e["type"] == "TOOL_CALL_START"]
+    assert call["toolCallId"] == f"{planned[0]['runId']}:search"  # ctx.new_id
     logged = [r.getMessage().split()[-1] for r in caplog.records if r.name == "agui.events"]
     assert logged.count("RUN_STARTED") == 2 and logged.count("RUN_FINISHED") == 2
 

@@ -231,8 +231,15 @@ async def test_a_retry_is_a_replay_not_a_second_run(base_url):
         assert live.content == original.content == finished.content
         messages = (await http.get(f"/threads/{tid}/state")).json()["messages"]
         assert [m["role"] for m in messages] == ["user", "assistant"]  # the agent ran once
+        # Something new under the same runId is a new run (issue 8: useInterrupt
+        # resumes under the interrupted run's id), its ids unique in the thread.
         other = run_body(tid, "something new", run_id=rid)
-        error_of(await http.post("/ag-ui/run", json=other), 409, "run_exists")
+        again = await http.post("/ag-ui/run", json=other)
+        assert again.status_code == 200, again.text
+        assert b"you said something new" in again.content
+        messages = (await http.get(f"/threads/{tid}/state")).json()["messages"]
+        assert [m["role"] for m in messages] == ["user", "assistant"] * 2
+        assert len({m["id"] for m in messages}) == 4
 
 
 def test_retention_expiry_is_404():

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
+
+# The shapes of the ids the transformer generates ("{runId}:m1", ":r1", ":t1",
+# ":i1") and the ingress gives an id-less user message (":u1"): a name of this
+# shape could collide with an id generated after it was handed out.
+_GENERATED = re.compile(r"[mrtiu][0-9]+")
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,11 @@ class RunContext:
     tool calls (frontend tools). ``state`` is the thread's shared state (the
     stored one, updated with the client's ``state``). ``identity`` is what
     ``authenticate`` returned (``None`` without auth).
+
+    ``new_id(name)`` makes an id for a tool call, an interrupt or a task that
+    no message, tool call or interrupt of the thread holds: ``"{runId}:{name}"``,
+    or ``"{runId}:{name}-{n}"`` with the next free n when a client reused the
+    runId. ``held`` is the set it checks and adds to (the thread's ids).
     """
 
     thread_id: str
@@ -60,6 +71,25 @@ class RunContext:
     forwarded_props: Any = None
     identity: Any = None
     messages: list[dict] = field(default_factory=list)
+    held: set[str] = field(default_factory=set, repr=False, compare=False)
+
+    def new_id(self, name: str) -> str:
+        if not isinstance(name, str) or not name:
+            raise TypeError("new_id needs a non-empty name")
+        if _GENERATED.fullmatch(name):
+            raise ValueError(f"{name!r} has the shape of the ids the transformer generates")
+        return fresh_id(f"{self.run_id}:{name}", self.held)
+
+
+def fresh_id(base: str, held: set[str], sep: str = "-") -> str:
+    """``base``, or ``base{sep}{n}`` with the smallest n from 2 that ``held`` lacks; held."""
+    candidate = base
+    n = 1
+    while candidate in held:
+        n += 1
+        candidate = f"{base}{sep}{n}"
+    held.add(candidate)
+    return candidate
 
 
 @dataclass(frozen=True)

@@ -119,10 +119,9 @@ async def demo(ctx):
         verdict = "Approved" if approved else "Declined"
         async for crumb in _say(f"{verdict}: {what}. Done.", delay):
             yield crumb
-        yield c.task_start(f"{ctx.run_id}:approval", "approval")
-        yield c.task_end(
-            f"{ctx.run_id}:approval", "approval", status="approved" if approved else "declined"
-        )
+        task_run = ctx.new_id("approval")
+        yield c.task_start(task_run, "approval")
+        yield c.task_end(task_run, "approval", status="approved" if approved else "declined")
         yield c.loop("iteration:end", "chat", iteration=turn, topic=topic)
         yield c.step_end(step)
         return
@@ -144,7 +143,7 @@ async def demo(ctx):
         yield c.loop("iteration:end", "chat", iteration=turn, topic=topic)
         yield c.step_end(step)
         yield c.human_required(
-            interrupt_id=f"{ctx.run_id}:approve",
+            interrupt_id=ctx.new_id("approve"),
             reason="approval",
             message=f"approve {request}",
             response_schema={"type": "string", "enum": ["yes", "no"]},
@@ -155,7 +154,7 @@ async def demo(ctx):
     if expression is not None:
         async for crumb in _say(f"Let me calculate {expression}.", delay):
             yield crumb
-        call_id = f"{ctx.run_id}:calc"
+        call_id = ctx.new_id("calc")
         yield c.tool_input_start(call_id, "calculate")
         arguments = '{"expression": ' + _json_string(expression) + "}"
         for start in range(0, len(arguments), 8):

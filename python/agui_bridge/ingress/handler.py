@@ -301,13 +301,17 @@ class Handler:
         # The run's own agent first; the thread's owner once the thread is loaded.
         await self.authorize_thread(identity, thread_id, (agent,))
         done = app._logs.get(thread_id, run_input.run_id)
-        if done is not None:
-            # A retry: the same runId with nothing new gets that run's stream
-            # from its first event; the agent never runs twice.
-            if run_input.resume is None and _carried(body) <= done.input_ids:
-                await self._read_log(conn, done, 0)
-                return
-            raise HttpError(409, "run_exists", f"run {run_input.run_id!r} already ran")
+        # A retry: the same runId with nothing new gets that run's stream from
+        # its first event; the agent never runs twice. With something new (a
+        # message, a resume: CopilotKit's useInterrupt resumes under the
+        # interrupted run's id) it is a new run, its ids unique in the thread.
+        if (
+            done is not None
+            and run_input.resume is None
+            and _carried(run_input.messages) <= done.input_ids
+        ):
+            await self._read_log(conn, done, 0)
+            return
         if thread_id in app._active:
             raise HttpError(409, "run_active", f"thread {thread_id!r} already has an active run")
         app._active[thread_id] = None  # claimed now; a Run replaces it below
@@ -345,6 +349,7 @@ class Handler:
         resume = _resumption(run_input.resume, pending)
 
         held = {m.get("id") for m in stored}
+        by_id = {m.get("id"): m for m in stored}
         known_calls = {
             call.get("id")
             for m in stored
@@ -362,9 +367,11 @@ class Handler:
             message_id = message.get("id")
             if isinstance(message_id, str) and message_id:
                 if message_id in held:
+                    if index == newest_user:
+                        _same_turn(run_input.thread_id, by_id[message_id], message)
                     continue
             elif index == newest_user:
-                message = {**message, "id": f"{run_input.run_id}:u1"}
+                message = {**message, "id": _user_id(run_input.run_id, held)}
             else:
                 continue  # an id-less older message cannot be deduplicated
             role = message["role"]
@@ -385,6 +392,7 @@ class Handler:
             if index == newest_user:
                 new_user = message
             held.add(message["id"])
+            by_id[message["id"]] = message
             new.append(message)
         history = list(stored) + [m for m in new if m is not new_user and m not in tool_results]
 
@@ -405,13 +413,14 @@ class Handler:
             forwarded_props=run_input.forwarded_props,
             identity=identity,
             messages=messages,
+            held=_thread_ids(held, known_calls, pending),
         )
         if new:
             # The user's turn is stored before the agent starts, so a crash
             # mid-run loses only the answer.
             await app.store.save(run_input.thread_id, agent.agent_id, new, dict(state), pending)
         run_log = app._logs.create(run_input.thread_id, run_input.run_id, agent.agent_id)
-        run_log.input_ids = frozenset(m.get("id") for m in messages)
+        run_log.input_ids = _carried(messages)
         return Run(app, agent, ctx, new, pending, run_log, list(stored) + new)
 
     # -- streams of a run ---------------------------------------------------
@@ -521,11 +530,22 @@ def _only(conn, method: str) -> None:
         )
 
 
-def _carried(body) -> frozenset:
-    messages = body.get("messages") if isinstance(body, dict) else None
-    return frozenset(
-        m.get("id") for m in messages or () if isinstance(m, dict) and m.get("role") != "activity"
-    )
+def _carried(messages) -> frozenset:
+    """What a request's messages are, to tell a retry from new input.
+
+    A message is its id; an id-less one (the ingress numbers it) is its role
+    and content, so a new id-less turn under a reused runId is not a retry.
+    """
+    keys = set()
+    for m in messages or ():
+        if not isinstance(m, dict) or m.get("role") == "activity":
+            continue
+        message_id = m.get("id")
+        if isinstance(message_id, str) and message_id:
+            keys.add(message_id)
+        else:
+            keys.add(orjson.dumps([m.get("role"), m.get("content")], option=orjson.OPT_SORT_KEYS))
+    return frozenset(keys)
 
 
 def _last_event_id(conn) -> int | None:
@@ -566,6 +586,38 @@ def thread_guards(app, thread, agent=None) -> list:
     if agent is not None and agent not in guards:
         guards.append(agent)
     return guards
+
+
+def _same_turn(thread_id: str, held: dict, sent: dict) -> None:
+    """The newest user message under an id the thread holds must be that message.
+
+    Earlier messages of a resent array are taken as already in the history
+    (the stored ones win). The newest user message is the turn: resent as it
+    was, it is a retry; with other content it would be a turn silently lost,
+    so the request is refused.
+    """
+    if held.get("role") != sent.get("role") or held.get("content") != sent.get("content"):
+        raise HttpError(
+            409,
+            "message_id_conflict",
+            f"thread {thread_id!r} already holds a different message {sent['id']!r};"
+            " send a new message under a new id",
+        )
+
+
+def _user_id(run_id: str, held: set) -> str:
+    n = 1
+    while f"{run_id}:u{n}" in held:
+        n += 1
+    return f"{run_id}:u{n}"
+
+
+def _thread_ids(messages: set, calls: set, pending: list[dict]) -> set[str]:
+    """Every id the thread holds once this run's input is saved: what new ids must skip."""
+    ids = {i for i in messages if isinstance(i, str)}
+    ids.update(i for i in calls if isinstance(i, str))
+    ids.update(i["id"] for i in pending if isinstance(i.get("id"), str))
+    return ids
 
 
 def _resumption(resume, pending: list[dict]) -> Resumption | None:

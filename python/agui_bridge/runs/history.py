@@ -15,6 +15,7 @@ class History:
     __slots__ = (
         "by_id",
         "errored",
+        "held",
         "interrupts",
         "messages",
         "open_tools",
@@ -24,8 +25,9 @@ class History:
         "text_parts",
     )
 
-    def __init__(self, run_id: str):
+    def __init__(self, run_id: str, held: frozenset = frozenset()):
         self.run_id = run_id
+        self.held = held
         self.errored = False
         self.messages: list[dict] = []
         self.by_id: dict[str, dict] = {}
@@ -106,7 +108,10 @@ class History:
         value = value if isinstance(value, dict) else {"value": value}
         interrupt_id = value.get("interruptId", value.get("id"))
         if not isinstance(interrupt_id, str) or not interrupt_id:
-            interrupt_id = f"{self.run_id}:i{len(self.interrupts) + 1}"
+            n = len(self.interrupts) + 1
+            while f"{self.run_id}:i{n}" in self.held:
+                n += 1
+            interrupt_id = f"{self.run_id}:i{n}"
         reason = value.get("reason")
         interrupt = {
             "id": interrupt_id,

@@ -69,8 +69,10 @@ class Run:
         self.base = base if base is not None else list(ctx.history) + new_messages
         self.crumbs = agent.dialect == "crumbs"
         factory = create_agui_transformer if self.crumbs else create_agui_translator
-        self.t = factory(thread_id=ctx.thread_id, run_id=ctx.run_id, state=ctx.state)
-        self.history = History(ctx.run_id)
+        # Ids generated from a reused runId skip the ids the thread holds.
+        held = frozenset(ctx.held)
+        self.t = factory(thread_id=ctx.thread_id, run_id=ctx.run_id, state=ctx.state, held_ids=held)
+        self.history = History(ctx.run_id, held)
         self.log = run_log if run_log is not None else RunLog(ctx.thread_id, ctx.run_id)
         self.log.run = self
         self.ids = getattr(app, "event_ids", True)
@@ -91,7 +93,7 @@ class Run:
         self.info = RunInfo(agent.agent_id, ctx.thread_id, ctx.run_id)
         self.listeners = list(app._listeners)
         self.observer = (
-            factory(thread_id=ctx.thread_id, run_id=ctx.run_id, state=ctx.state)
+            factory(thread_id=ctx.thread_id, run_id=ctx.run_id, state=ctx.state, held_ids=held)
             if (self.listeners)
             else None
         )
