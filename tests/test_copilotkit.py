@@ -294,3 +294,16 @@ def test_harness_fails_when_the_agent_fails(node, core_version, demo, tmp_path):
         out = run_pages(node, core_version, broken, [[{"say": "hello"}]], tmp_path, expect_ok=False)
     assert not out["ok"]
     assert any("Error" in w["text"] for w in out["warnings"]), out["warnings"]
+
+
+def test_approve_after_a_page_reload(node, core_version, runtime, demo, tmp_path):
+    """The reloaded page's useInterrupt finds the pending interrupt in connectAgent's replay."""
+    pages = [[{"say": "approve deleting the draft"}], [{"resolve": "yes"}]]
+    out = run_pages(node, core_version, runtime, pages, tmp_path)
+    thread = check_consistent(out, demo)
+    [answered] = out["pages"][1]["steps"]
+    assert answered["pendingBefore"]["interrupts"][0]["message"] == "approve deleting the draft"
+    assert texts(thread["messages"]) == [
+        "I need your approval to deleting the draft.",
+        "Approved: approve deleting the draft. Done.",
+    ]
