@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -57,12 +58,30 @@ def main(argv: list[str] | None = None) -> int:
         if ":" not in args.target:
             parser.error("the target is MODULE:APP, e.g. myagents:app")
         return _serve(args.target, args.host, args.port, args.workers, args.factory, args.log_level)
+    target = demo_target()
+    model = f", model {os.environ['OPENAI_MODEL']}" if target != DEMO else ""
     print(
         f"agui-bridge demo on http://{args.host}:{args.port}/ag-ui/run"
-        f" (threads in {os.path.abspath('.agui')})",
+        f" (threads in {os.path.abspath('.agui')}{model})",
         file=sys.stderr,
     )
-    return _serve("agui_bridge.demo:app", args.host, args.port, args.workers)
+    return _serve(target, args.host, args.port, args.workers)
+
+
+DEMO = "agui_bridge.demo:app"
+
+
+def demo_target(environ=os.environ) -> str:
+    """The scripted demo, or a real model when OPENAI_MODEL and OPENAI_BASE_URL or
+    OPENAI_API_KEY are set (and the ``openai`` extra is installed)."""
+    if not environ.get("OPENAI_MODEL"):
+        return DEMO
+    if not (environ.get("OPENAI_BASE_URL") or environ.get("OPENAI_API_KEY")):
+        return DEMO
+    if importlib.util.find_spec("openai") is None:
+        print("OPENAI_MODEL is set but the openai package is not installed", file=sys.stderr)
+        return DEMO
+    return "agui_bridge.adapters.demo_openai:app"
 
 
 if __name__ == "__main__":

@@ -1,0 +1,372 @@
+"""An agent over any OpenAI-compatible chat completions server.
+
+    from openai import AsyncOpenAI
+    from agui_bridge import App
+    from agui_bridge.adapters.openai import openai_agent
+
+    def add(a: float, b: float) -> float:
+        "Adds two numbers."
+        return a + b
+
+    app = App()
+    client = AsyncOpenAI(base_url="http://127.0.0.1:11434/v1", api_key="-")
+    app.agent("chat")(openai_agent(client, "llama3.2", tools=[add], system="Be brief."))
+
+Each run sends the thread's conversation (history, the client's tool
+results, the new user message) with the run's frontend tools and the Python
+``tools``, and streams the answer: text as text deltas, tool calls with their
+arguments as they arrive (parallel calls by ``index``). A Python tool runs
+and its result, or its error, goes back to the model, for at most
+``max_steps`` model calls per run. A call of a frontend tool ends the run;
+the client executes it and its next run (carrying the tool message) goes on.
+Each model call is a task (``STEP_STARTED``/``STATE_SNAPSHOT`` ``task``)
+whose ``usage`` is the API's when it reports one.
+
+The run ends with ``RUN_ERROR`` and one of these codes, never hangs:
+
+- ``length``, ``content_filter``: the ``finish_reason`` of the model call;
+- ``model_timeout``: no chunk for ``timeout`` seconds (or the client's own timeout);
+- ``model_unreachable``: the connection failed or broke;
+- ``model_error``: the server answered an error, before or in the stream;
+- ``max_steps``: the model still called tools after ``max_steps`` calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import openai
+
+from .. import crumbs as c
+from ..context import RunContext
+from ._messages import conversation, error_text, parse_arguments, result_text, text, tool_calls
+
+
+class PythonTool:
+    """A Python function the model may call; its arguments are validated by pydantic.
+
+    ``parameters`` (a JSON schema) is derived from the signature's annotations
+    unless given; ``description`` defaults to the docstring.
+    """
+
+    def __init__(
+        self,
+        fn: Callable,
+        name: str | None = None,
+        description: str | None = None,
+        parameters: dict | None = None,
+    ):
+        import pydantic
+
+        self.fn = fn
+        self.name = name or fn.__name__
+        self.description = description or inspect.getdoc(fn) or ""
+        fields = {}
+        for param in inspect.signature(fn).parameters.values():
+            annotation = Any if param.annotation is param.empty else param.annotation
+            default = ... if param.default is param.empty else param.default
+            fields[param.name] = (annotation, default)
+        self._model = pydantic.create_model(f"{self.name}_arguments", **fields)
+        self.parameters = parameters or self._model.model_json_schema()
+        self.parameters.pop("title", None)
+
+    def spec(self) -> dict:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+    async def __call__(self, arguments: Any) -> Any:
+        if not isinstance(arguments, dict):
+            raise TypeError("the arguments must be a JSON object")
+        values = self._model.model_validate(arguments)
+        result = self.fn(**{name: getattr(values, name) for name in type(values).model_fields})
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+
+def openai_agent(
+    client: openai.AsyncOpenAI,
+    model: str,
+    *,
+    tools: Iterable[Callable | PythonTool] = (),
+    system: str | None = None,
+    max_steps: int = 8,
+    timeout: float | None = 60.0,
+    **params: Any,
+):
+    """The agent function for ``app.agent(...)``; ``params`` go to every ``create`` call.
+
+    ``client``: an ``openai.AsyncOpenAI`` (its ``base_url`` picks the server).
+    ``tools``: Python functions (or ``PythonTool``s) run on the server.
+    ``system``: a system message put first. ``timeout``: seconds to wait for
+    the response and then for each chunk.
+    """
+    python_tools = {t.name: t for t in (_as_tool(t) for t in tools)}
+    if max_steps < 1:
+        raise ValueError("max_steps must be at least 1")
+
+    async def agent(ctx: RunContext):
+        messages = to_chat_messages(conversation(ctx))
+        if system:
+            messages.insert(0, {"role": "system", "content": system})
+        specs = [t.spec() for t in python_tools.values()]
+        specs += [
+            _frontend_spec(tool)
+            for tool in ctx.tools
+            if isinstance(tool, dict) and tool.get("name") not in python_tools
+        ]
+        frontend_names = {spec["function"]["name"] for spec in specs} - set(python_tools)
+        request = dict(params)
+        if specs:
+            request["tools"] = specs
+        for step in range(1, max_steps + 1):
+            call = _ModelCall(ctx, step)
+            try:
+                async for crumb in call.stream(client, model, messages, request, timeout):
+                    yield crumb
+            except _Failed as failure:
+                yield c.agent_error(failure.message, failure.code)
+                return
+            yield call.task_end()
+            if call.finish_reason in ("length", "content_filter"):
+                yield c.agent_error(_STOPPED[call.finish_reason], call.finish_reason)
+                return
+            calls = call.calls()
+            if not calls:
+                return
+            messages.append(call.assistant_message())
+            frontend = False
+            for tool_call in calls:
+                tool = python_tools.get(tool_call["name"])
+                if tool is None and tool_call["name"] in frontend_names:
+                    frontend = True
+                    continue
+                crumb, content = await _run_tool(tool, tool_call)
+                yield crumb
+                messages.append(
+                    {"role": "tool", "tool_call_id": tool_call["id"], "content": content}
+                )
+            if frontend:
+                return  # the client runs its tools; its next run carries the results
+        yield c.agent_error(
+            f"the model was still calling tools after {max_steps} steps", "max_steps"
+        )
+
+    return agent
+
+
+_STOPPED = {
+    "length": "the model stopped at its token limit",
+    "content_filter": "the model's content filter stopped the answer",
+}
+
+
+class _Failed(Exception):
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class _ModelCall:
+    """One streamed ``create`` call: its crumbs, then what the model asked for."""
+
+    def __init__(self, ctx: RunContext, step: int):
+        self.task_id = f"{ctx.run_id}:model{step}"
+        self.finish_reason: str | None = None
+        self.usage: dict | None = None
+        self.text: list[str] = []
+        # index -> [id, name, argument pieces, started]
+        self.pending: dict[int, list] = {}
+        self.started = 0.0
+
+    async def stream(self, client, model, messages, request, timeout):
+        self.started = time.monotonic()
+        yield c.task_start(self.task_id, "chat", model=model)
+        try:
+            async with asyncio.timeout(timeout):
+                stream = await client.chat.completions.create(
+                    model=model,
+                    messages=messages,
+                    stream=True,
+                    stream_options={"include_usage": True},
+                    **request,
+                )
+            try:
+                chunks = aiter(stream)
+                while True:
+                    try:
+                        async with asyncio.timeout(timeout):
+                            chunk = await anext(chunks)
+                    except StopAsyncIteration:
+                        break
+                    for crumb in self._chunk(chunk):
+                        yield crumb
+            finally:
+                await stream.close()
+        except TimeoutError:
+            raise _Failed("model_timeout", f"no answer from the model in {timeout} s") from None
+        except openai.APITimeoutError:
+            raise _Failed("model_timeout", "the request to the model timed out") from None
+        except openai.APIConnectionError as error:
+            raise _Failed("model_unreachable", f"the model is unreachable: {error}") from None
+        except openai.APIStatusError as error:
+            raise _Failed(
+                "model_error", f"the model server answered {error.status_code}: {error.message}"
+            ) from None
+        except openai.APIError as error:
+            raise _Failed("model_error", f"the model stream failed: {error.message}") from None
+        for index in sorted(self.pending):
+            entry = self.pending[index]
+            if not entry[3]:  # a call whose name never came: still shown and answered
+                for crumb in self._start(entry, index, "unknown"):
+                    yield crumb
+            yield c.tool_input_end(entry[0])
+
+    def _chunk(self, chunk):
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
+            self.usage = usage.model_dump(exclude_none=True)
+        for choice in chunk.choices:
+            if choice.index != 0:
+                continue
+            delta = choice.delta
+            if delta.content:
+                self.text.append(delta.content)
+                yield c.text_delta(delta.content)
+            for piece in delta.tool_calls or ():
+                yield from self._tool_piece(piece)
+            if choice.finish_reason:
+                self.finish_reason = choice.finish_reason
+
+    def _tool_piece(self, piece):
+        entry = self.pending.get(piece.index)
+        if entry is None:
+            entry = self.pending[piece.index] = [piece.id, None, [], False]
+        elif piece.id and not entry[0]:
+            entry[0] = piece.id
+        function = piece.function
+        if function is not None:
+            if function.name and entry[1] is None:
+                entry[1] = function.name
+            if function.arguments:
+                entry[2].append(function.arguments)
+                if entry[3]:
+                    yield c.tool_input_delta(entry[0], function.arguments)
+                    return
+        if not entry[3] and entry[1] is not None:
+            yield from self._start(entry, piece.index, entry[1])
+
+    def _start(self, entry, index, name):
+        if not entry[0]:
+            entry[0] = f"call_{uuid.uuid4().hex[:24]}"
+        entry[1] = name
+        entry[3] = True
+        yield c.tool_input_start(entry[0], name)
+        if entry[2]:
+            yield c.tool_input_delta(entry[0], "".join(entry[2]))
+
+    def task_end(self) -> dict:
+        return c.task_end(
+            self.task_id,
+            "chat",
+            status="failed" if self.finish_reason in _STOPPED else "completed",
+            duration_ms=int((time.monotonic() - self.started) * 1000),
+            usage=self.usage,
+        )
+
+    def calls(self) -> list[dict]:
+        return [
+            {"id": entry[0], "name": entry[1], "arguments": "".join(entry[2])}
+            for _, entry in sorted(self.pending.items())
+        ]
+
+    def assistant_message(self) -> dict:
+        return {
+            "role": "assistant",
+            "content": "".join(self.text) or None,
+            "tool_calls": [
+                {
+                    "id": call["id"],
+                    "type": "function",
+                    "function": {"name": call["name"], "arguments": call["arguments"]},
+                }
+                for call in self.calls()
+            ],
+        }
+
+
+async def _run_tool(tool: PythonTool | None, call: dict) -> tuple[dict, str]:
+    """Runs a Python tool: its crumb (result or error) and the content the model gets."""
+    try:
+        if tool is None:
+            raise LookupError(f"there is no tool {call['name']!r}")
+        arguments = parse_arguments(call["arguments"])
+        result = await tool(arguments)
+    except Exception as error:  # the model is told, and may try again
+        code = type(error).__name__
+        message = str(error) or code
+        return c.tool_error(call["id"], code, message), error_text(code, message)
+    content = result_text(result)
+    return c.tool_result(call["id"], content), content
+
+
+def _as_tool(tool) -> PythonTool:
+    return tool if isinstance(tool, PythonTool) else PythonTool(tool)
+
+
+def _frontend_spec(tool: dict) -> dict:
+    function = {"name": tool.get("name"), "description": tool.get("description") or ""}
+    parameters = tool.get("parameters")
+    function["parameters"] = (
+        parameters if isinstance(parameters, dict) else {"type": "object", "properties": {}}
+    )
+    return {"type": "function", "function": function}
+
+
+def to_chat_messages(messages: list[dict]) -> list[dict]:
+    """AG-UI messages (see ``_messages.conversation``) as chat completion messages."""
+    out = []
+    for message in messages:
+        role = message["role"]
+        if role == "assistant":
+            entry: dict = {"role": "assistant", "content": text(message.get("content")) or None}
+            calls = tool_calls(message)
+            if calls:
+                entry["tool_calls"] = [
+                    {
+                        "id": call["id"],
+                        "type": "function",
+                        "function": {
+                            "name": call["function"].get("name", ""),
+                            "arguments": call["function"].get("arguments") or "{}",
+                        },
+                    }
+                    for call in calls
+                ]
+            out.append(entry)
+        elif role == "tool":
+            out.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": message["toolCallId"],
+                    "content": text(message.get("content")),
+                }
+            )
+        else:
+            out.append({"role": role, "content": text(message.get("content"))})
+    return out
+
+
+__all__ = ["PythonTool", "openai_agent", "to_chat_messages"]
