@@ -19,6 +19,7 @@ class History:
         "interrupts",
         "messages",
         "open_tools",
+        "owners",
         "run_id",
         "steps",
         "text_id",
@@ -34,6 +35,7 @@ class History:
         self.text_id: str | None = None
         self.text_parts: list[str] = []
         self.open_tools: dict[str, tuple[dict, list[str], dict]] = {}
+        self.owners: dict[str, dict] = {}  # tool call id -> its assistant message
         self.steps: list[str] = []
         self.interrupts: list[dict] = []
 
@@ -61,14 +63,7 @@ class History:
                 if entry is not None:
                     entry[0]["function"]["arguments"] = "".join(entry[1])
             elif kind == "TOOL_CALL_RESULT":
-                self._add(
-                    {
-                        "id": event["messageId"],
-                        "role": "tool",
-                        "toolCallId": event["toolCallId"],
-                        "content": event["content"],
-                    }
-                )
+                self._result(event)
             elif kind == "STEP_STARTED":
                 self.steps.append(event["stepName"])
             elif kind == "STEP_FINISHED":
@@ -91,6 +86,27 @@ class History:
         self.messages.append(message)
         self.by_id[message["id"]] = message
 
+    def _result(self, event: dict) -> None:
+        message = {
+            "id": event["messageId"],
+            "role": "tool",
+            "toolCallId": event["toolCallId"],
+            "content": event["content"],
+        }
+        # Where @ag-ui/client puts it: after the assistant message owning the
+        # call and the tool messages already following it.
+        owner = self.owners.get(event["toolCallId"])
+        messages = self.messages
+        at = next((i for i, m in enumerate(messages) if m is owner), None)
+        if at is None:
+            self._add(message)
+            return
+        at += 1
+        while at < len(messages) and messages[at]["role"] == "tool":
+            at += 1
+        messages.insert(at, message)
+        self.by_id[message["id"]] = message
+
     def _tool_start(self, event: dict) -> None:
         call_id = event["toolCallId"]
         parent = self.by_id.get(event.get("parentMessageId", ""))
@@ -102,6 +118,7 @@ class History:
         call = {"id": call_id, "type": "function", "function": {"name": event["toolCallName"]}}
         call["function"]["arguments"] = ""
         parent.setdefault("toolCalls", []).append(call)
+        self.owners[call_id] = parent
         self.open_tools[call_id] = (call, [], parent)
 
     def _chunk_interrupt(self, value: Any) -> None:
