@@ -42,4 +42,60 @@ def make_app() -> App:
     base_url = os.environ.get("FAKE_OPENAI_URL")
     if base_url:
         register_openai(app, base_url)
+    register_pydantic(app)
     return app
+
+
+def pydantic_agent():
+    """A pydantic-ai Agent on a FunctionModel whose script the user's words pick."""
+    import uuid
+
+    from pydantic_ai import Agent, ModelRetry
+    from pydantic_ai.messages import ToolReturnPart, UserPromptPart
+    from pydantic_ai.models.function import DeltaToolCall, FunctionModel
+
+    async def stream(messages, info):
+        parts = messages[-1].parts
+        returns = [p for p in parts if isinstance(p, ToolReturnPart)]
+        if returns:
+            yield "Results: "
+            yield " | ".join(p.model_response_str() for p in returns)
+            return
+        prompt = [p for p in parts if isinstance(p, UserPromptPart)][-1].content
+        call_id = f"pc-{uuid.uuid4().hex[:8]}"
+        if "add" in prompt:
+            yield "Adding."
+            yield {0: DeltaToolCall(name="add", json_args='{"a": 2,', tool_call_id=call_id)}
+            yield {0: DeltaToolCall(json_args=' "b": 3}')}
+        elif "city" in prompt:
+            yield {0: DeltaToolCall(name="pick_city", json_args="{", tool_call_id=call_id)}
+            yield {0: DeltaToolCall(json_args='"options": ["Oslo", "Lima"]}')}
+        elif "retry" in prompt:
+            yield {0: DeltaToolCall(name="picky", json_args="{}", tool_call_id=call_id)}
+        elif "crash" in prompt:
+            yield "Starting"
+            raise RuntimeError("the model fell over")
+        else:
+            seen = sum(len(m.parts) for m in messages)
+            for word in f"Hello from pydantic-ai; {seen} parts; you said {prompt}".split(" "):
+                yield word + " "
+
+    agent = Agent(FunctionModel(stream_function=stream), retries=1)
+
+    @agent.tool_plain
+    def add(a: float, b: float) -> float:
+        """Adds two numbers."""
+        return a + b
+
+    @agent.tool_plain
+    def picky() -> str:
+        """Always asks the model to try again."""
+        raise ModelRetry("not like that")
+
+    return agent
+
+
+def register_pydantic(app: App) -> None:
+    from agui_bridge.adapters.pydantic_ai import pydantic_ai_agent
+
+    app.agent("pydantic")(pydantic_ai_agent(pydantic_agent()))

@@ -103,3 +103,18 @@ def test_openai_errors_reach_the_client_cleanly(node, version, app_url, tmp_path
     [run] = out["runs"]
     check_lifecycle(run, terminal="RUN_ERROR")
     assert run["events"][-1]["code"] == code
+
+
+def test_pydantic_ai_three_turns_with_tools(node, version, app_url, tmp_path):  # noqa: F811
+    scenario = turns("please add", "which city", "hello", tools=[PICK_CITY])
+    # The frontend tool's answer is a run of its own, between turns 2 and 3.
+    scenario["runs"].insert(2, {"tools": [PICK_CITY], "answerToolCalls": "Lima"})
+    out = run_client(node, version, app_url + "/agui/pydantic", scenario, tmp_path)
+    for run in out["runs"]:
+        check_lifecycle(run)
+    texts = [m["content"] for m in assistant_messages(out) if m.get("content")]
+    assert texts[:2] == ["Adding.", "Results: 5.0"]
+    assert texts[2] == "Results: Lima"
+    assert texts[3].startswith("Hello from pydantic-ai;")
+    assert [r["content"] for r in tool_messages(out).values()] == ["5.0", "Lima"]
+    same_history(app_url, out)

@@ -14,17 +14,18 @@ from ..context import RunContext
 NO_RESULT = '{"error":{"code":"no_result","message":"the tool call got no result"}}'
 
 
-def conversation(ctx: RunContext) -> list[dict]:
+def conversation(ctx: RunContext, open_calls: frozenset[str] = frozenset()) -> list[dict]:
     """The thread's history, this run's tool results, then the new user message.
 
     Each assistant message with tool calls is followed by exactly one tool
     message per call (models reject anything else): results are moved up to
     their call, a call the client never answered (the user typed on instead)
-    gets ``NO_RESULT``, and a result for no known call is left out.
+    gets ``NO_RESULT`` unless it is in ``open_calls`` (a call this run
+    resumes), and a result for no known call is left out.
     """
     messages = list(ctx.history) + list(ctx.tool_results)
     if ctx.input:
-        messages.append({"role": "user", "content": ctx.input})
+        messages.append({"id": f"{ctx.run_id}:input", "role": "user", "content": ctx.input})
     results: dict[str, dict] = {}
     for message in messages:
         if message.get("role") == "tool" and isinstance(message.get("toolCallId"), str):
@@ -40,11 +41,17 @@ def conversation(ctx: RunContext) -> list[dict]:
         if role == "assistant":
             for call in tool_calls(message):
                 result = results.get(call["id"])
-                out.append(
-                    result
-                    if result is not None
-                    else {"role": "tool", "toolCallId": call["id"], "content": NO_RESULT}
-                )
+                if result is not None:
+                    out.append(result)
+                elif call["id"] not in open_calls:
+                    out.append(
+                        {
+                            "id": f"{call['id']}:no_result",
+                            "role": "tool",
+                            "toolCallId": call["id"],
+                            "content": NO_RESULT,
+                        }
+                    )
     return out
 
 

@@ -1,0 +1,109 @@
+"""agui_bridge.adapters.pydantic_ai: a pydantic-ai Agent on its own FunctionModel,
+behind the App in process. Every stream passes ag-ui-validate."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import httpx
+import pytest
+from ag_ui_validate.pytest_plugin import assert_valid_agui
+from agui_bridge.app import App
+
+from tests.adapter_apps import register_pydantic
+from tests.ingress_apps import parse_sse, run_body
+
+PICK_CITY = {
+    "name": "pick_city",
+    "description": "Ask the user to pick a city",
+    "parameters": {"type": "object", "properties": {"options": {"type": "array"}}},
+}
+
+
+@pytest.fixture
+async def client():
+    app = App(store="memory://")
+    register_pydantic(app)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test", timeout=20) as http:
+        yield http
+    await app.aclose()
+
+
+def thread(name: str) -> str:
+    return f"{name}-{time.monotonic_ns()}"
+
+
+async def run(http, body) -> list[dict]:
+    response = await http.post("/agui/pydantic", json=body)
+    assert response.status_code == 200, response.text
+    events, _ = parse_sse(response.text)
+    assert_valid_agui(events)
+    return events
+
+
+def of(events, kind) -> list[dict]:
+    return [e for e in events if e["type"] == kind]
+
+
+def said(events) -> str:
+    return "".join(e["delta"] for e in of(events, "TEXT_MESSAGE_CONTENT"))
+
+
+async def test_text_streams(client):
+    events = await run(client, run_body(thread("text"), "hi"))
+    assert said(events) == "Hello from pydantic-ai; 1 parts; you said hi "
+    assert len(of(events, "TEXT_MESSAGE_CONTENT")) == 8
+    assert events[-1]["type"] == "RUN_FINISHED" and "result" not in events[-1]
+
+
+async def test_tool_call_streams_runs_and_history_reloads(client):
+    tid = thread("tool")
+    events = await run(client, run_body(tid, "please add"))
+    [start] = of(events, "TOOL_CALL_START")
+    assert start["toolCallName"] == "add"
+    args = [a["delta"] for a in of(events, "TOOL_CALL_ARGS")]
+    assert args == ['{"a": 2,', ' "b": 3}']
+    [result] = of(events, "TOOL_CALL_RESULT")
+    assert (result["toolCallId"], result["content"]) == (start["toolCallId"], "5.0")
+    assert said(events) == "Adding.Results: 5.0"
+    state = (await client.get(f"/threads/{tid}/state")).json()
+    roles = [m["role"] for m in state["messages"]]
+    assert roles == ["user", "assistant", "tool", "assistant"]
+    # The next turn reloads all of it into pydantic-ai's history.
+    message = {"id": "u2", "role": "user", "content": "and now?"}
+    events = await run(client, run_body(tid, [*state["messages"], message]))
+    # user, text + call, tool return, text, user
+    assert said(events) == "Hello from pydantic-ai; 6 parts; you said and now? "
+
+
+async def test_frontend_tool_ends_the_run_and_the_next_run_continues(client):
+    tid = thread("frontend")
+    events = await run(client, run_body(tid, "which city", tools=[PICK_CITY]))
+    [start] = of(events, "TOOL_CALL_START")
+    assert start["toolCallName"] == "pick_city"
+    assert not of(events, "TOOL_CALL_RESULT")
+    assert events[-1]["type"] == "RUN_FINISHED"
+    args = "".join(a["delta"] for a in of(events, "TOOL_CALL_ARGS"))
+    assert json.loads(args) == {"options": ["Oslo", "Lima"]}
+    state = (await client.get(f"/threads/{tid}/state")).json()
+    answer = {"id": "t1", "role": "tool", "toolCallId": start["toolCallId"], "content": "Lima"}
+    events = await run(client, run_body(tid, [*state["messages"], answer], tools=[PICK_CITY]))
+    assert said(events) == "Results: Lima"
+    assert events[-1]["type"] == "RUN_FINISHED"
+
+
+async def test_a_retried_tool_shows_what_the_model_was_told(client):
+    events = await run(client, run_body(thread("retry"), "retry"))
+    [result] = of(events, "TOOL_CALL_RESULT")
+    assert result["content"] == '{"error":"not like that"}'
+    assert said(events) == 'Results: {"error":"not like that"}'
+    assert events[-1]["type"] == "RUN_FINISHED"
+
+
+async def test_model_error_is_a_coded_run_error(client):
+    events = await run(client, run_body(thread("crash"), "crash"))
+    assert events[-1]["type"] == "RUN_ERROR"
+    assert events[-1]["code"] == "RuntimeError"
+    assert said(events) == "Starting"
