@@ -43,6 +43,7 @@ def make_app() -> App:
     if base_url:
         register_openai(app, base_url)
     register_pydantic(app)
+    register_langgraph(app)
     return app
 
 
@@ -99,3 +100,11 @@ def register_pydantic(app: App) -> None:
     from agui_bridge.adapters.pydantic_ai import pydantic_ai_agent
 
     app.agent("pydantic")(pydantic_ai_agent(pydantic_agent()))
+
+
+def register_langgraph(app: App) -> None:
+    from agui_bridge.adapters.langgraph import langgraph_agent
+
+    from tests.adapter_langgraph import langgraph_graph
+
+    app.agent("langgraph")(langgraph_agent(langgraph_graph()))

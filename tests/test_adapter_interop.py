@@ -118,3 +118,25 @@ def test_pydantic_ai_three_turns_with_tools(node, version, app_url, tmp_path):  
     assert texts[3].startswith("Hello from pydantic-ai;")
     assert [r["content"] for r in tool_messages(out).values()] == ["5.0", "Lima"]
     same_history(app_url, out)
+
+
+def test_langgraph_three_turns_tool_and_interrupt(node, version, app_url, tmp_path):  # noqa: F811
+    scenario = turns("hi", "what weather", "approve the plan")
+    scenario["runs"].append({"resumePending": {"status": "resolved", "payload": "yes"}})
+    out = run_client(node, version, app_url + "/agui/langgraph", scenario, tmp_path)
+    for run in out["runs"]:
+        check_lifecycle(run)
+    suspended, resumed = out["runs"][2:]
+    [pending] = suspended["pendingInterrupts"]
+    assert pending["reason"] == "approval"
+    assert resumed["pendingInterrupts"] == []
+    texts = [m["content"] for m in assistant_messages(out) if m.get("content")]
+    assert texts == [
+        "Hello from langgraph; 1 messages",
+        "Checking.",
+        "It is sunny in Oslo.",
+        "Decision: yes",
+    ]
+    assert [r["content"] for r in tool_messages(out).values()] == ["sunny in Oslo"]
+    assert out["state"]["loop"]["state"] == {"turns": 3}
+    same_history(app_url, out)

@@ -1,0 +1,294 @@
+"""A compiled LangGraph graph as an agui-bridge agent.
+
+    from langgraph.checkpoint.memory import InMemorySaver
+    from agui_bridge import App
+    from agui_bridge.adapters.langgraph import langgraph_agent
+
+    graph = builder.compile(checkpointer=InMemorySaver())   # a state with "messages"
+    app = App()
+    app.agent("graph")(langgraph_agent(graph))
+
+The graph's checkpointer is keyed by the AG-UI threadId
+(``configurable.thread_id``). A run sends the turn's new messages (the user
+message, the client's tool results) under ``messages_key``; when the
+checkpointer has nothing for the thread yet (or the graph has none), the
+whole conversation is sent. What the graph streams becomes crumbs:
+
+- chat model tokens (``stream_mode="messages"``) → text deltas; streamed
+  tool call chunks → tool calls with their arguments as they arrive; a
+  message a node returns whole → its text and tool calls; a ``ToolMessage``
+  → the call's result;
+- the state after each step (``"values"``, without the messages, as JSON)
+  → ``STATE_SNAPSHOT``, as ``loop`` = {loopId ``"langgraph"``, phase
+  ``"step"``, iteration = the step, node?, state} (the crumbs dialect has no
+  top-level state crumb, so the graph's state sits under ``loop.state``);
+- ``interrupt(value)`` → the run suspends (``RUN_FINISHED`` with an
+  interrupt outcome; id = LangGraph's interrupt id; ``message``: the value
+  if a string, else its ``message``/``question`` field, else its JSON;
+  ``reason``: its ``reason`` field or ``"interrupt"``; ``responseSchema``:
+  the interrupt's). The resume becomes ``Command(resume=...)``: AG-UI 1.0
+  ``resume`` entries as ``{interrupt id: payload}`` (a cancelled entry gives
+  ``None``), ``forwardedProps.command.resume`` as its decision.
+
+The run's frontend tools are in ``config["configurable"]["agui_tools"]`` for
+nodes that bind them; a graph exception ends the run with ``RUN_ERROR``
+(code: its class name).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import orjson
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langgraph.types import Command
+
+from .. import crumbs as c
+from ..context import RunContext
+from ._messages import conversation, parse_arguments, text, tool_calls
+
+LOOP_ID = "langgraph"
+
+
+def langgraph_agent(graph, *, messages_key: str = "messages", config: dict | None = None):
+    """The agent function for ``app.agent(...)``; ``config`` is merged into each run's."""
+
+    async def run(ctx: RunContext):
+        base = dict(config or {})
+        configurable = {
+            **base.get("configurable", {}),
+            "thread_id": ctx.thread_id,
+            "agui_tools": ctx.tools,
+        }
+        run_config = {**base, "configurable": configurable}
+        if ctx.resume is not None:
+            graph_input: Any = Command(resume=resume_value(ctx))
+        else:
+            messages = await _input_messages(graph, run_config, ctx)
+            graph_input = {messages_key: messages}
+        stream = _Stream(messages_key)
+        modes = ["messages", "updates", "values"]
+        async for mode, chunk in graph.astream(graph_input, run_config, stream_mode=modes):
+            for crumb in stream.crumbs(mode, chunk):
+                yield crumb
+        for crumb in stream.close_calls():
+            yield crumb
+
+    return run
+
+
+async def _input_messages(graph, run_config: dict, ctx: RunContext) -> list[BaseMessage]:
+    held = False
+    if getattr(graph, "checkpointer", None):
+        snapshot = await graph.aget_state(run_config)
+        held = bool(snapshot.values)
+    if held:
+        new = list(ctx.tool_results)
+        if ctx.input:
+            new.append({"id": f"{ctx.run_id}:input", "role": "user", "content": ctx.input})
+        return to_langchain_messages(new)
+    return to_langchain_messages(conversation(ctx))
+
+
+def to_langchain_messages(messages: list[dict]) -> list[BaseMessage]:
+    """AG-UI messages as LangChain messages (ids kept)."""
+    out: list[BaseMessage] = []
+    for message in messages:
+        role = message.get("role")
+        content = text(message.get("content"))
+        extra = {"id": message["id"]} if isinstance(message.get("id"), str) else {}
+        if role == "user":
+            out.append(HumanMessage(content=content, **extra))
+        elif role in ("system", "developer"):
+            out.append(SystemMessage(content=content, **extra))
+        elif role == "assistant":
+            calls = [
+                {
+                    "id": call["id"],
+                    "name": call["function"].get("name", ""),
+                    "args": _arguments(call["function"].get("arguments") or ""),
+                }
+                for call in tool_calls(message)
+            ]
+            out.append(AIMessage(content=content, tool_calls=calls, **extra))
+        elif role == "tool":
+            out.append(ToolMessage(content=content, tool_call_id=message["toolCallId"], **extra))
+    return out
+
+
+def resume_value(ctx: RunContext) -> Any:
+    """What ``Command(resume=...)`` gets from the run's resume."""
+    resume = ctx.resume
+    if resume.entries:
+        return {
+            entry["interruptId"]: entry.get("payload")
+            if entry.get("status", "resolved") == "resolved"
+            else None
+            for entry in resume.entries
+        }
+    return resume.decision if resume.status == "resolved" else None
+
+
+class _Stream:
+    """Maps one run's ``(mode, chunk)`` pairs to crumbs."""
+
+    def __init__(self, messages_key: str):
+        self.messages_key = messages_key
+        self.streamed: set[str] = set()  # ids of messages seen as chunks
+        # (message id, index) -> [tool call id, name, buffered argument pieces, started]
+        self.calls: dict[tuple, list] = {}
+        self.step = 0
+        self.node: str | None = None
+
+    def crumbs(self, mode: str, chunk: Any) -> list[dict]:
+        if mode == "messages":
+            return self._message(chunk[0])
+        out = self.close_calls()
+        if mode == "updates" and isinstance(chunk, dict):
+            for interrupt in chunk.get("__interrupt__") or ():
+                out.append(_interrupt(interrupt))
+            nodes = [name for name in chunk if not name.startswith("__")]
+            if nodes:
+                self.node = ", ".join(nodes)
+        elif mode == "values" and isinstance(chunk, dict):
+            self.step += 1
+            state = {
+                k: v for k, v in chunk.items() if k != self.messages_key and not k.startswith("__")
+            }
+            fields = {"node": self.node, "state": _json(state)}
+            out.append(c.loop("step", LOOP_ID, iteration=self.step, **fields))
+        return out
+
+    def _message(self, message) -> list[dict]:
+        if isinstance(message, AIMessageChunk):
+            return self._chunk(message)
+        out = self.close_calls()
+        if isinstance(message, ToolMessage):
+            out.append(c.tool_result(message.tool_call_id, _content_text(message.content)))
+        elif isinstance(message, AIMessage) and message.id not in self.streamed:
+            said = _content_text(message.content)
+            if said:
+                out.append(c.text_delta(said))
+            for call in message.tool_calls:
+                call_id = call.get("id") or f"call_{uuid.uuid4().hex[:24]}"
+                out.append(c.tool_call(call_id, call["name"], call.get("args") or {}))
+        return out
+
+    def _chunk(self, message: AIMessageChunk) -> list[dict]:
+        out: list[dict] = []
+        if message.id is not None:
+            self.streamed.add(message.id)
+            # Another message streams: the previous one's calls are complete.
+            if any(key[0] != message.id for key in self.calls):
+                out.extend(self.close_calls())
+        said = _content_text(message.content)
+        if said:
+            out.append(c.text_delta(said))
+        for piece in message.tool_call_chunks:
+            key = (message.id, piece.get("index") or 0)
+            entry = self.calls.get(key)
+            if entry is None:
+                entry = self.calls[key] = [None, None, [], False]
+            if piece.get("id") and entry[0] is None:
+                entry[0] = piece["id"]
+            if piece.get("name") and entry[1] is None:
+                entry[1] = piece["name"]
+            args = piece.get("args")
+            if entry[3]:
+                if args:
+                    out.append(c.tool_input_delta(entry[0], args))
+                continue
+            if args:
+                entry[2].append(args)
+            if entry[1] is not None:
+                out.extend(_start(entry))
+        if message.chunk_position == "last":
+            out.extend(self.close_calls())
+        return out
+
+    def close_calls(self) -> list[dict]:
+        out: list[dict] = []
+        for entry in self.calls.values():
+            if not entry[3]:
+                entry[1] = entry[1] or "unknown"
+                out.extend(_start(entry))
+            out.append(c.tool_input_end(entry[0]))
+        self.calls.clear()
+        return out
+
+
+def _start(entry: list) -> list[dict]:
+    entry[0] = entry[0] or f"call_{uuid.uuid4().hex[:24]}"
+    entry[3] = True
+    out = [c.tool_input_start(entry[0], entry[1])]
+    if entry[2]:
+        out.append(c.tool_input_delta(entry[0], "".join(entry[2])))
+    return out
+
+
+def _interrupt(interrupt) -> dict:
+    value = getattr(interrupt, "value", interrupt)
+    if isinstance(value, str):
+        message, reason = value, None
+    elif isinstance(value, dict):
+        message = value.get("message", value.get("question"))
+        if not isinstance(message, str):
+            message = _json_text(value)
+        reason = value.get("reason") if isinstance(value.get("reason"), str) else None
+    else:
+        message, reason = _json_text(value), None
+    schema = getattr(interrupt, "response_schema", None)
+    if schema is not None and not isinstance(schema, dict):
+        schema = schema.model_json_schema() if hasattr(schema, "model_json_schema") else None
+    return c.human_required(
+        interrupt_id=getattr(interrupt, "id", None),
+        reason=reason or "interrupt",
+        message=message,
+        response_schema=schema,
+    )
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part if isinstance(part, str) else part.get("text", "")
+            for part in content
+            if isinstance(part, str) or (isinstance(part, dict) and part.get("type") == "text")
+        )
+    return ""
+
+
+def _arguments(arguments: str) -> dict:
+    try:
+        value = parse_arguments(arguments)
+    except orjson.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _default(value: Any) -> Any:
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    return str(value)
+
+
+def _json(value: Any) -> Any:
+    """The state as plain JSON values (models dumped, the rest as text)."""
+    return orjson.loads(orjson.dumps(value, default=_default, option=orjson.OPT_NON_STR_KEYS))
+
+
+def _json_text(value: Any) -> str:
+    return orjson.dumps(value, default=_default, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+__all__ = ["langgraph_agent", "resume_value", "to_langchain_messages"]

@@ -1,0 +1,101 @@
+"""A LangGraph graph for the adapter tests (no ``from __future__ import
+annotations`` here: LangGraph reads the state's annotations at run time).
+
+The agent node answers from a GenericFakeChatModel that also streams tool call
+chunks, as providers do; ToolNode runs the tool; ``approve ...`` goes to a node
+that interrupts.
+"""
+
+import json
+import re
+import uuid
+from typing import Annotated
+
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, ToolMessage
+from langchain_core.outputs import ChatGenerationChunk
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.types import interrupt
+from typing_extensions import TypedDict
+
+
+class ToolStreamingFake(GenericFakeChatModel):
+    def _stream(self, messages, stop=None, run_manager=None, **kwargs):
+        message = next(self.messages)
+        pieces = [
+            AIMessageChunk(content=token, id=message.id)
+            for token in re.split(r"(\s)", message.content)
+            if token
+        ]
+        for index, call in enumerate(message.tool_calls):
+            args = json.dumps(call["args"])
+            for at in range(0, len(args), 4):
+                first = at == 0
+                chunk = {
+                    "name": call["name"] if first else None,
+                    "args": args[at : at + 4],
+                    "id": call["id"] if first else None,
+                    "index": index,
+                }
+                pieces.append(AIMessageChunk(content="", id=message.id, tool_call_chunks=[chunk]))
+        pieces[-1].chunk_position = "last"
+        for piece in pieces:
+            chunk = ChatGenerationChunk(message=piece)
+            if run_manager:
+                run_manager.on_llm_new_token(piece.content, chunk=chunk)
+            yield chunk
+
+
+def get_weather(city: str) -> str:
+    """The weather in a city."""
+    return f"sunny in {city}"
+
+
+class State(TypedDict):
+    messages: Annotated[list, add_messages]
+    turns: int
+
+
+async def agent(state: State):
+    last = state["messages"][-1]
+    if isinstance(last, ToolMessage):
+        reply = AIMessage(content=f"It is {last.content}.")
+    elif "weather" in last.content:
+        call = {
+            "id": f"lg-{uuid.uuid4().hex[:8]}",
+            "name": "get_weather",
+            "args": {"city": "Oslo"},
+        }
+        reply = AIMessage(content="Checking.", tool_calls=[call])
+    elif "crash" in last.content:
+        raise RuntimeError("the graph fell over")
+    else:
+        reply = AIMessage(content=f"Hello from langgraph; {len(state['messages'])} messages")
+    model = ToolStreamingFake(messages=iter([reply]))
+    response = await model.ainvoke(state["messages"])
+    return {"messages": [response], "turns": state.get("turns", 0) + 1}
+
+
+def review(state: State):
+    answer = interrupt({"reason": "approval", "message": "approve the plan?"})
+    return {"messages": [AIMessage(content=f"Decision: {answer}")]}
+
+
+def route(state: State):
+    last = state["messages"][-1]
+    return "review" if str(last.content).startswith("approve") else "agent"
+
+
+def langgraph_graph():
+    builder = StateGraph(State)
+    builder.add_node("agent", agent)
+    builder.add_node("tools", ToolNode([get_weather]))
+    builder.add_node("review", review)
+    builder.add_conditional_edges(START, route, ["agent", "review"])
+    builder.add_conditional_edges("agent", tools_condition, ["tools", END])
+    builder.add_edge("tools", "agent")
+    builder.add_edge("review", END)
+    return builder.compile(checkpointer=InMemorySaver())

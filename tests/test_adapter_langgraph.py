@@ -1,0 +1,147 @@
+"""agui_bridge.adapters.langgraph: a compiled graph (tests/adapter_langgraph.py) on
+langchain-core's GenericFakeChatModel, behind the App in process. Every stream
+passes ag-ui-validate."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import httpx
+import pytest
+from ag_ui_validate.pytest_plugin import assert_valid_agui
+from agui_bridge.app import App
+
+from tests.adapter_apps import register_langgraph
+from tests.ingress_apps import parse_sse, run_body
+
+
+@pytest.fixture
+async def client():
+    app = App(store="memory://")
+    register_langgraph(app)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test", timeout=20) as http:
+        http.app = app
+        yield http
+    await app.aclose()
+
+
+def thread(name: str) -> str:
+    return f"{name}-{time.monotonic_ns()}"
+
+
+async def run(http, body) -> list[dict]:
+    response = await http.post("/agui/langgraph", json=body)
+    assert response.status_code == 200, response.text
+    events, _ = parse_sse(response.text)
+    assert_valid_agui(events)
+    return events
+
+
+def of(events, kind) -> list[dict]:
+    return [e for e in events if e["type"] == kind]
+
+
+def said(events) -> str:
+    return "".join(e["delta"] for e in of(events, "TEXT_MESSAGE_CONTENT"))
+
+
+async def state_of(http, tid) -> dict:
+    return (await http.get(f"/threads/{tid}/state")).json()
+
+
+async def test_tokens_stream_and_state_reaches_snapshots(client):
+    events = await run(client, run_body(thread("text"), "hi"))
+    assert said(events) == "Hello from langgraph; 1 messages"
+    assert len(of(events, "TEXT_MESSAGE_CONTENT")) == 9  # token by token, spaces too
+    loop = of(events, "STATE_SNAPSHOT")[-1]["snapshot"]["loop"]
+    assert loop["loopId"] == "langgraph" and loop["node"] == "agent"
+    assert loop["state"] == {"turns": 1}
+    assert events[-1]["type"] == "RUN_FINISHED"
+
+
+async def test_tool_call_streams_and_tool_node_result(client):
+    tid = thread("tool")
+    events = await run(client, run_body(tid, "what weather"))
+    [start] = of(events, "TOOL_CALL_START")
+    assert start["toolCallName"] == "get_weather"
+    args = [a["delta"] for a in of(events, "TOOL_CALL_ARGS")]
+    assert len(args) == 4 and json.loads("".join(args)) == {"city": "Oslo"}
+    [result] = of(events, "TOOL_CALL_RESULT")
+    assert (result["toolCallId"], result["content"]) == (start["toolCallId"], "sunny in Oslo")
+    assert said(events) == "Checking.It is sunny in Oslo."
+    roles = [m["role"] for m in (await state_of(client, tid))["messages"]]
+    assert roles == ["user", "assistant", "tool", "assistant"]
+
+
+async def test_the_checkpointer_holds_the_thread(client):
+    """Later runs send only the new message; the graph's checkpoint has the rest."""
+    tid = thread("turns")
+    await run(client, run_body(tid, "hi"))
+    state = await state_of(client, tid)
+    message = {"id": "u2", "role": "user", "content": "again"}
+    events = await run(client, run_body(tid, [*state["messages"], message]))
+    assert said(events) == "Hello from langgraph; 3 messages"
+    assert of(events, "STATE_SNAPSHOT")[-1]["snapshot"]["loop"]["state"] == {"turns": 2}
+
+
+async def test_without_a_checkpoint_the_whole_conversation_is_sent():
+    """A new graph (a restarted server with an in-memory checkpointer) gets the history."""
+    tid = thread("fresh")
+    history = [
+        {"id": "u1", "role": "user", "content": "hi"},
+        {"id": "a1", "role": "assistant", "content": "Hello."},
+        {"id": "u2", "role": "user", "content": "again"},
+    ]
+    app = App(store="memory://")
+    register_langgraph(app)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+        events = await run(http, run_body(tid, history))
+    assert said(events) == "Hello from langgraph; 3 messages"
+
+
+async def test_interrupt_suspends_and_command_resumes(client):
+    tid = thread("approve")
+    events = await run(client, run_body(tid, "approve the plan"))
+    outcome = events[-1]["outcome"]
+    [interrupt] = outcome["interrupts"]
+    assert interrupt["reason"] == "approval"
+    assert interrupt["message"] == "approve the plan?"
+    state = await state_of(client, tid)
+    resume = [{"interruptId": interrupt["id"], "status": "resolved", "payload": "yes"}]
+    events = await run(client, run_body(tid, state["messages"], resume=resume))
+    assert said(events) == "Decision: yes"
+    assert "outcome" not in events[-1]
+
+
+async def test_resume_by_forwarded_props_command(client):
+    tid = thread("approve-fp")
+    events = await run(client, run_body(tid, "approve the plan"))
+    assert events[-1]["outcome"]["type"] == "interrupt"
+    state = await state_of(client, tid)
+    props = {"command": {"resume": "no"}}
+    events = await run(client, run_body(tid, state["messages"], forwardedProps=props))
+    assert said(events) == "Decision: no"
+
+
+async def test_graph_error_is_a_coded_run_error(client):
+    events = await run(client, run_body(thread("crash"), "crash"))
+    assert events[-1]["type"] == "RUN_ERROR"
+    assert events[-1]["code"] == "RuntimeError"
+
+
+def test_resume_values():
+    from agui_bridge.adapters.langgraph import resume_value
+    from agui_bridge.context import Resumption, RunContext
+
+    entries = (
+        {"interruptId": "a", "status": "resolved", "payload": {"ok": 1}},
+        {"interruptId": "b", "status": "cancelled"},
+    )
+    resume = Resumption(interrupts=(), entries=entries)
+    ctx = RunContext("t", "r", "g", "", resume=resume)
+    assert resume_value(ctx) == {"a": {"ok": 1}, "b": None}
+    ctx = RunContext("t", "r", "g", "", resume=Resumption(interrupts=(), decision="yes"))
+    assert resume_value(ctx) == "yes"
