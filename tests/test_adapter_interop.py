@@ -36,7 +36,9 @@ def app_url(tmp_path_factory):
     store = tmp_path_factory.mktemp("adapter-store") / "threads.sqlite"
     with serve("tests.fake_openai:app", interface="asgi") as fake:
         env = {"ADAPTER_STORE": f"sqlite:///{store}", "FAKE_OPENAI_URL": fake}
-        with serve_rsgi("tests.adapter_apps:make_app", env=env, extra=["--factory"]) as url:
+        # Three frameworks to import: slow on a loaded machine.
+        app = "tests.adapter_apps:make_app"
+        with serve_rsgi(app, env=env, extra=["--factory"], timeout=90) as url:
             yield url
 
 
