@@ -55,7 +55,7 @@ from pydantic_ai.ui.ag_ui import AGUIAdapter
 
 from .. import crumbs as c
 from ..context import RunContext
-from ._messages import conversation
+from ._messages import conversation, tool_calls
 
 _MESSAGES = pydantic.TypeAdapter(list[Message])
 _JSON = pydantic.TypeAdapter(Any)
@@ -84,7 +84,8 @@ def pydantic_ai_agent(
             options["output_type"] = [output, DeferredToolRequests]
         if deps is not None:
             options["deps"] = deps(ctx)
-        stream = _Stream()
+        held = {call["id"] for m in ctx.history for call in tool_calls(m)}
+        stream = _Stream(held)
         async with agent.run_stream_events(None, message_history=history, **options) as events:
             async for event in events:
                 for crumb in stream.crumbs(event):
@@ -101,9 +102,10 @@ def to_model_messages(messages: list[dict]) -> list:
 class _Stream:
     """Maps one run's pydantic-ai events to crumbs."""
 
-    def __init__(self):
+    def __init__(self, held: set[str]):
         # part index -> [tool call id, arguments streamed as text so far?]
         self.calls: dict[int, list] = {}
+        self.held = held  # calls of earlier runs: never announced again
 
     def crumbs(self, event) -> list[dict]:
         if isinstance(event, PartDeltaEvent):
@@ -138,6 +140,8 @@ class _Stream:
             return out
         if isinstance(event, FunctionToolCallEvent):
             part = event.part  # already streamed, unless the model did not stream it
+            if part.tool_call_id in self.held:
+                return []
             return [c.tool_call(part.tool_call_id, part.tool_name, part.args_as_dict())]
         if isinstance(event, ToolResultEvent):
             if isinstance(event, OutputToolResultEvent):
