@@ -269,3 +269,12 @@ def test_the_demo_tool_call_ids_stay_unique_under_a_constant_run_id(demo):
     assert_unique(messages)
     calls = [call["id"] for m in messages for call in m.get("toolCalls") or ()]
     assert calls == ["R:calc", "R:calc-2"]
+
+
+def test_an_id_less_chunks_interrupt_skips_held_ids():
+    from agui_bridge.runs.history import History
+
+    history = History("R", frozenset({"R:i1", "R:i3"}))
+    history.record([{"type": "CUSTOM", "name": "on_interrupt", "value": {"reason": "a"}}])
+    history.record([{"type": "CUSTOM", "name": "on_interrupt", "value": "plain"}])
+    assert [i["id"] for i in history.interrupts] == ["R:i2", "R:i4"]

@@ -125,8 +125,9 @@ class History:
         value = value if isinstance(value, dict) else {"value": value}
         interrupt_id = value.get("interruptId", value.get("id"))
         if not isinstance(interrupt_id, str) or not interrupt_id:
+            taken = {i["id"] for i in self.interrupts}
             n = len(self.interrupts) + 1
-            while f"{self.run_id}:i{n}" in self.held:
+            while f"{self.run_id}:i{n}" in self.held or f"{self.run_id}:i{n}" in taken:
                 n += 1
             interrupt_id = f"{self.run_id}:i{n}"
         reason = value.get("reason")
