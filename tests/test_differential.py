@@ -236,7 +236,9 @@ def runs(draw, items, terminals, max_size):
         at = draw(st.integers(0, len(sequence)))
         sequence.insert(at, draw(terminals))
     held = draw(st.one_of(st.just([]), HELD))
-    return sequence, draw(ENDINGS), held
+    # Section 7: event ids off, or on from 1 or from a later n.
+    ids = draw(st.sampled_from([None, (True, 1), (True, 41), (False, 9)]))
+    return sequence, draw(ENDINGS), (held, ids)
 
 
 def crumb_runs():
@@ -250,10 +252,14 @@ def chunk_runs():
 # ---- running ----
 
 
-def make(impl, dialect, held=()):
+def make(impl, dialect, options=((), None)):
+    held, ids = options
+    kw = {"held_ids": held}
+    if ids is not None:
+        kw["event_ids"], kw["first_id"] = ids
     if dialect == "crumbs":
-        return impl.create_agui_transformer("t1", "r1", {"shared": 1}, held_ids=held)
-    return impl.create_agui_translator("t1", "r1", {"shared": 1}, "dawn", held_ids=held)
+        return impl.create_agui_transformer("t1", "r1", {"shared": 1}, **kw)
+    return impl.create_agui_translator("t1", "r1", {"shared": 1}, "dawn", **kw)
 
 
 def step_outcome(call, item):
@@ -272,9 +278,10 @@ def ending(t, how, encoded):
     return b"" if encoded else []
 
 
-def replay(impl, dialect, items, how, held=()):
-    """Per-step outcomes via t(item) and via t.encode(item), plus encode_many."""
-    t_events, t_bytes, t_many = (make(impl, dialect, held) for _ in range(3))
+def replay(impl, dialect, items, how, options=((), None)):
+    """Per-step outcomes via t(item) and via t.encode(item), plus encode_many,
+    and the frames of one transformer fed by every method in turn."""
+    t_events, t_bytes, t_many, t_mixed = (make(impl, dialect, options) for _ in range(4))
     events = [step_outcome(t_events, item) for item in items]
     events.append(("end", ending(t_events, how, False)))
     frames = [step_outcome(t_bytes.encode, item) for item in items]
@@ -288,12 +295,18 @@ def replay(impl, dialect, items, how, held=()):
         except CrumbError as error:
             batches.append(("error", str(error), error.index, error.partial))
             rest = rest[error.index + 1 :]
+    mixed = []
+    for at, item in enumerate(items):
+        method = (t_mixed, t_mixed.encode, lambda i: t_mixed.encode_many([i]))[at % 3]
+        mixed.append((step_outcome(method, item), t_mixed.last_id))
+    mixed.append((ending(t_mixed, how, bool(len(items) % 2)), t_mixed.next_id))
     counters = [(t.dropped, t.ignored, t.finished) for t in (t_events, t_bytes, t_many)]
+    counters += [(t.next_id, t.last_id) for t in (t_events, t_bytes, t_many, t_mixed)]
     # Beyond section 5, both builds expose the run's ids, state and interrupts.
     extras = [(t.thread_id, t.run_id, t.state) for t in (t_events, t_bytes, t_many)]
     if dialect == "crumbs":
         extras += [t.interrupts for t in (t_events, t_bytes, t_many)]
-    return events, frames, batches, counters + extras
+    return events, frames, batches, counters + extras + mixed
 
 
 def all_events(outcomes):
@@ -308,18 +321,28 @@ def all_bytes(outcomes):
     return b"".join(o[1] for o in outcomes if o[0] in ("ok", "end"))
 
 
-def check_self_consistent(impl, events, frames, batches, counters):
-    """Within one build: t(item), t.encode(item), encode_many and encode_sse agree."""
+def check_self_consistent(impl, events, frames, batches, counters, options):
+    """Within one build: t(item), t.encode(item), encode_many and encode_sse agree,
+    and event ids count every event from first_id, whatever method emitted it."""
     assert [o[0] for o in events] == [o[0] for o in frames]
     assert [o for o in events if o[0] == "error"] == [o for o in frames if o[0] == "error"]
-    assert impl.encode_sse(all_events(events)) == all_bytes(frames)
+    stream = all_events(events)
+    on, first = options[1] or (False, 1)
+    expected = b""
+    for n, event in enumerate(stream, start=first):
+        expected += (b"id: %d\n" % n if on else b"") + impl.encode_sse(event)
+    assert expected == all_bytes(frames)
     many = b""
     for batch in batches:
         many += batch[1] if batch[0] == "ok" else batch[3]
     assert many + frames[-1][1] == all_bytes(frames)
     assert counters[0] == counters[1]
     assert counters[2][:2] == counters[0][:2]
-    assert counters[3] == counters[4] == counters[5]
+    end = first + len(stream)
+    # encode_many's transformer got no ending.
+    ended = end - len(events[-1][1])
+    assert counters[3:7] == [(end, end - 1), (end, end - 1), (ended, ended - 1), (end, end - 1)]
+    assert counters[7] == counters[8] == counters[9]
 
 
 def check_valid(stream, dialect):
@@ -364,8 +387,10 @@ def both():
 @given(run=crumb_runs())
 def test_crumb_builds_agree(both, run):
     native, pure = both
-    items, how, held = run
-    assert replay(native, "crumbs", items, how, held) == replay(pure, "crumbs", items, how, held)
+    items, how, options = run
+    assert replay(native, "crumbs", items, how, options) == replay(
+        pure, "crumbs", items, how, options
+    )
 
 
 @pytest.mark.native_only
@@ -373,20 +398,22 @@ def test_crumb_builds_agree(both, run):
 @given(run=chunk_runs())
 def test_chunk_builds_agree(both, run):
     native, pure = both
-    items, how, held = run
-    assert replay(native, "chunks", items, how, held) == replay(pure, "chunks", items, how, held)
+    items, how, options = run
+    assert replay(native, "chunks", items, how, options) == replay(
+        pure, "chunks", items, how, options
+    )
 
 
 @SETTINGS
 @given(run=crumb_runs())
 def test_crumb_streams_are_valid(impl, run):
-    items, how, held = run
-    events, frames, batches, counters = replay(impl, "crumbs", items, how, held)
-    check_self_consistent(impl, events, frames, batches, counters)
+    items, how, options = run
+    events, frames, batches, counters = replay(impl, "crumbs", items, how, options)
+    check_self_consistent(impl, events, frames, batches, counters, options)
     stream = all_events(events)
     if how == "none":
         # No terminal call: the transformer is still open, so end it here.
-        t = make(impl, "crumbs", held)
+        t = make(impl, "crumbs", options)
         for item in items:
             step_outcome(t, item)
         stream += t.finish()
@@ -399,12 +426,12 @@ def test_crumb_streams_are_valid(impl, run):
 @SETTINGS
 @given(run=chunk_runs())
 def test_chunk_streams_are_valid(impl, run):
-    items, how, held = run
-    events, frames, batches, counters = replay(impl, "chunks", items, how, held)
-    check_self_consistent(impl, events, frames, batches, counters)
+    items, how, options = run
+    events, frames, batches, counters = replay(impl, "chunks", items, how, options)
+    check_self_consistent(impl, events, frames, batches, counters, options)
     stream = all_events(events)
     if how == "none":
-        t = make(impl, "chunks", held)
+        t = make(impl, "chunks", options)
         for item in items:
             step_outcome(t, item)
         stream += t.finish()

@@ -88,6 +88,10 @@ def test_vector_events(impl, path):
     assert t.dropped == vector["dropped"]
     assert t.ignored == vector["ignored"]
     assert t.finished is vector["finished"]
+    # Section 7: every event is numbered, ids on or off; dicts carry no id.
+    first = vector.get("create", {}).get("first_id", 1)
+    assert (t.next_id, t.last_id) == (first + len(events), first + len(events) - 1)
+    assert not any("id" in event for event in events)
 
 
 @pytest.mark.parametrize("path", vector_params())
@@ -135,19 +139,31 @@ def test_vector_encode_many_matches_per_item(impl, path):
 
 @pytest.mark.parametrize("path", vector_params())
 def test_vector_encode_sse_of_events(impl, path):
-    """encode_sse of the expected events gives the same frames."""
+    """encode_sse of the expected events gives the same frames (without event ids)."""
     vector = load(path)
-    assert impl.encode_sse(vector["events"]) == vector["sse"].encode("utf-8")
+    assert impl.encode_sse(vector["events"]) == without_ids(vector["sse"]).encode("utf-8")
+
+
+def without_ids(sse: str) -> str:
+    return re.sub(r"^id: [0-9]+\n", "", sse, flags=re.MULTILINE)
 
 
 def test_sse_framing_of_every_vector():
-    """Section 2: one data line per event, LF only, no \\u escapes of non-ASCII."""
+    """Sections 2 and 7: one data line per event, LF only, no \\u escapes of non-ASCII;
+    with event ids, an ``id: n`` line first, n counting from first_id."""
     for path in VECTOR_FILES:
         vector = load(path)
+        create = vector.get("create", {})
         frames = vector["sse"].split("\n\n")
         assert frames[-1] == ""
         assert len(frames) - 1 == len(vector["events"]), path.stem
-        for frame, event in zip(frames, vector["events"], strict=False):
+        for n, (frame, event) in enumerate(
+            zip(frames, vector["events"], strict=False), start=create.get("first_id", 1)
+        ):
+            if create.get("event_ids"):
+                line = f"id: {n}\n"
+                assert frame.startswith(line), path.stem
+                frame = frame[len(line) :]
             assert frame.startswith("data: "), path.stem
             assert "\n" not in frame and "\r" not in frame, path.stem
             assert json.loads(frame[len("data: ") :]) == event, path.stem

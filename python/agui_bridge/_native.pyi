@@ -14,6 +14,8 @@ class CrumbTransformer:
         state: dict[str, Any] | None = None,
         *,
         held_ids: Iterable[str] | None = None,
+        event_ids: bool = False,
+        first_id: int = 1,
     ) -> None: ...
     def __call__(self, item: object) -> list[dict[str, Any]]: ...
     def encode(self, item: object) -> bytes: ...
@@ -32,6 +34,10 @@ class CrumbTransformer:
     def thread_id(self) -> str: ...
     @property
     def run_id(self) -> str: ...
+    @property
+    def next_id(self) -> int: ...
+    @property
+    def last_id(self) -> int: ...
     @property
     def state(self) -> dict[str, Any]: ...
     @property
@@ -47,6 +53,8 @@ class ChunkTranslator:
         custom_prefix: str = "dawn",
         *,
         held_ids: Iterable[str] | None = None,
+        event_ids: bool = False,
+        first_id: int = 1,
     ) -> None: ...
     def __call__(self, item: object) -> list[dict[str, Any]]: ...
     def encode(self, item: object) -> bytes: ...
@@ -66,6 +74,10 @@ class ChunkTranslator:
     @property
     def run_id(self) -> str: ...
     @property
+    def next_id(self) -> int: ...
+    @property
+    def last_id(self) -> int: ...
+    @property
     def state(self) -> dict[str, Any]: ...
 
 def create_agui_transformer(
@@ -74,6 +86,8 @@ def create_agui_transformer(
     state: dict[str, Any] | None = None,
     *,
     held_ids: Iterable[str] | None = None,
+    event_ids: bool = False,
+    first_id: int = 1,
 ) -> CrumbTransformer: ...
 def create_agui_translator(
     thread_id: str | None = None,
@@ -82,6 +96,8 @@ def create_agui_translator(
     custom_prefix: str = "dawn",
     *,
     held_ids: Iterable[str] | None = None,
+    event_ids: bool = False,
+    first_id: int = 1,
 ) -> ChunkTranslator: ...
 def encode_sse(
     event_or_events: dict[str, Any] | list[dict[str, Any]] | tuple[dict[str, Any], ...],

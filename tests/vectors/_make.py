@@ -353,6 +353,56 @@ SPECS = [
             FINISH,
         ],
     ),
+    # ---- event ids (section 7) ----
+    (
+        C,
+        "event ids number every event from 1",
+        {**IDS, "event_ids": True},
+        [
+            td("a"),
+            td("b"),
+            {"input": {"type": "text:delta"}},
+            inp("tool:call", toolCallId="c1", toolName="f", input={"x": 1}),
+            inp("tool:input:delta", toolCallId="c1", delta="dropped"),
+            inp("mystery"),
+            inp("tool:result", toolCallId="c1", result={"ok": True}),
+            FINISH,
+            td("late"),
+        ],
+    ),
+    (
+        C,
+        "event ids from first_id through fail",
+        {**IDS, "event_ids": True, "first_id": 41},
+        [
+            inp("pipeline:step:start", stepName="s"),
+            td("a"),
+            inp("tool:input:start", toolCallId="c1", toolName="f"),
+            inp("tool:input:delta", toolCallId="c1", delta='{"a":'),
+            fail("RuntimeError", "broke"),
+        ],
+    ),
+    (
+        C,
+        "event ids off ignore first_id",
+        {**IDS, "event_ids": False, "first_id": 5},
+        [td("a"), FINISH],
+    ),
+    (
+        K,
+        "chunks event ids",
+        {**IDS, "event_ids": True, "first_id": 7},
+        [
+            raw("hi"),
+            raw({"type": "token", "content": " there"}),
+            raw({"type": "tool_call", "name": "g", "input": {"q": 1}}),
+            raw({"type": "tool_result", "id": "r1:t1", "output": "x"}),
+            raw({"type": "plan_update", "plan": [1]}),
+            raw(42),
+            raw({"type": "done", "output": "ok"}),
+            raw("late"),
+        ],
+    ),
     # ---- crumbs: ids the thread already holds (section 6) ----
     (
         C,
@@ -950,6 +1000,9 @@ def run(dialect, create, steps):
         t = pure.create_agui_translator(**kwargs)
     events, sse = [], b""
     out_steps = []
+    # Section 7, written here independently of the transformer's own numbering.
+    numbered = create.get("event_ids", False)
+    next_id = create.get("first_id", 1)
     for step in steps:
         step = dict(step)
         if "finish" in step:
@@ -969,7 +1022,11 @@ def run(dialect, create, steps):
                     print(f"  !! expected error {step['error']!r}, got events")
                     del step["error"]
         events += got
-        sse += pure.encode_sse(got) if got else b""
+        for event in got:
+            if numbered:
+                sse += b"id: %d\n" % next_id
+            next_id += 1
+            sse += pure.encode_sse(event)
         out_steps.append(step)
     return out_steps, events, sse.decode(), t.dropped, t.ignored, t.finished
 

@@ -28,10 +28,28 @@ _CUSTOM = "custom"
 class ChunkTranslator(EventStream):
     __slots__ = ("_custom_prefix",)
 
-    def __init__(self, thread_id, run_id, state=None, custom_prefix="dawn", *, held_ids=None):
+    def __init__(
+        self,
+        thread_id,
+        run_id,
+        state=None,
+        custom_prefix="dawn",
+        *,
+        held_ids=None,
+        event_ids=False,
+        first_id=1,
+    ):
         check_text(custom_prefix, "custom_prefix")
         super().__init__(
-            Framer(thread_id, run_id, state, close_text_always=True, held_ids=held_ids)
+            Framer(
+                thread_id,
+                run_id,
+                state,
+                close_text_always=True,
+                held_ids=held_ids,
+                event_ids=event_ids,
+                first_id=first_id,
+            )
         )
         self._custom_prefix = custom_prefix
 
@@ -112,6 +130,21 @@ class ChunkTranslator(EventStream):
 
 
 def create_agui_translator(
-    thread_id=None, run_id=None, state=None, custom_prefix="dawn", *, held_ids=None
+    thread_id=None,
+    run_id=None,
+    state=None,
+    custom_prefix="dawn",
+    *,
+    held_ids=None,
+    event_ids=False,
+    first_id=1,
 ) -> ChunkTranslator:
-    return ChunkTranslator(thread_id, run_id, state, custom_prefix, held_ids=held_ids)
+    return ChunkTranslator(
+        thread_id,
+        run_id,
+        state,
+        custom_prefix,
+        held_ids=held_ids,
+        event_ids=event_ids,
+        first_id=first_id,
+    )

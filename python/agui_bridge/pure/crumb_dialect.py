@@ -59,9 +59,19 @@ def _file_value(fields: dict) -> dict:
 class CrumbTransformer(EventStream):
     __slots__ = ("_files", "_interrupt_ids", "_interrupts", "_loop", "_streamed")
 
-    def __init__(self, thread_id=None, run_id=None, state=None, *, held_ids=None):
+    def __init__(
+        self, thread_id=None, run_id=None, state=None, *, held_ids=None, event_ids=False, first_id=1
+    ):
         super().__init__(
-            Framer(thread_id, run_id, state, close_text_always=False, held_ids=held_ids)
+            Framer(
+                thread_id,
+                run_id,
+                state,
+                close_text_always=False,
+                held_ids=held_ids,
+                event_ids=event_ids,
+                first_id=first_id,
+            )
         )
         self._streamed: set[str] = set()
         self._interrupts: list[dict] = []
@@ -267,6 +277,8 @@ _HANDLERS = {
 
 
 def create_agui_transformer(
-    thread_id=None, run_id=None, state=None, *, held_ids=None
+    thread_id=None, run_id=None, state=None, *, held_ids=None, event_ids=False, first_id=1
 ) -> CrumbTransformer:
-    return CrumbTransformer(thread_id, run_id, state, held_ids=held_ids)
+    return CrumbTransformer(
+        thread_id, run_id, state, held_ids=held_ids, event_ids=event_ids, first_id=first_id
+    )

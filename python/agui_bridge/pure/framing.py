@@ -10,7 +10,7 @@ from __future__ import annotations
 from uuid import uuid4
 
 from ..errors import CrumbError
-from .json_values import NotJson, compact, copy_json, is_unicode, normalize
+from .json_values import NotJson, compact, copy_json, dumps, frames, is_unicode, normalize
 
 
 def check_text(value, name: str) -> str:
@@ -46,6 +46,24 @@ def _created_held(held_ids) -> frozenset:
     return frozenset(held)
 
 
+_MAX_ID = 2**63 - 1
+
+
+def _created_event_ids(event_ids, first_id) -> tuple[bool, int]:
+    """The event-id options (contract section 7): a bool, and an n from 1 to 2**63 - 1."""
+    if event_ids is None:
+        event_ids = False
+    elif not isinstance(event_ids, bool):
+        raise TypeError(f"event_ids must be a bool, not {type(event_ids).__name__}")
+    if first_id is None:
+        first_id = 1
+    elif not isinstance(first_id, int) or isinstance(first_id, bool):
+        raise TypeError(f"first_id must be an integer, not {type(first_id).__name__}")
+    elif not 1 <= first_id <= _MAX_ID:
+        raise ValueError("first_id must be from 1 to 2**63 - 1")
+    return event_ids, int(first_id)
+
+
 def _created_state(state) -> dict:
     if state is None:
         return {}
@@ -62,11 +80,13 @@ class Framer:
         "close_text_always",
         "counters",
         "dropped",
+        "event_ids",
         "finished",
         "held",
         "ignored",
         "known_tools",
         "latest_text_id",
+        "next_event_id",
         "open_tools",
         "out",
         "run_id",
@@ -78,13 +98,26 @@ class Framer:
         "used_ids",
     )
 
-    def __init__(self, thread_id, run_id, state, *, close_text_always: bool, held_ids=()):
+    def __init__(
+        self,
+        thread_id,
+        run_id,
+        state,
+        *,
+        close_text_always: bool,
+        held_ids=None,
+        event_ids=None,
+        first_id=None,
+    ):
         self.thread_id = _created_id(thread_id, "thread_id")
         self.run_id = _created_id(run_id, "run_id")
         self.state = _created_state(state)
         # The ids the thread already holds (contract section 6): generated ids
         # skip them, and an agent may not open anything under one of them.
         self.held = _created_held(held_ids)
+        # Every event leaves through ``taken`` (numbered here, contract
+        # section 7), counted whether or not its frame carries the id.
+        self.event_ids, self.next_event_id = _created_event_ids(event_ids, first_id)
         self.started = False
         self.finished = False
         self.out: list[dict] = []
@@ -119,6 +152,19 @@ class Framer:
         self.counters[kind] = n
         self.used_ids.add(candidate)
         return candidate
+
+    def taken(self, events: list[dict]) -> list[dict]:
+        """Numbers the events of one call as they leave."""
+        self.next_event_id += len(events)
+        return events
+
+    def framed(self, events: list[dict], first: int) -> bytes:
+        """The frames of ``events`` numbered from ``first`` (what ``taken`` gave them)."""
+        if not self.event_ids:
+            return frames(events)
+        return b"".join(
+            [b"id: %d\ndata: %b\n\n" % (first + at, dumps(e)) for at, e in enumerate(events)]
+        )
 
     def check_fresh(self, item_type: str, field: str, value: str) -> None:
         """An agent-supplied id that opens a tool call or an interrupt must be new

@@ -90,6 +90,9 @@ def compact(value) -> str:
     return orjson.dumps(value).decode()
 
 
+dumps = orjson.dumps
+
+
 def frame(event: dict) -> bytes:
     return b"data: " + orjson.dumps(event) + b"\n\n"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..errors import CrumbError
 from .framing import Framer, error_text
-from .json_values import copy_json, frames
+from .json_values import copy_json
 
 
 class EventStream:
@@ -32,21 +32,25 @@ class EventStream:
         parsed = self._parse(item)
         framer.out = out = []
         self._apply(parsed)
-        return out
+        return framer.taken(out)
 
     def encode(self, item) -> bytes:
-        return frames(self(item))
+        framer = self._framer
+        first = framer.next_event_id
+        return framer.framed(self(item), first)
 
     def encode_many(self, items) -> bytes:
+        framer = self._framer
+        first = framer.next_event_id
         events: list[dict] = []
         for index, item in enumerate(items):
             try:
                 events += self(item)
             except CrumbError as error:
                 error.index = index
-                error.partial = frames(events)
+                error.partial = framer.framed(events, first)
                 raise
-        return frames(events)
+        return framer.framed(events, first)
 
     def _terminal(self, act) -> list[dict]:
         framer = self._framer
@@ -56,7 +60,7 @@ class EventStream:
         if not framer.started:
             framer.start()
         act()
-        return out
+        return framer.taken(out)
 
     def finish(self) -> list[dict]:
         return self._terminal(self._finish)
@@ -70,10 +74,12 @@ class EventStream:
         return self._terminal(lambda: self._framer.run_error(message, code))
 
     def finish_encoded(self) -> bytes:
-        return frames(self.finish())
+        first = self._framer.next_event_id
+        return self._framer.framed(self.finish(), first)
 
     def fail_encoded(self, exc) -> bytes:
-        return frames(self.fail(exc))
+        first = self._framer.next_event_id
+        return self._framer.framed(self.fail(exc), first)
 
     @property
     def dropped(self) -> int:
@@ -94,6 +100,16 @@ class EventStream:
     @property
     def run_id(self) -> str:
         return self._framer.run_id
+
+    @property
+    def next_id(self) -> int:
+        """The id the next event emitted gets (contract section 7)."""
+        return self._framer.next_event_id
+
+    @property
+    def last_id(self) -> int:
+        """The id of the last event emitted: ``first_id - 1`` before any."""
+        return self._framer.next_event_id - 1
 
     @property
     def state(self) -> dict:

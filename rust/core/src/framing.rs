@@ -6,6 +6,7 @@
 
 use crate::error::CrumbError;
 use crate::json::{self, Map, Value};
+use crate::sse::{self, EventIds};
 
 /// The run's id and name sets. Their keys are short ids hashed several times
 /// per tool call: foldhash (randomly seeded per set) costs a fraction of std's `SipHash`.
@@ -80,6 +81,9 @@ pub struct Framer {
     pub dropped: u64,
     pub ignored: u64,
     close_text_always: bool,
+    /// Every event leaves through `take_out`, `write_out` or the fast writers
+    /// below, which number it (contract section 7).
+    pub event_ids: EventIds,
 }
 
 impl Framer {
@@ -108,6 +112,7 @@ impl Framer {
             dropped: 0,
             ignored: 0,
             close_text_always,
+            event_ids: EventIds::default(),
         }
     }
 
@@ -342,8 +347,32 @@ impl Framer {
         self.finished = true;
     }
 
+    /// The events of the last call, numbered, for a caller that hands them over as dicts.
     pub fn take_out(&mut self) -> Vec<Event> {
+        self.event_ids.skip(self.out.len());
         std::mem::take(&mut self.out)
+    }
+
+    /// Writes the events of the last call as numbered frames; `out` keeps its capacity.
+    pub fn write_out(&mut self, frames: &mut Vec<u8>) {
+        self.event_ids.write_frames(frames, &self.out);
+        self.out.clear();
+    }
+
+    /// The numbered frame of a delta for the open message, straight from its text.
+    pub fn write_content(&mut self, frames: &mut Vec<u8>, delta: &str) {
+        if let Some(line) = self.event_ids.take() {
+            frames.extend_from_slice(&line);
+        }
+        sse::write_content_frame(frames, &self.content_prefix, delta);
+    }
+
+    /// The numbered frame of a piece of arguments for an open call.
+    pub fn write_tool_args(&mut self, frames: &mut Vec<u8>, tool_call_id: &str, delta: &str) {
+        if let Some(line) = self.event_ids.take() {
+            frames.extend_from_slice(&line);
+        }
+        sse::write_tool_args_frame(frames, tool_call_id, delta);
     }
 }
 

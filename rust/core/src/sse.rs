@@ -1,9 +1,106 @@
-//! SSE frames (contract section 2): `data: <compact JSON>\n\n`.
+//! SSE frames (contract section 2): `data: <compact JSON>\n\n`, and the
+//! event ids of section 7 (`id: {n}\n` before `data:`), numbered here only.
 
 use crate::framing::Event;
 use crate::json::{self, Map, Value};
 
 pub const KEEPALIVE: &[u8] = b": ping\n\n";
+
+/// The numbering of a run's events (contract section 7): `first` for the
+/// first event emitted, +1 for each later one, whatever method emitted it.
+/// Counted whether or not the frames carry the ids, so a caller can always
+/// tell which n an event has.
+#[derive(Debug, Clone, Copy)]
+pub struct EventIds {
+    on: bool,
+    next: u64,
+}
+
+impl Default for EventIds {
+    fn default() -> Self {
+        Self { on: false, next: 1 }
+    }
+}
+
+impl EventIds {
+    pub fn new(on: bool, first: u64) -> Self {
+        Self { on, next: first }
+    }
+
+    pub fn is_on(&self) -> bool {
+        self.on
+    }
+
+    /// The id the next event emitted gets.
+    pub fn next(&self) -> u64 {
+        self.next
+    }
+
+    /// Numbers `count` events that leave as dicts (which carry no id).
+    pub fn skip(&mut self, count: usize) {
+        self.next += count as u64;
+    }
+
+    /// Numbers one event that leaves as a frame: its `id:` line when ids are on.
+    #[inline]
+    pub fn take(&mut self) -> Option<IdLine> {
+        let n = self.next;
+        self.next += 1;
+        self.on.then(|| IdLine::new(n))
+    }
+
+    /// Writes `events` as frames, each numbered.
+    pub fn write_frames(&mut self, out: &mut Vec<u8>, events: &[Event]) {
+        if !self.on {
+            self.skip(events.len());
+            return write_frames(out, events);
+        }
+        for event in events {
+            if let Some(line) = self.take() {
+                out.extend_from_slice(&line);
+            }
+            write_frame(out, event);
+        }
+    }
+}
+
+/// `id: {n}\n`, built on the stack.
+pub struct IdLine {
+    bytes: [u8; 25],
+    len: usize,
+}
+
+impl IdLine {
+    fn new(mut n: u64) -> Self {
+        let mut digits = [0u8; 20];
+        let mut at = digits.len();
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        let mut bytes = [0u8; 25];
+        bytes[..4].copy_from_slice(b"id: ");
+        let count = digits.len() - at;
+        bytes[4..4 + count].copy_from_slice(&digits[at..]);
+        bytes[4 + count] = b'\n';
+        Self {
+            bytes,
+            len: 5 + count,
+        }
+    }
+}
+
+impl std::ops::Deref for IdLine {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
 
 pub fn write_frame(out: &mut Vec<u8>, event: &Event) {
     out.extend_from_slice(b"data: {\"type\":");
@@ -42,6 +139,21 @@ pub fn content_frame_len(prefix: &[u8], delta: &str) -> usize {
 }
 
 const CONTENT_END: &[u8] = b"}\n\n";
+
+/// Fills `buffer` (of exactly `head.len() + content_frame_len(prefix, delta)`
+/// bytes) with `head` (an `id:` line or nothing) and the content frame of a
+/// delta that needs no escaping.
+pub fn fill_content_frame(buffer: &mut [u8], head: &[u8], prefix: &[u8], delta: &str) {
+    let (id, rest) = buffer.split_at_mut(head.len());
+    id.copy_from_slice(head);
+    let (start, rest) = rest.split_at_mut(prefix.len());
+    start.copy_from_slice(prefix);
+    let (quoted, tail) = rest.split_at_mut(delta.len() + 2);
+    quoted[0] = b'"';
+    quoted[1..=delta.len()].copy_from_slice(delta.as_bytes());
+    quoted[delta.len() + 1] = b'"';
+    tail.copy_from_slice(CONTENT_END);
+}
 
 /// Writes a `TEXT_MESSAGE_CONTENT` frame from the open message's precomputed prefix.
 pub fn write_content_frame(out: &mut Vec<u8>, prefix: &[u8], delta: &str) {
@@ -101,6 +213,23 @@ mod tests {
         let mut fast = Vec::new();
         write_tool_args_frame(&mut fast, "c\"1", "{\"a\n");
         assert_eq!(fast, general);
+    }
+
+    #[test]
+    fn id_lines_and_numbered_frames() {
+        assert_eq!(&*IdLine::new(0), b"id: 0\n");
+        assert_eq!(&*IdLine::new(u64::MAX), b"id: 18446744073709551615\n");
+        let mut ids = EventIds::new(true, 9);
+        let mut out = Vec::new();
+        ids.write_frames(&mut out, &[event("A"), event("B")]);
+        assert_eq!(
+            out,
+            b"id: 9\ndata: {\"type\":\"A\"}\n\nid: 10\ndata: {\"type\":\"B\"}\n\n"
+        );
+        let mut off = EventIds::new(false, 9);
+        assert!(off.take().is_none());
+        off.skip(2);
+        assert_eq!(off.next(), 12);
     }
 
     #[test]

@@ -3,7 +3,6 @@
 use crate::error::CrumbError;
 use crate::fields::Input;
 use crate::framing::{Event, Framer};
-use crate::sse;
 
 /// What a text delta on the fast path needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,10 +48,7 @@ pub trait Dialect: Sized {
         let parsed = self.parse(input)?;
         self.framer_mut().out.clear();
         self.apply(parsed);
-        let framer = self.framer_mut();
-        sse::write_frames(out, &framer.out);
-        // Kept, with its capacity, for the next item.
-        framer.out.clear();
+        self.framer_mut().write_out(out);
         Ok(())
     }
 
@@ -115,24 +111,38 @@ pub trait Dialect: Sized {
     }
 
     fn finish(&mut self) -> Vec<Event> {
-        self.terminal(Self::finish_run)
+        self.terminal(Self::finish_run);
+        self.framer_mut().take_out()
+    }
+
+    /// `finish()` as numbered frames appended to `out`.
+    fn finish_into(&mut self, out: &mut Vec<u8>) {
+        self.terminal(Self::finish_run);
+        self.framer_mut().write_out(out);
     }
 
     /// `fail(exc)`: `message` is str(exc) made valid Unicode, `code` its class name.
     fn fail(&mut self, message: &str, code: &str) -> Vec<Event> {
-        self.terminal(|dialect| dialect.fail_run(message, code))
+        self.terminal(|dialect| dialect.fail_run(message, code));
+        self.framer_mut().take_out()
     }
 
-    fn terminal(&mut self, act: impl FnOnce(&mut Self)) -> Vec<Event> {
-        if self.framer().finished {
-            return Vec::new();
-        }
+    /// `fail(exc)` as numbered frames appended to `out`.
+    fn fail_into(&mut self, message: &str, code: &str, out: &mut Vec<u8>) {
+        self.terminal(|dialect| dialect.fail_run(message, code));
+        self.framer_mut().write_out(out);
+    }
+
+    /// Ends the run, leaving its last events in the framer's `out`.
+    fn terminal(&mut self, act: impl FnOnce(&mut Self)) {
         let framer = self.framer_mut();
         framer.out.clear();
+        if framer.finished {
+            return;
+        }
         if !framer.started {
             framer.start(None, None);
         }
         act(self);
-        self.framer_mut().take_out()
     }
 }

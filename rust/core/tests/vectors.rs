@@ -8,7 +8,7 @@ use agui_bridge_core::crumbs::Crumbs;
 use agui_bridge_core::fields::Input;
 use agui_bridge_core::framing::Event;
 use agui_bridge_core::json::{Map, Value};
-use agui_bridge_core::sse;
+use agui_bridge_core::sse::EventIds;
 use agui_bridge_core::stream::Dialect;
 
 fn vector_paths() -> Vec<PathBuf> {
@@ -34,13 +34,33 @@ fn text(create: &Value, key: &str) -> String {
 }
 
 struct Outcome {
+    frames: Vec<u8>,
+    next_id: u64,
     events: Vec<Event>,
     dropped: u64,
     ignored: u64,
     finished: bool,
 }
 
-fn run<D: Dialect>(mut dialect: D, steps: &[Value], name: &str) -> Outcome {
+/// The frames of the steps through `call_into`, `finish_into` and `fail_into`.
+fn frames_of<D: Dialect>(mut dialect: D, steps: &[Value]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for step in steps {
+        if let Some(input) = step.get("input") {
+            let _ = dialect.call_into(Input::from_json(input), &mut out);
+        } else if step.get("finish").is_some() {
+            dialect.finish_into(&mut out);
+        } else if let Some(fail) = step.get("fail") {
+            let message = fail["message"].as_str().unwrap_or_default();
+            let code = fail["type"].as_str().unwrap_or_default();
+            dialect.fail_into(message, code, &mut out);
+        }
+    }
+    out
+}
+
+fn run<D: Dialect + Clone>(mut dialect: D, steps: &[Value], name: &str) -> Outcome {
+    let sse_bytes = frames_of(dialect.clone(), steps);
     let mut events = Vec::new();
     for (index, step) in steps.iter().enumerate() {
         if let Some(input) = step.get("input") {
@@ -65,6 +85,8 @@ fn run<D: Dialect>(mut dialect: D, steps: &[Value], name: &str) -> Outcome {
     }
     let framer = dialect.framer();
     Outcome {
+        frames: sse_bytes,
+        next_id: framer.event_ids.next(),
         events,
         dropped: framer.dropped,
         ignored: framer.ignored,
@@ -92,10 +114,18 @@ fn check(path: &Path) {
                 .collect()
         })
         .unwrap_or_default();
+    let event_ids = EventIds::new(
+        create
+            .get("event_ids")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        create.get("first_id").and_then(Value::as_u64).unwrap_or(1),
+    );
     let outcome = match vector["dialect"].as_str() {
         Some("crumbs") => {
             let mut crumbs = Crumbs::new(thread_id, run_id, state);
             crumbs.framer_mut().hold(held);
+            crumbs.framer_mut().event_ids = event_ids;
             run(crumbs, &steps, name)
         }
         Some("chunks") => {
@@ -105,6 +135,7 @@ fn check(path: &Path) {
                 .unwrap_or("dawn");
             let mut chunks = Chunks::new(thread_id, run_id, state, prefix.to_owned());
             chunks.framer_mut().hold(held);
+            chunks.framer_mut().event_ids = event_ids;
             run(chunks, &steps, name)
         }
         other => panic!("{name}: unknown dialect {other:?}"),
@@ -119,9 +150,14 @@ fn check(path: &Path) {
         "{name}: key order"
     );
     if let Some(expected) = vector.get("sse").and_then(Value::as_str) {
-        let bytes = sse::frames(&outcome.events);
+        let bytes = outcome.frames;
         assert_eq!(String::from_utf8(bytes).unwrap(), expected, "{name}: sse");
     }
+    assert_eq!(
+        outcome.next_id,
+        event_ids.next() + outcome.events.len() as u64,
+        "{name}: next id"
+    );
     for (key, actual) in [("dropped", outcome.dropped), ("ignored", outcome.ignored)] {
         if let Some(expected) = vector.get(key).and_then(Value::as_u64) {
             assert_eq!(actual, expected, "{name}: {key}");

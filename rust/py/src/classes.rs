@@ -6,10 +6,11 @@ use agui_bridge_core::chunks::Chunks;
 use agui_bridge_core::crumbs::Crumbs;
 use agui_bridge_core::framing::generated_id;
 use agui_bridge_core::json::{Map, Value};
+use agui_bridge_core::sse::EventIds;
 use agui_bridge_core::stream::Dialect;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString};
 
 use crate::convert::{dict_value, type_name};
 use crate::stream::{self, MessageId, lock};
@@ -85,25 +86,75 @@ fn created_held(held_ids: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<String>> {
     Ok(held)
 }
 
+/// The event-id options (contract section 7): a bool, and an n from 1 to 2**63 - 1.
+fn created_event_ids(
+    event_ids: Option<&Bound<'_, PyAny>>,
+    first_id: Option<&Bound<'_, PyAny>>,
+) -> PyResult<EventIds> {
+    let on = match event_ids.filter(|on| !on.is_none()) {
+        None => false,
+        Some(on) => on
+            .cast::<PyBool>()
+            .map_err(|_| not_a("event_ids", "a bool", on))?
+            .is_true(),
+    };
+    let first = match first_id.filter(|first| !first.is_none()) {
+        None => 1,
+        Some(first) => {
+            if !first.is_instance_of::<PyInt>() || first.is_instance_of::<PyBool>() {
+                return Err(not_a("first_id", "an integer", first));
+            }
+            first
+                .extract::<i64>()
+                .ok()
+                .filter(|first| *first >= 1)
+                .ok_or_else(|| PyValueError::new_err("first_id must be from 1 to 2**63 - 1"))?
+        }
+    };
+    Ok(EventIds::new(on, first.unsigned_abs()))
+}
+
+/// Options both constructors take, after their positional arguments.
+pub struct Options<'a, 'py> {
+    pub held_ids: Option<&'a Bound<'py, PyAny>>,
+    pub event_ids: Option<&'a Bound<'py, PyAny>>,
+    pub first_id: Option<&'a Bound<'py, PyAny>>,
+}
+
 /// What both constructors take besides their dialect's own options.
 pub struct Created {
     thread_id: String,
     run_id: String,
     state: Map<String, Value>,
     held: Vec<String>,
+    event_ids: EventIds,
+}
+
+impl Created {
+    fn into_dialect<D: Dialect>(
+        self,
+        make: impl FnOnce(String, String, Map<String, Value>) -> D,
+    ) -> D {
+        let mut dialect = make(self.thread_id, self.run_id, self.state);
+        let framer = dialect.framer_mut();
+        framer.hold(self.held);
+        framer.event_ids = self.event_ids;
+        dialect
+    }
 }
 
 fn created(
     thread_id: Option<&Bound<'_, PyAny>>,
     run_id: Option<&Bound<'_, PyAny>>,
     state: Option<&Bound<'_, PyAny>>,
-    held_ids: Option<&Bound<'_, PyAny>>,
+    options: &Options<'_, '_>,
 ) -> PyResult<Created> {
     Ok(Created {
         thread_id: created_id(thread_id, "thread_id")?,
         run_id: created_id(run_id, "run_id")?,
         state: created_state(state)?,
-        held: created_held(held_ids)?,
+        held: created_held(options.held_ids)?,
+        event_ids: created_event_ids(options.event_ids, options.first_id)?,
     })
 }
 
@@ -132,7 +183,7 @@ macro_rules! event_stream_class {
             }
 
             fn finish_encoded<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-                stream::frames(py, &stream::finish(&self.inner))
+                stream::finish_encoded(py, &self.inner)
             }
 
             fn fail<'py>(&self, exc: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
@@ -140,7 +191,7 @@ macro_rules! event_stream_class {
             }
 
             fn fail_encoded<'py>(&self, exc: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
-                Ok(stream::frames(exc.py(), &stream::fail(&self.inner, exc)?))
+                stream::fail_encoded(&self.inner, exc)
             }
 
             #[getter]
@@ -168,6 +219,18 @@ macro_rules! event_stream_class {
                 lock(&self.inner).framer().run_id.clone()
             }
 
+            /// The id the next event emitted gets (contract section 7).
+            #[getter]
+            fn next_id(&self) -> u64 {
+                lock(&self.inner).framer().event_ids.next()
+            }
+
+            /// The id of the last event emitted: `first_id - 1` before any.
+            #[getter]
+            fn last_id(&self) -> u64 {
+                lock(&self.inner).framer().event_ids.next() - 1
+            }
+
             #[getter]
             fn state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
                 stream::state(py, &self.inner)
@@ -187,13 +250,11 @@ impl CrumbTransformerPy {
         thread_id: Option<&Bound<'_, PyAny>>,
         run_id: Option<&Bound<'_, PyAny>>,
         state: Option<&Bound<'_, PyAny>>,
-        held_ids: Option<&Bound<'_, PyAny>>,
+        options: &Options<'_, '_>,
     ) -> PyResult<Self> {
-        let created = created(thread_id, run_id, state, held_ids)?;
-        let mut crumbs = Crumbs::new(created.thread_id, created.run_id, created.state);
-        crumbs.framer_mut().hold(created.held);
+        let created = created(thread_id, run_id, state, options)?;
         Ok(Self {
-            inner: Mutex::new(crumbs),
+            inner: Mutex::new(created.into_dialect(Crumbs::new)),
             message_id: MessageId::default(),
         })
     }
@@ -201,14 +262,17 @@ impl CrumbTransformerPy {
 
 event_stream_class!(CrumbTransformerPy {
     #[new]
-    #[pyo3(signature = (thread_id=None, run_id=None, state=None, *, held_ids=None))]
+    #[pyo3(signature = (thread_id=None, run_id=None, state=None, *, held_ids=None, event_ids=None, first_id=None))]
     fn new(
         thread_id: Option<&Bound<'_, PyAny>>,
         run_id: Option<&Bound<'_, PyAny>>,
         state: Option<&Bound<'_, PyAny>>,
         held_ids: Option<&Bound<'_, PyAny>>,
+        event_ids: Option<&Bound<'_, PyAny>>,
+        first_id: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        Self::create(thread_id, run_id, state, held_ids)
+        let options = Options { held_ids, event_ids, first_id };
+        Self::create(thread_id, run_id, state, &options)
     }
 
     #[getter]
@@ -230,21 +294,17 @@ impl ChunkTranslatorPy {
         run_id: Option<&Bound<'_, PyAny>>,
         state: Option<&Bound<'_, PyAny>>,
         custom_prefix: &Given,
-        held_ids: Option<&Bound<'_, PyAny>>,
+        options: &Options<'_, '_>,
     ) -> PyResult<Self> {
         // Checked first, as the pure build's constructor does.
         let custom_prefix = match &custom_prefix.0 {
             Some(prefix) => created_text(prefix.bind(py), "custom_prefix")?,
             None => "dawn".to_owned(),
         };
-        let created = created(thread_id, run_id, state, held_ids)?;
-        let mut chunks = Chunks::new(
-            created.thread_id,
-            created.run_id,
-            created.state,
-            custom_prefix,
-        );
-        chunks.framer_mut().hold(created.held);
+        let created = created(thread_id, run_id, state, options)?;
+        let chunks = created.into_dialect(|thread_id, run_id, state| {
+            Chunks::new(thread_id, run_id, state, custom_prefix)
+        });
         Ok(Self {
             inner: Mutex::new(chunks),
             message_id: MessageId::default(),
@@ -254,7 +314,8 @@ impl ChunkTranslatorPy {
 
 event_stream_class!(ChunkTranslatorPy {
     #[new]
-    #[pyo3(signature = (thread_id, run_id, state=None, custom_prefix=Given(None), *, held_ids=None))]
+    #[pyo3(signature = (thread_id, run_id, state=None, custom_prefix=Given(None), *, held_ids=None, event_ids=None, first_id=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         thread_id: Option<&Bound<'_, PyAny>>,
@@ -262,7 +323,10 @@ event_stream_class!(ChunkTranslatorPy {
         state: Option<&Bound<'_, PyAny>>,
         custom_prefix: Given,
         held_ids: Option<&Bound<'_, PyAny>>,
+        event_ids: Option<&Bound<'_, PyAny>>,
+        first_id: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        Self::create(py, thread_id, run_id, state, &custom_prefix, held_ids)
+        let options = Options { held_ids, event_ids, first_id };
+        Self::create(py, thread_id, run_id, state, &custom_prefix, &options)
     }
 });

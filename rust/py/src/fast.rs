@@ -8,7 +8,6 @@ use agui_bridge_core::chunks::Chunks;
 use agui_bridge_core::crumbs::Crumbs;
 use agui_bridge_core::framing::Framer;
 use agui_bridge_core::json;
-use agui_bridge_core::sse;
 use agui_bridge_core::stream::{Dialect, FastText};
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -50,7 +49,7 @@ impl<'py> Fast<'py> {
                 };
                 match dialect.fast_text(text) {
                     FastText::Content => {
-                        sse::write_content_frame(out, &dialect.framer().content_prefix, text);
+                        dialect.framer_mut().write_content(out, text);
                         FastText::Content
                     }
                     FastText::Open => {
@@ -69,7 +68,7 @@ impl<'py> Fast<'py> {
                 };
                 let decision = dialect.fast_tool_args(id, delta);
                 if decision == FastText::Content {
-                    sse::write_tool_args_frame(out, id, delta);
+                    dialect.framer_mut().write_tool_args(out, id, delta);
                 }
                 decision
             }
@@ -85,18 +84,17 @@ impl<'py> Fast<'py> {
     }
 
     /// The frame of an item `decide` found to be content.
-    pub fn write(&self, framer: &Framer, out: &mut Vec<u8>) {
+    pub fn write(&self, framer: &mut Framer, out: &mut Vec<u8>) {
         match self {
             Fast::Text(delta) => {
-                let text = delta.to_str().unwrap_or_default();
-                sse::write_content_frame(out, &framer.content_prefix, text);
+                framer.write_content(out, delta.to_str().unwrap_or_default());
             }
             Fast::ToolArgs {
                 tool_call_id,
                 delta,
             } => {
                 let id = tool_call_id.to_str().unwrap_or_default();
-                sse::write_tool_args_frame(out, id, delta.to_str().unwrap_or_default());
+                framer.write_tool_args(out, id, delta.to_str().unwrap_or_default());
             }
         }
     }
@@ -138,10 +136,7 @@ impl<'py> Fast<'py> {
 /// Opens a message for `delta` and appends its two frames to `out`.
 pub fn write_open<D: Dialect>(dialect: &mut D, delta: &str, out: &mut Vec<u8>) {
     dialect.open_text(delta);
-    let framer = dialect.framer_mut();
-    sse::write_frames(out, &framer.out);
-    // Kept, with its capacity, for the next item.
-    framer.out.clear();
+    dialect.framer_mut().write_out(out);
 }
 
 // An exact str, as the general path gives, whatever subclass the item held.

@@ -10,21 +10,29 @@ mod stream;
 
 use pyo3::prelude::*;
 
-use classes::{ChunkTranslatorPy, CrumbTransformerPy, Given};
+use classes::{ChunkTranslatorPy, CrumbTransformerPy, Given, Options};
 
 #[pyfunction]
-#[pyo3(signature = (thread_id=None, run_id=None, state=None, *, held_ids=None))]
+#[pyo3(signature = (thread_id=None, run_id=None, state=None, *, held_ids=None, event_ids=None, first_id=None))]
 fn create_agui_transformer(
     thread_id: Option<&Bound<'_, PyAny>>,
     run_id: Option<&Bound<'_, PyAny>>,
     state: Option<&Bound<'_, PyAny>>,
     held_ids: Option<&Bound<'_, PyAny>>,
+    event_ids: Option<&Bound<'_, PyAny>>,
+    first_id: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<CrumbTransformerPy> {
-    CrumbTransformerPy::create(thread_id, run_id, state, held_ids)
+    let options = Options {
+        held_ids,
+        event_ids,
+        first_id,
+    };
+    CrumbTransformerPy::create(thread_id, run_id, state, &options)
 }
 
 #[pyfunction]
-#[pyo3(signature = (thread_id=None, run_id=None, state=None, custom_prefix=Given(None), *, held_ids=None))]
+#[pyo3(signature = (thread_id=None, run_id=None, state=None, custom_prefix=Given(None), *, held_ids=None, event_ids=None, first_id=None))]
+#[allow(clippy::too_many_arguments)]
 fn create_agui_translator(
     py: Python<'_>,
     thread_id: Option<&Bound<'_, PyAny>>,
@@ -32,8 +40,15 @@ fn create_agui_translator(
     state: Option<&Bound<'_, PyAny>>,
     custom_prefix: Given,
     held_ids: Option<&Bound<'_, PyAny>>,
+    event_ids: Option<&Bound<'_, PyAny>>,
+    first_id: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<ChunkTranslatorPy> {
-    ChunkTranslatorPy::create(py, thread_id, run_id, state, &custom_prefix, held_ids)
+    let options = Options {
+        held_ids,
+        event_ids,
+        first_id,
+    };
+    ChunkTranslatorPy::create(py, thread_id, run_id, state, &custom_prefix, &options)
 }
 
 #[pymodule(gil_used = false)]

@@ -103,6 +103,8 @@ pub fn call<'py, D: Dialect + FastInput + HotInput>(
                     .text_id
                     .as_deref()
                     .map(|id| message_id.get(py, id));
+                // One event, as a dict: numbered, though it carries no id.
+                guard.framer_mut().event_ids.skip(1);
                 // Dicts are tracked by the collector: built with the lock let go.
                 drop(guard);
                 let event = match (&fast, id) {
@@ -174,21 +176,8 @@ fn write_hot<D: HotInput>(
     let mut dialect = lock(inner);
     dialect.check_hot(&hot)?;
     dialect.call_checked(|dialect| dialect.apply_hot(hot));
-    let framer = dialect.framer_mut();
-    sse::write_frames(out, &framer.out);
-    // Kept, with its capacity, for the next item.
-    framer.out.clear();
+    dialect.framer_mut().write_out(out);
     Ok(())
-}
-
-fn fill_content_frame(buffer: &mut [u8], prefix: &[u8], text: &str) {
-    let (head, rest) = buffer.split_at_mut(prefix.len());
-    head.copy_from_slice(prefix);
-    let (quoted, tail) = rest.split_at_mut(text.len() + 2);
-    quoted[0] = b'"';
-    quoted[1..=text.len()].copy_from_slice(text.as_bytes());
-    quoted[text.len() + 1] = b'"';
-    tail.copy_from_slice(b"}\n\n");
 }
 
 pub fn encode<'py, D: Dialect + FastInput + HotInput>(
@@ -205,15 +194,18 @@ pub fn encode<'py, D: Dialect + FastInput + HotInput>(
                 // The common case, a text delta with nothing to escape, is copied
                 // straight into the bytes.
                 if let Some(text) = fast.plain_text() {
-                    let prefix = &guard.framer().content_prefix;
-                    let len = sse::content_frame_len(prefix, text);
+                    let framer = guard.framer_mut();
+                    let line = framer.event_ids.take();
+                    let head = line.as_deref().unwrap_or_default();
+                    let prefix = &framer.content_prefix;
+                    let len = head.len() + sse::content_frame_len(prefix, text);
                     return PyBytes::new_with(py, len, |buffer| {
-                        fill_content_frame(buffer, prefix, text);
+                        sse::fill_content_frame(buffer, head, prefix, text);
                         Ok(())
                     });
                 }
                 let mut out = Vec::with_capacity(128);
-                fast.write(guard.framer(), &mut out);
+                fast.write(guard.framer_mut(), &mut out);
                 return Ok(PyBytes::new(py, &out));
             }
             FastText::Open => {
@@ -294,6 +286,12 @@ pub fn finish<D: Dialect>(inner: &Mutex<D>) -> Vec<Event> {
     lock(inner).finish()
 }
 
+pub fn finish_encoded<'py, D: Dialect>(py: Python<'py>, inner: &Mutex<D>) -> Bound<'py, PyBytes> {
+    let mut out = Vec::with_capacity(256);
+    lock(inner).finish_into(&mut out);
+    PyBytes::new(py, &out)
+}
+
 /// str(exc) with lone surrogates replaced as the pure build's `error_text` does.
 #[cold]
 fn error_parts(exc: &Bound<'_, PyAny>) -> PyResult<(String, String)> {
@@ -316,8 +314,16 @@ pub fn fail<D: Dialect>(inner: &Mutex<D>, exc: &Bound<'_, PyAny>) -> PyResult<Ve
     Ok(lock(inner).fail(&message, &code))
 }
 
-pub fn frames<'py>(py: Python<'py>, events: &[Event]) -> Bound<'py, PyBytes> {
-    PyBytes::new(py, &sse::frames(events))
+pub fn fail_encoded<'py, D: Dialect>(
+    inner: &Mutex<D>,
+    exc: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let mut out = Vec::new();
+    if !lock(inner).framer().finished {
+        let (message, code) = error_parts(exc)?;
+        lock(inner).fail_into(&message, &code, &mut out);
+    }
+    Ok(PyBytes::new(exc.py(), &out))
 }
 
 pub fn events<'py>(py: Python<'py>, events: &[Event]) -> PyResult<Bound<'py, PyList>> {
