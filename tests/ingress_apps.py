@@ -1,7 +1,7 @@
 """Test apps for the ingress suites; configured by environment variables.
 
 AGUI_TEST_STORE (default memory://), AGUI_TEST_KEEPALIVE (s),
-AGUI_TEST_ON_DISCONNECT, AGUI_TEST_MAX_BUFFERED, AGUI_TEST_BODY_LIMIT,
+AGUI_TEST_ON_DISCONNECT, AGUI_TEST_BODY_LIMIT,
 AGUI_TEST_EVENTS (a file: every on_event call is appended as a JSON line),
 AGUI_TEST_MARKS (a directory: agents touch files there to show progress),
 AGUI_TEST_LEASE_TTL (s).
@@ -32,7 +32,6 @@ def make_app(**overrides) -> App:
         store=_env("AGUI_TEST_STORE", "memory://"),
         keepalive=float(_env("AGUI_TEST_KEEPALIVE", "15")),
         on_disconnect=_env("AGUI_TEST_ON_DISCONNECT", "continue"),
-        max_buffered=_int("AGUI_TEST_MAX_BUFFERED", 8 << 20),
         body_limit=_int("AGUI_TEST_BODY_LIMIT", 1 << 20),
         lease_ttl=float(_env("AGUI_TEST_LEASE_TTL", "10")),
     )
@@ -46,7 +45,6 @@ def make_app(**overrides) -> App:
         if value:
             options[name] = kind(value)
     options.update(overrides)
-    options.setdefault("overflow_grace", float(_env("AGUI_TEST_OVERFLOW_GRACE", "5")))
     app = App(**options)
     _agents(app)
     events_file = _env("AGUI_TEST_EVENTS")

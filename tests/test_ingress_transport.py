@@ -74,7 +74,6 @@ def env_for(policy: str) -> dict:
     return {
         "AGUI_TEST_MARKS": str(MARKS),
         "AGUI_TEST_ON_DISCONNECT": policy,
-        "AGUI_TEST_MAX_BUFFERED": str(MIB),
     }
 
 
@@ -225,7 +224,7 @@ def read_to_end(sock: socket.socket, head: bytes, timeout: float) -> bytes:
 
 async def test_a_client_that_pauses_does_not_slow_the_run_and_gets_everything(continue_url):
     tid, run_id = thread("pause"), f"pause-{time.monotonic_ns()}"
-    frames = 10_000  # 10 MiB of text against a 1 MiB bound
+    frames = 10_000  # 10 MiB of text, far more than the socket buffers hold
     sock, start = raw_post(continue_url, run_body(tid, f"big {frames}", run_id=run_id), 16384)
     try:
         # the run ends while its client reads nothing: a reader never paces the run
@@ -239,8 +238,10 @@ async def test_a_client_that_pauses_does_not_slow_the_run_and_gets_everything(co
     assert len(text_of(events)) == frames * 1024
 
 
-@pytest.mark.parametrize("interface", ["rsgi", "asgi"])
-def test_a_stream_that_is_never_read_is_dropped_and_the_run_goes_on(interface):
+def test_a_stream_that_is_never_read_is_dropped_and_the_run_goes_on():
+    # ASGI, what `agui-bridge serve` runs: a send waits while the client does
+    # not read, so what it pins is one write and granian's few queued sends.
+    interface = "asgi"
     env = {**env_for("continue"), "AGUI_TEST_SEND_TIMEOUT": "1"}
     tid, run_id = thread("never"), f"never-{time.monotonic_ns()}"
     with serve("tests.ingress_apps:app", env=env, interface=interface) as base_url:
@@ -254,21 +255,19 @@ def test_a_stream_that_is_never_read_is_dropped_and_the_run_goes_on(interface):
             body = read_to_end(sock, start, 30)
         finally:
             sock.close()
-        # what the server held for the stalled client: our bound (1 MiB under RSGI,
-        # 16 KiB writes under ASGI), granian's queue and the kernel's socket buffers
+        # what the server held for the stalled client: 16 KiB writes, granian's
+        # queue and the kernel's socket buffers
         assert len(body) < 6 * MIB  # of the 8 MiB the run produced
         assert b"RUN_FINISHED" not in body and b"RUN_ERROR" not in body  # it can resume
-        assert "made no progress" in server_log(base_url) or "acknowledged nothing" in server_log(
-            base_url
-        )
+        assert "made no progress" in server_log(base_url)
         state = httpx.get(f"{base_url}/threads/{tid}/state").json()
         assert len(state["messages"][1]["content"]) == 8000 * 1024  # the run went on
 
 
-@pytest.mark.parametrize("interface", ["rsgi", "asgi"])
-def test_a_reader_behind_the_trimmed_log_is_disconnected_and_resumes_from_a_snapshot(
-    interface,
-):
+def test_a_reader_behind_the_trimmed_log_is_disconnected_and_resumes_from_a_snapshot():
+    # ASGI: a reader that does not read falls behind (under RSGI granian takes
+    # every write at once, so a reader is never behind the log)
+    interface = "asgi"
     env = {**env_for("continue"), "AGUI_TEST_MAX_LOG_BYTES": str(MIB)}
     tid, run_id = thread("trim"), f"trim-{time.monotonic_ns()}"
     with serve("tests.ingress_apps:app", env=env, interface=interface) as base_url:

@@ -70,13 +70,7 @@ class App:
     a ``: ping`` comment. ``on_disconnect``: ``"continue"`` (the run goes on and
     its history lands) or ``"cancel"`` (the agent is cancelled, nothing it
     produced is stored). Either way the user's turn is stored when the run
-    starts. ``max_buffered``: bytes a client that stops reading may make
-    the server hold per stream (``None``: unbounded); past it the stream ends
-    with ``RUN_ERROR`` (code ``stream_overflow``) and the run goes on. Under
-    ASGI, where a send waits for the client, a cut-off stream whose last frames
-    are not taken within ``overflow_grace`` seconds is aborted (the server
-    drops the connection); under RSGI granian keeps what it queued (at most
-    about ``max_buffered``) until the client reads it or leaves.
+    starts.
 
     Run streams: every run's frames go once into its log, and every response
     is a reader of that log (the POST, ``GET /threads/{id}/runs/{run}/events``
@@ -90,7 +84,10 @@ class App:
     go first), ``max_write`` (16 KiB: the most one write hands the transport;
     under ASGI this, times the few sends granian queues, is what a client that
     stops reading pins), ``send_timeout`` (30 s without progress ends a stream;
-    the client can resume by id).
+    the client can resume by id). Under RSGI (granian's ``send_bytes`` never
+    waits) nothing bounds what a client that stops reading pins but the run's
+    own output: serve with ASGI (what ``agui-bridge serve`` runs) where that
+    matters.
     ``lease_ttl``: seconds a run's lease on its thread lasts unless renewed (it
     is renewed every third of that while the run lives): after a worker dies,
     its threads take new runs again within that time.
@@ -103,8 +100,6 @@ class App:
         body_limit: int = 1 << 20,
         keepalive: float = 15.0,
         on_disconnect: str = "continue",
-        max_buffered: int | None = None,
-        overflow_grace: float = 5.0,
         event_ids: bool = True,
         run_retention: float | None = None,
         max_log_bytes: int | None = None,
@@ -127,11 +122,8 @@ class App:
             "max_total_bytes": max_total_bytes,
             "max_write": max_write,
             "send_timeout": send_timeout,
-            "max_buffered": max_buffered,
         }
         self.limits = Limits(**{k: v for k, v in given.items() if v is not None})
-        self.max_buffered = self.limits.max_buffered
-        self.overflow_grace = overflow_grace
         self.event_ids = event_ids
         self._logs = Logs(self.limits)
         self.lease_ttl = lease_ttl

@@ -1,4 +1,10 @@
-"""``agui-bridge serve MODULE:APP`` (granian, RSGI) and ``agui-bridge demo``."""
+"""``agui-bridge serve MODULE:APP`` (granian, ASGI) and ``agui-bridge demo``.
+
+granian's ASGI ``send`` waits while the connection's buffers are full, which
+bounds what a client that stops reading can pin; its RSGI ``send_bytes``
+never waits. Measured side by side (``benches/server.py --asgi``), ASGI
+streams as fast, so it is what ``serve`` runs.
+"""
 
 from __future__ import annotations
 
@@ -19,7 +25,7 @@ def _serve(
         target,
         address=host,
         port=port,
-        interface=Interfaces.RSGI,
+        interface=Interfaces.ASGI,
         workers=workers,
         factory=factory,
         working_dir=Path.cwd(),
@@ -36,7 +42,7 @@ def _serve(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="agui-bridge", description="Serve Python agents to AG-UI frontends (granian, RSGI)."
+        prog="agui-bridge", description="Serve Python agents to AG-UI frontends (granian, ASGI)."
     )
     commands = parser.add_subparsers(dest="command", required=True)
 

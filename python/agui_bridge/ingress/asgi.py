@@ -126,9 +126,6 @@ class AsgiConn:
                 self.gone = True
                 return
 
-    def probe(self, limit):
-        return None  # send() waits for the socket: what is held is counted in the run
-
     def abort(self) -> None:
         self.aborted = True
 

@@ -5,35 +5,8 @@ a JSON response, a stream, a disconnect watcher); everything else is here:
 routing, the request rules (answered before any run starts, with a JSON error
 body), auth, the thread, the run and the response pump.
 
-Bounding what a client that stops reading can make the server hold
--------------------------------------------------------------------
-ASGI: ``send`` waits while the server's buffer is full, so what piles up is
-in this process: the frames queued for the response plus the write in
-flight. Past ``max_buffered`` the stream is cut off (closers + RUN_ERROR are
-queued as its last frames); if even those are not taken within
-``overflow_grace`` seconds the connection is aborted.
-
-RSGI: ``send_bytes`` never waits; granian queues without limit. What the
-server holds for a stream is what it wrote minus what the client's TCP stack
-acknowledged. On Linux that is measurable: the RSGI front end finds the
-connection's socket (``/proc/net/tcp*`` by the scope's addresses, then
-``/proc/self/fd``) and reads ``tcpi_bytes_acked`` from ``TCP_INFO`` on a
-duplicate of its fd, only once a stream has written a quarter of the bound
-without a check (so short streams never pay for it). Where the socket cannot
-be found (not Linux, a Unix socket), every byte written counts as held, so a
-stream is cut off after ``max_buffered`` bytes at most. The estimate can be
-low: by up to a quarter of the bound on a kept-alive connection (the baseline
-cannot tell earlier responses from this one), by the chunk framing, and with
-HTTP/2, where the acknowledged bytes are those of the whole connection.
-Either way granian still holds what it had queued (at most about the bound)
-until the client reads it or leaves.
-
-Pacing: while a client reads, the run is paced by it. More than 64 KiB queued
-for a subscriber makes the run wait for that subscriber's next write (ASGI),
-and a client more than half the bound behind makes the pump wait for its
-acknowledgements (RSGI), each at most ``runs.STALL`` (1 s); a client that
-makes no progress in that time is no longer waited for, and is cut off once
-it is ``max_buffered`` behind. The run itself never stops for a client.
+Every response that streams a run is a cursor on the run's log; the pump,
+its flow control and what a slow reader costs are in ``runs.cursor``.
 """
 
 from __future__ import annotations
@@ -490,7 +463,10 @@ class Handler:
             prelude = exact_prelude(run_log, after, ids)
             mode = "exact"
         else:
-            prelude, after = snapshot_prelude(run_log, ids)
+            thread = None
+            if run_log.ended or run_log.run is None:
+                thread = await self.app.store.load(run_log.thread_id)
+            prelude, after = snapshot_prelude(run_log, ids, thread)
             mode = "snapshot"
         await self._stream(conn, run_log, Cursor(after), prelude, [("agui-resume", mode)])
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from granian.rsgi import ProtocolClosed
 
 from .handler import Closed, TooLarge
-from .tcpinfo import Probe
 
 
 class RsgiConn:
@@ -92,11 +91,6 @@ class RsgiConn:
 
     async def wait_disconnect(self) -> None:
         await self.protocol.client_disconnect()
-
-    def probe(self, limit):
-        if not limit:
-            return None
-        return Probe(self.scope.server, self.scope.client, limit)
 
     def abort(self) -> None:
         pass

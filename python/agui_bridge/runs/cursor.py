@@ -9,16 +9,13 @@ them all, and flow control lives here only:
   stops reading pins one write plus the few sends the server queues; the run
   and the other readers never wait for it, and nothing is copied for it:
   falling behind costs a position, not a buffer.
-- Under RSGI ``send_bytes`` never waits. Where the connection's socket is
-  found (Linux, TCP; ``ingress.tcpinfo``), the cursor stops taking frames
-  while more than ``max_buffered`` bytes it wrote are not acknowledged, and
-  goes on once the client catches up. Where it is not found, nothing is
-  known about the client, so the cursor is never cut off for it (a client
-  that keeps up must never be): what granian queues for such a stream is
-  bounded by the run's output only (documented in ``App``).
+- Under RSGI ``send_bytes`` never waits and granian queues without limit,
+  so nothing bounds what a client that stops reading pins there but the
+  run's own output: ``agui-bridge serve`` runs the ASGI interface, which
+  measured as fast (``benches/RESULTS.md``).
 - A cursor is disconnected, without a terminal event (it can resume by id),
-  when the frames after its position were trimmed from the log, or when a
-  write makes no progress for ``send_timeout`` seconds.
+  when the frames after its position were trimmed from the log, or (ASGI)
+  when a write makes no progress for ``send_timeout`` seconds.
 """
 
 from __future__ import annotations
@@ -58,12 +55,13 @@ def exact_prelude(run_log: RunLog, after: int, ids: bool) -> bytes:
     return _covering([run_log.started, *run_log.open_at(after)], after, ids)
 
 
-def snapshot_prelude(run_log: RunLog, ids: bool) -> tuple[bytes, int]:
+def snapshot_prelude(run_log: RunLog, ids: bool, thread=None) -> tuple[bytes, int]:
     """The join prelude and the position the cursor goes on from.
 
     RUN_STARTED, MESSAGES_SNAPSHOT (the thread with this run's progress so far),
     STATE_SNAPSHOT and the STARTs re-opening what is open; for a finished run
-    the cursor then reads only the terminal event.
+    (``thread``: the stored thread, which holds all of it) the cursor then
+    reads only the terminal event.
     """
     run = run_log.run
     if run is not None and not run_log.ended:
@@ -71,8 +69,11 @@ def snapshot_prelude(run_log: RunLog, ids: bool) -> tuple[bytes, int]:
         messages, state = run.snapshot()
         after = run_log.last
         opens = run_log.open_at(after)
+        if run.t.finished:
+            after -= 1  # the terminal event is in: the cursor reads it next
     else:
-        messages, state = run_log.final or ([], {})
+        messages = thread.messages if thread is not None else []
+        state = thread.state if thread is not None else {}
         after = run_log.last - 1
         opens = []
     frames = [
@@ -108,12 +109,9 @@ async def pump(conn, run_log: RunLog, cursor: Cursor, prelude: bytes, limits, ke
     left); raises what the front end's ``send`` raises when the client is gone.
     """
     max_write = limits.max_write if conn.max_write is not None else 4 * limits.max_write
-    probe = conn.probe(limits.max_buffered)
     timeout = limits.send_timeout
     if prelude:
         await _send(conn, prelude, timeout)
-        if probe is not None:
-            probe.wrote(len(prelude))
     while not cursor.left:
         try:
             data, last = run_log.read(cursor.position, max_write)
@@ -127,19 +125,6 @@ async def pump(conn, run_log: RunLog, cursor: Cursor, prelude: bytes, limits, ke
         if data:
             await _send(conn, data, timeout)
             cursor.position = last
-            if probe is not None:
-                held = probe.wrote(len(data))
-                if probe.state is False:
-                    probe = None  # no socket found: nothing is known, nothing is cut off
-                elif held > limits.max_buffered and not await _catch_up(
-                    probe, cursor, limits.max_buffered // 2, timeout
-                ):
-                    log.warning(
-                        "run %s: a reader acknowledged nothing for %.0f s; disconnected it",
-                        run_log.run_id,
-                        timeout,
-                    )
-                    return
             continue
         if run_log.ended:
             return
@@ -168,20 +153,3 @@ async def _send(conn, data: bytes, timeout: float) -> None:
 
 class Stalled(Exception):
     """A write made no progress for ``send_timeout`` seconds (the client stopped reading)."""
-
-
-async def _catch_up(probe, cursor: Cursor, target: int, timeout: float) -> bool:
-    """Waits for the client's acknowledgements; False if none came within ``timeout``."""
-    loop = asyncio.get_running_loop()
-    held = probe.refresh()
-    deadline = loop.time() + timeout
-    pause = 0.005
-    while held > target and not cursor.left:
-        if loop.time() > deadline:
-            return False
-        await asyncio.sleep(pause)
-        pause = min(pause * 2, 0.1)
-        before, held = held, probe.refresh()
-        if held < before:
-            deadline = loop.time() + timeout
-    return True

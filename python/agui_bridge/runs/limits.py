@@ -20,9 +20,6 @@ class Limits:
     # waits while the server's buffers are full, so this (times the few
     # sends a server queues) is what a client that stops reading can pin.
     max_write: int = 16 * 1024
-    # Under RSGI, where the socket is found: the bytes written and not yet
-    # acknowledged past which a reader waits for its client.
-    max_buffered: int = 256 * 1024
-    # A write (ASGI) or an acknowledgement (RSGI) that makes no progress this
-    # long ends the stream: the client stopped reading (it can resume by id).
+    # A write that makes no progress this long ends the stream (ASGI): the
+    # client stopped reading; it can resume by id.
     send_timeout: float = 30.0

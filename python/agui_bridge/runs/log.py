@@ -34,11 +34,11 @@ class RunLog:
         "ended",
         "ended_at",
         "ends",
-        "final",
         "first",
         "input_ids",
         "last",
         "max_bytes",
+        "owner",
         "run",
         "run_id",
         "size",
@@ -67,8 +67,8 @@ class RunLog:
         # What the run opened: [start id, end id or None, START frame without id]
         self.spans: list[list] = []
         self.started = b""  # the RUN_STARTED frame, without id
-        self.final: tuple[list, dict] | None = None  # messages and state once ended
         self.waiters: set[asyncio.Future] = set()
+        self.owner: Logs | None = None  # counts every log's bytes against a total
 
     # -- writing -----------------------------------------------------------
 
@@ -80,8 +80,13 @@ class RunLog:
         self.ends.append(last_id)
         self.last = last_id
         self.size += len(data)
+        owner = self.owner
+        if owner is not None:
+            owner.total += len(data)
         if self.max_bytes is not None and self.size > self.max_bytes:
             self._trim(self.max_bytes - self.max_bytes // 4)
+        if owner is not None and owner.total > owner.limits.max_total_bytes:
+            owner.relieve(self)
         self._wake()
 
     def _trim(self, target: int) -> None:
@@ -95,6 +100,8 @@ class RunLog:
             self.first = self.ends[count - 1] + 1
             del self.chunks[:count]
             del self.ends[:count]
+            if self.owner is not None:
+                self.owner.total -= self.size - size
             self.size = size
 
     def end(self) -> None:
@@ -168,16 +175,18 @@ class Logs:
         self.limits = limits
         self.by_run: dict[tuple[str, str], RunLog] = {}
         self.active: dict[str, RunLog] = {}
-        # Finished logs in the order they ended (oldest first), and their bytes.
+        # Finished logs in the order they ended (oldest first).
         self.finished: dict[tuple[str, str], RunLog] = {}
-        self.finished_bytes = 0
+        self.total = 0  # the bytes of every log held
 
     def create(self, thread_id: str, run_id: str, agent_id: str = "") -> RunLog:
         self.expire()
         old = self.by_run.pop((thread_id, run_id), None)
-        if old is not None and self.finished.pop((thread_id, run_id), None) is not None:
-            self.finished_bytes -= old.size
+        if old is not None:
+            self.finished.pop((thread_id, run_id), None)
+            self.total -= old.size
         log = RunLog(thread_id, run_id, self.limits.max_log_bytes, agent_id)
+        log.owner = self
         self.by_run[(thread_id, run_id)] = log
         self.active[thread_id] = log
         return log
@@ -197,21 +206,32 @@ class Logs:
         key = (log.thread_id, log.run_id)
         if self.by_run.get(key) is log and key not in self.finished:
             self.finished[key] = log
-            self.finished_bytes += log.size
         self.expire()
 
     def expire(self) -> None:
         """Drops finished logs past retention, then the oldest ones past the total bound."""
-        limits = self.limits
         if not self.finished:
             return
+        limits = self.limits
         now = time.monotonic()
-        live = sum(log.size for log in self.active.values())
         for key, log in list(self.finished.items()):
-            old = now - log.ended_at > limits.run_retention
-            if not old and self.finished_bytes + live <= limits.max_total_bytes:
+            if now - log.ended_at <= limits.run_retention and self.total <= limits.max_total_bytes:
                 break
-            del self.finished[key]
-            self.finished_bytes -= log.size
-            if self.by_run.get(key) is log:
-                del self.by_run[key]
+            self._drop(key, log)
+
+    def _drop(self, key, log: RunLog) -> None:
+        del self.finished[key]
+        self.total -= log.size
+        log.owner = None
+        if self.by_run.get(key) is log:
+            del self.by_run[key]
+
+    def relieve(self, log: RunLog) -> None:
+        """Past the total: the oldest finished runs go, then the growing log is trimmed.
+
+        Trimming a live log costs its slow readers their exact position (they
+        get the join prelude), never memory for the worker.
+        """
+        self.expire()
+        if self.total > self.limits.max_total_bytes:
+            log._trim(log.size // 2)

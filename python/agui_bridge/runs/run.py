@@ -189,9 +189,7 @@ class Run:
         self.flush()
         if self.log.ended:
             return
-        history = self.history
-        history.close_text()
-        self.log.final = (self.base + history.messages, self.t.state)
+        self.history.close_text()
         self.log.end()
         logs = getattr(self.app, "_logs", None)
         if logs is not None:
