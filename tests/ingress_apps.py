@@ -166,6 +166,20 @@ def _agents(app: App) -> None:
                         break
                     await asyncio.sleep(0.05)
             return
+        if first == "gated":
+            # "gated GATE N": one delta, then waits for the file
+            # AGUI_TEST_MARKS/GATE, then N deltas as fast as it can.
+            yield c.text_delta("ready ")
+            gate = Path(_env("AGUI_TEST_MARKS"), words[1])
+            for _ in range(1200):
+                if gate.exists():
+                    break
+                await asyncio.sleep(0.025)
+            for i in range(int(words[2])):
+                yield c.text_delta(f"{i},")
+                if i % 64 == 63:
+                    await asyncio.sleep(0)
+            return
         if first == "paced":
             # "paced N PER_MS": N deltas, about PER_MS of them per millisecond.
             count = int(words[1])
