@@ -269,7 +269,13 @@ async def test_authorize_stream_guards_both_event_routes_and_cancel():
             error_of(await http.post(f"/threads/{tid}/runs/{rid}/cancel", headers=reader), 403)
             joined = await http.get(f"/threads/{tid}/events", headers=alice)
             assert joined.status_code == 200
-            assert (await started).status_code == 200
+            original = await started
+            assert original.status_code == 200
             mine = await http.get(events_url(tid, rid), headers=alice)
             assert mine.status_code == 200
             assert parse_sse(mine.text)[0][-1]["type"] == "RUN_FINISHED"
+            # a retry of the run is a read of its stream: the same guard
+            retry = run_body(tid, "slow", run_id=rid)
+            error_of(await http.post("/streamed/run", json=retry, headers=bob), 403)
+            again = await http.post("/streamed/run", json=retry, headers=alice)
+            assert again.content == original.content

@@ -275,14 +275,18 @@ class Handler:
         await self.authorize_thread(identity, thread_id, (agent,))
         done = app._logs.get(thread_id, run_input.run_id)
         # A retry: the same runId with nothing new gets that run's stream from
-        # its first event; the agent never runs twice. With something new (a
-        # message, a resume: CopilotKit's useInterrupt resumes under the
-        # interrupted run's id) it is a new run, its ids unique in the thread.
+        # its first event; the agent never runs twice (and a retry is a read of
+        # that stream: the thread's guards and authorize_stream apply). With
+        # something new (a message, a resume: CopilotKit's useInterrupt resumes
+        # under the interrupted run's id) it is a new run, its ids unique in the
+        # thread.
         if (
             done is not None
+            and done.agent_id == agent.agent_id
             and run_input.resume is None
             and _carried(run_input.messages) <= done.input_ids
         ):
+            await self._may_read(identity, done)
             await self._read_log(conn, done, 0)
             return
         if thread_id in app._active:
@@ -440,6 +444,13 @@ class Handler:
             run_log = app._logs.active_of(thread_id)
         if run_log is None:
             return None  # 404 (or 204): nothing of a thread's runs is told
+        await self._may_read(identity, run_log)
+        return run_log
+
+    async def _may_read(self, identity, run_log) -> None:
+        """The thread's guards, then the run's agent's ``authorize_stream`` (403)."""
+        app = self.app
+        thread_id = run_log.thread_id
         agent = app._agents.get(run_log.agent_id)
         # A new thread is stored when its first run ends: until then its run's agent owns it.
         thread = await app.store.load(thread_id)
@@ -447,7 +458,6 @@ class Handler:
         rule = agent.authorize_stream if agent is not None else None
         if rule is not None and not await _maybe_await(rule(identity, thread_id, run_log.run_id)):
             raise HttpError(403, "forbidden", "this run stream is not yours")
-        return run_log
 
     async def _events(self, conn, thread_id: str, run_id: str) -> None:
         """GET /threads/{id}/runs/{run}/events: exact replay after a cursor, else the prelude."""
