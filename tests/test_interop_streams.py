@@ -61,7 +61,9 @@ def test_joiners_at_every_point_end_like_the_whole_run(node, base_url, version, 
         "url": base_url + "/ag-ui/run",
         "threadId": thread_id,
         "runId": run_id,
-        "text": "mixed 0.15",
+        # the run waits on the gate before it ends, until every joiner is in
+        "text": f"mixed 0.15 gate-{run_id}",
+        "gate": str(MARKS / f"gate-{run_id}"),
         "joins": [200, 420, 750, 1050, 1250, 1500, 1800],
         "afterEnd": True,
     }

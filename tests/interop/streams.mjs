@@ -3,7 +3,7 @@
 //
 //   node streams.mjs <1.0.0|0.0.58> <scenario.json>
 //
-// scenario: {url, threadId, runId, text, joins: [delayMs...], afterEnd: bool,
+// scenario: {url, threadId, runId, text, joins: [delayMs...], gate?, afterEnd: bool,
 //            cuts: [frames...]}
 // - join mode (joins/afterEnd): one client runs `text`; joiners connect to the
 //   thread's active run after each delay, and (afterEnd) one joins the finished
@@ -76,13 +76,25 @@ try {
     const startedAt = new Promise((resolve) => (started = resolve));
     const running = full.runAgent({ runId: scenario.runId }, { onRunStartedEvent: () => void started() });
     // Delays count from the moment the whole-run client saw RUN_STARTED.
+    const joined = [];
     const joins = (scenario.joins ?? []).map(async (delay) => {
       await startedAt;
       await sleep(delay);
       const joiner = new Agent({ url: scenario.url, threadId: scenario.threadId });
-      await joiner.connectAgent();
+      let seen;
+      joined.push(new Promise((resolve) => (seen = resolve)));
+      await joiner.connectAgent({}, { onRunStartedEvent: () => void seen() });
       return view(joiner);
     });
+    if (scenario.gate) {
+      // The run ends only once every joiner is in (a loaded machine must not
+      // turn a join into a join after the end).
+      await startedAt;
+      await sleep(Math.max(...scenario.joins) + 50);
+      await Promise.all(joined);
+      const { writeFile } = await import("node:fs/promises");
+      await writeFile(scenario.gate, "1");
+    }
     await running;
     result.full = view(full);
     result.joins = await Promise.all(joins);
