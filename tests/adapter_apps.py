@@ -51,7 +51,7 @@ def pydantic_agent():
     """A pydantic-ai Agent on a FunctionModel whose script the user's words pick."""
     import uuid
 
-    from pydantic_ai import Agent, ModelRetry
+    from pydantic_ai import Agent, CallDeferred, DeferredToolRequests, ModelRetry
     from pydantic_ai.messages import ToolReturnPart, UserPromptPart
     from pydantic_ai.models.function import DeltaToolCall, FunctionModel
 
@@ -71,6 +71,10 @@ def pydantic_agent():
         elif "city" in prompt:
             yield {0: DeltaToolCall(name="pick_city", json_args="{", tool_call_id=call_id)}
             yield {0: DeltaToolCall(json_args='"options": ["Oslo", "Lima"]}')}
+        elif "ask" in prompt:
+            yield {
+                0: DeltaToolCall(name="ask_user", json_args='{"q": "why?"}', tool_call_id=call_id)
+            }
         elif "retry" in prompt:
             yield {0: DeltaToolCall(name="picky", json_args="{}", tool_call_id=call_id)}
         elif "crash" in prompt:
@@ -81,12 +85,19 @@ def pydantic_agent():
             for word in f"Hello from pydantic-ai; {seen} parts; you said {prompt}".split(" "):
                 yield word + " "
 
-    agent = Agent(FunctionModel(stream_function=stream), retries=1)
+    agent = Agent(
+        FunctionModel(stream_function=stream), retries=1, output_type=[str, DeferredToolRequests]
+    )
 
     @agent.tool_plain
     def add(a: float, b: float) -> float:
         """Adds two numbers."""
         return a + b
+
+    @agent.tool_plain
+    def ask_user(q: str) -> str:
+        """Deferred: the frontend answers it."""
+        raise CallDeferred
 
     @agent.tool_plain
     def picky() -> str:

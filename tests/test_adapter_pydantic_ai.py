@@ -94,6 +94,19 @@ async def test_frontend_tool_ends_the_run_and_the_next_run_continues(client):
     assert events[-1]["type"] == "RUN_FINISHED"
 
 
+async def test_a_deferred_tool_of_the_agent_is_a_frontend_tool(client):
+    tid = thread("deferred")
+    events = await run(client, run_body(tid, "ask them"))
+    [start] = of(events, "TOOL_CALL_START")
+    assert start["toolCallName"] == "ask_user"
+    assert not of(events, "TOOL_CALL_RESULT")
+    assert events[-1]["type"] == "RUN_FINISHED" and "result" not in events[-1]
+    state = (await client.get(f"/threads/{tid}/state")).json()
+    answer = {"id": "t1", "role": "tool", "toolCallId": start["toolCallId"], "content": "because"}
+    events = await run(client, run_body(tid, [*state["messages"], answer]))
+    assert said(events) == "Results: because"
+
+
 async def test_a_retried_tool_shows_what_the_model_was_told(client):
     events = await run(client, run_body(thread("retry"), "retry"))
     [result] = of(events, "TOOL_CALL_RESULT")

@@ -25,7 +25,8 @@ whose ``usage`` is the API's when it reports one.
 The run ends with ``RUN_ERROR`` and one of these codes, never hangs:
 
 - ``length``, ``content_filter``: the ``finish_reason`` of the model call;
-- ``model_timeout``: no chunk for ``timeout`` seconds (or the client's own timeout);
+- ``model_timeout``: no byte of the answer for ``timeout`` seconds (the
+  request's read timeout; ``None`` leaves the client's own);
 - ``model_unreachable``: the connection failed or broke;
 - ``model_error``: the server answered an error, before or in the stream;
 - ``max_steps``: the model still called tools after ``max_steps`` calls.
@@ -33,7 +34,6 @@ The run ends with ``RUN_ERROR`` and one of these codes, never hangs:
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import time
 import uuid
@@ -195,30 +195,25 @@ class _ModelCall:
         self.started = time.monotonic()
         yield c.task_start(self.task_id, "chat", model=model)
         try:
-            async with asyncio.timeout(timeout):
-                stream = await client.chat.completions.create(
-                    model=model,
-                    messages=messages,
-                    stream=True,
-                    stream_options={"include_usage": True},
-                    **request,
-                )
+            # The HTTP client's read timeout bounds the wait for the answer and
+            # then for each piece of the stream, at no cost per chunk here.
+            if timeout is not None:
+                request = {**request, "timeout": timeout}
+            stream = await client.chat.completions.create(
+                model=model,
+                messages=messages,
+                stream=True,
+                stream_options={"include_usage": True},
+                **request,
+            )
             try:
-                chunks = aiter(stream)
-                while True:
-                    try:
-                        async with asyncio.timeout(timeout):
-                            chunk = await anext(chunks)
-                    except StopAsyncIteration:
-                        break
+                async for chunk in stream:
                     for crumb in self._chunk(chunk):
                         yield crumb
             finally:
                 await stream.close()
-        except TimeoutError:
-            raise _Failed("model_timeout", f"no answer from the model in {timeout} s") from None
         except openai.APITimeoutError:
-            raise _Failed("model_timeout", "the request to the model timed out") from None
+            raise _Failed("model_timeout", f"no answer from the model in {timeout} s") from None
         except openai.APIConnectionError as error:
             raise _Failed("model_unreachable", f"the model is unreachable: {error}") from None
         except openai.APIStatusError as error:
