@@ -120,3 +120,33 @@ async def test_model_error_is_a_coded_run_error(client):
     assert events[-1]["type"] == "RUN_ERROR"
     assert events[-1]["code"] == "RuntimeError"
     assert said(events) == "Starting"
+
+
+async def test_test_model_tool_calls_with_whole_arguments():
+    """pydantic-ai's TestModel gives tool arguments as a dict, not streamed text."""
+    from agui_bridge.adapters.pydantic_ai import pydantic_ai_agent
+    from pydantic_ai import Agent
+    from pydantic_ai.models.test import TestModel
+
+    agent = Agent(TestModel())
+
+    @agent.tool_plain
+    def square(x: int) -> int:
+        """Squares x."""
+        return x * x
+
+    app = App(store="memory://")
+    app.agent("test-model")(pydantic_ai_agent(agent))
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+        response = await http.post("/agui/test-model", json=run_body(thread("tm"), "go"))
+    events, _ = parse_sse(response.text)
+    assert_valid_agui(events)
+    [start] = of(events, "TOOL_CALL_START")
+    assert start["toolCallName"] == "square"
+    [args] = of(events, "TOOL_CALL_ARGS")
+    assert json.loads(args["delta"]) == {"x": 0}
+    [result] = of(events, "TOOL_CALL_RESULT")
+    assert result["content"] == "0"
+    assert said(events) == '{"square":0}'
+    assert events[-1]["type"] == "RUN_FINISHED"
