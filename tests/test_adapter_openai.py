@@ -287,3 +287,22 @@ def test_demo_on_a_model_server(fake_url):
     request = httpx.get(fake_url + "/requests").json()[-1]
     assert request["messages"][0]["role"] == "system"
     assert [t["function"]["name"] for t in request["tools"]] == ["calculate"]
+
+
+async def test_context_entries_reach_the_model_as_system_text(client, fake_url):
+    context = [{"description": "the user's plan", "value": "pro"}]
+    await run(client, run_body(thread("context"), "hi", context=context))
+    [system, user] = (await sent(fake_url))[-1]["messages"]
+    assert system == {
+        "role": "system",
+        "content": "Context from the application:\n- the user's plan: pro",
+    }
+    assert user == {"role": "user", "content": "hi"}
+
+
+def test_an_assistant_message_without_calls_keeps_its_content():
+    from agui_bridge.adapters.openai import to_chat_messages
+
+    assert to_chat_messages([{"id": "a", "role": "assistant"}]) == [
+        {"role": "assistant", "content": ""}
+    ]

@@ -109,8 +109,10 @@ def openai_agent(
 
     ``client``: an ``openai.AsyncOpenAI`` (its ``base_url`` picks the server).
     ``tools``: Python functions (or ``PythonTool``s) run on the server.
-    ``system``: a system message put first. ``timeout``: seconds to wait for
-    the response and then for each chunk.
+    ``system``: a system message put first, followed by the run's AG-UI
+    ``context`` entries (CopilotKit's readables) when it has any.
+    ``timeout``: the request's read timeout, in seconds: the longest wait for
+    the answer and then for each piece of the stream.
     """
     python_tools = {t.name: t for t in (_as_tool(t) for t in tools)}
     if max_steps < 1:
@@ -118,8 +120,11 @@ def openai_agent(
 
     async def agent(ctx: RunContext):
         messages = to_chat_messages(conversation(ctx))
-        if system:
-            messages.insert(0, {"role": "system", "content": system})
+        preamble = [system] if system else []
+        if ctx.context:
+            preamble.append(context_text(ctx.context))
+        if preamble:
+            messages.insert(0, {"role": "system", "content": "\n\n".join(preamble)})
         specs = [t.spec() for t in python_tools.values()]
         specs += [
             _frontend_spec(tool)
@@ -330,14 +335,25 @@ def _frontend_spec(tool: dict) -> dict:
     return {"type": "function", "function": function}
 
 
+def context_text(context: list[dict]) -> str:
+    """The run's AG-UI ``context`` entries (what a frontend shares) as system text."""
+    lines = ["Context from the application:"]
+    for entry in context:
+        if isinstance(entry, dict):
+            lines.append(f"- {entry.get('description', '')}: {result_text(entry.get('value'))}")
+    return "\n".join(lines)
+
+
 def to_chat_messages(messages: list[dict]) -> list[dict]:
     """AG-UI messages (see ``_messages.conversation``) as chat completion messages."""
     out = []
     for message in messages:
         role = message["role"]
         if role == "assistant":
-            entry: dict = {"role": "assistant", "content": text(message.get("content")) or None}
             calls = tool_calls(message)
+            # Without calls, an assistant message needs content (even empty).
+            said = text(message.get("content"))
+            entry: dict = {"role": "assistant", "content": said or (None if calls else "")}
             if calls:
                 entry["tool_calls"] = [
                     {
