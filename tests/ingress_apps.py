@@ -1,7 +1,7 @@
 """Test apps for the ingress suites; configured by environment variables.
 
 AGUI_TEST_STORE (default memory://), AGUI_TEST_KEEPALIVE (s),
-AGUI_TEST_ON_DISCONNECT, AGUI_TEST_BODY_LIMIT,
+AGUI_TEST_ON_DISCONNECT, AGUI_TEST_BODY_LIMIT, AGUI_TEST_BODY_TIMEOUT,
 AGUI_TEST_EVENTS (a file: every on_event call is appended as a JSON line),
 AGUI_TEST_MARKS (a directory: agents touch files there to show progress),
 AGUI_TEST_LEASE_TTL (s).
@@ -33,6 +33,7 @@ def make_app(**overrides) -> App:
         keepalive=float(_env("AGUI_TEST_KEEPALIVE", "15")),
         on_disconnect=_env("AGUI_TEST_ON_DISCONNECT", "continue"),
         body_limit=_int("AGUI_TEST_BODY_LIMIT", 1 << 20),
+        body_timeout=float(_env("AGUI_TEST_BODY_TIMEOUT", "15")),
         lease_ttl=float(_env("AGUI_TEST_LEASE_TTL", "10")),
     )
     for name, kind in (

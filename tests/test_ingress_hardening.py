@@ -15,7 +15,7 @@ from agui_bridge import crumbs as c
 from agui_bridge.app import App
 
 from tests.ingress_apps import make_app, parse_sse, run_body
-from tests.servers import serve_uvicorn
+from tests.servers import serve, serve_uvicorn
 
 
 def client_for(app) -> httpx.AsyncClient:
@@ -273,6 +273,8 @@ async def test_a_thread_is_guarded_by_its_owner_on_every_route():
             await http.post("/agui/public", json=intrusion, headers=bearer("bob")), 403, "forbidden"
         )
         error_of(await http.get("/threads/alice:t/state", headers=bearer("bob")), 403)
+        # nor by retrying her run (same runId, nothing new) to get its stream replayed
+        error_of(await http.post("/agui/public", json=body, headers=bearer("bob")), 403)
         error_of(await http.get("/threads/alice:t/runs/r1/events", headers=bearer("bob")), 403)
         replay = await http.get("/threads/alice:t/runs/r1/events", headers=bearer("alice"))
         assert replay.status_code == 200 and "secret of alice" in replay.text
@@ -338,3 +340,112 @@ async def test_authenticate_can_read_the_body_it_is_given():
         error_of(await http.post("/agui/private", json=run_body("alice:b", "hi")), 401)
         error_of(await http.post("/agui/private", content=b"{x", headers=JSON), 401)
         assert seen[-1] is None
+
+
+# -- 19, 20. chunk runs: the interrupt id on the wire, nothing counted as ignored -----
+
+
+def chunk_app() -> App:
+    app = App(store="memory://")
+
+    @app.agent("chunky", dialect="chunks")
+    async def chunky(ctx):
+        if ctx.resume is not None:
+            yield f"resumed {ctx.resume.interrupt_id} with {ctx.resume.decision}"
+            return
+        yield "asking"
+        yield {"type": "interrupt", "reason": "perm"}  # no id: the translator names it
+
+    return app
+
+
+async def test_a_clean_chunks_run_ignores_nothing(monkeypatch):
+    from agui_bridge.runs import run as run_module
+
+    made = []
+    factory = run_module.create_agui_translator
+
+    def recording(**kwargs):
+        made.append(factory(**kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(run_module, "create_agui_translator", recording)
+    app = chunk_app()
+    app.on_event(lambda event: None)  # the observer's translator too
+    async with client_for(app) as http:
+        events = await stream(http, "/agui/chunky", run_body("ci", "go"))
+        assert events[1]["type"] == "TEXT_MESSAGE_START"
+    assert len(made) == 2
+    assert [t.ignored for t in made] == [0, 0]
+
+
+# -- 6. a Content-Length that is not a number of bytes -----------------------------
+
+
+async def _asgi_post(app, headers: list[tuple[bytes, bytes]], body: bytes) -> list[dict]:
+    sent: list[dict] = []
+    parts = [body]
+
+    async def receive():
+        if parts:
+            return {"type": "http.request", "body": parts.pop(), "more_body": False}
+        await asyncio.sleep(30)
+        return {"type": "http.disconnect"}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/ag-ui/run",
+        "headers": [(b"content-type", b"application/json"), *headers],
+        "query_string": b"",
+    }
+    await asyncio.wait_for(app(scope, receive, send), 5)
+    return sent
+
+
+@pytest.mark.parametrize(
+    "lengths", [[b"-1"], [b"abc"], [b"+5"], [b" 5"], [b"\xd9\xa3"], [b"5", b"6"]]
+)
+async def test_a_content_length_that_is_not_a_number_is_a_400_json(lengths):
+    body = orjson.dumps(run_body("cl", "hi"))
+    headers = [(b"content-length", length) for length in lengths]
+    sent = await _asgi_post(make_app(store="memory://"), headers, body)
+    assert sent[0]["status"] == 400
+    assert (b"content-type", b"application/json") in sent[0]["headers"]
+    assert orjson.loads(sent[1]["body"])["error"]["code"] == "invalid_content_length"
+
+
+async def test_a_repeated_equal_content_length_is_fine():
+    body = orjson.dumps(run_body("cl2", "hi"))
+    length = str(len(body)).encode()
+    sent = await _asgi_post(make_app(store="memory://"), [(b"content-length", length)] * 2, body)
+    assert sent[0]["status"] == 200
+
+
+@pytest.mark.parametrize("interface", ["rsgi", "asgi"])
+def test_granian_answers_a_malformed_content_length_itself(interface):
+    """hyper (in granian) refuses these before the app runs, with an empty 400 and
+    no option to change it (docs/ingress-limits.md); the app never sees them."""
+    with serve("tests.ingress_apps:app", interface=interface) as url:
+        port = int(url.rsplit(":", 1)[1])
+        for lengths in ([b"-1"], [b"abc"], [b"+5"], [b"5", b"6"]):
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+                sock.sendall(
+                    b"POST /ag-ui/run HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                    + b"".join(b"content-length: " + v + b"\r\n" for v in lengths)
+                    + b"\r\n{}"
+                )
+                head, _, body = read_response(sock)
+            assert head.startswith(b"HTTP/1.1 400"), head
+            assert body == b""
+
+
+def test_an_empty_token_only_starts_a_chunks_run(impl):
+    """What a chunks run feeds first so RUN_STARTED goes out before the agent yields."""
+    t = impl.create_agui_translator(thread_id="t", run_id="r")
+    assert t("") == [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}]
+    assert (t.ignored, t.dropped) == (0, 0)
+    assert t("") == [] and (t.ignored, t.dropped) == (0, 0)

@@ -66,7 +66,9 @@ class App:
     ``ingress.handler.thread_guards``), and a run also answers to its own
     agent's. A thread whose owner has no ``authorize_thread`` is open to any
     caller who knows its threadId.
-    ``body_limit``: bytes (413 past it). ``keepalive``: seconds of silence before
+    ``body_limit``: bytes (413 past it). ``body_timeout``: seconds the whole
+    body may take to arrive (408 past it; the time to send headers is the
+    server's: ``agui-bridge serve --header-timeout``). ``keepalive``: seconds of silence before
     a ``: ping`` comment. ``on_disconnect``: ``"continue"`` (the run goes on and
     its history lands) or ``"cancel"`` (the agent is cancelled, nothing it
     produced is stored). Either way the user's turn is stored when the run
@@ -98,6 +100,7 @@ class App:
         store: Any = DEFAULT_STORE,
         authenticate: Callable | None = None,
         body_limit: int = 1 << 20,
+        body_timeout: float = 15.0,
         keepalive: float = 15.0,
         on_disconnect: str = "continue",
         event_ids: bool = True,
@@ -114,6 +117,7 @@ class App:
         self._store = None if isinstance(store, str) else store
         self.authenticate = authenticate
         self.body_limit = body_limit
+        self.body_timeout = body_timeout
         self.keepalive = keepalive
         self.on_disconnect = on_disconnect
         given = {

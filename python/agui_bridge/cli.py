@@ -14,13 +14,28 @@ import os
 import sys
 from pathlib import Path
 
+# Connections one worker serves at once (granian's backpressure). Every open
+# stream and every client still sending its request holds one; granian's
+# default (1024) let 1,030 slow senders stall everyone. Slow senders are
+# bounded in time (--header-timeout here, App(body_timeout=) for bodies).
+BACKPRESSURE = 8192
+
 
 def _serve(
-    target: str, host: str, port: int, workers: int, factory: bool = False, log_level: str = "info"
+    target: str,
+    host: str,
+    port: int,
+    workers: int,
+    factory: bool = False,
+    log_level: str = "info",
+    header_timeout: float = 10.0,
+    backpressure: int = BACKPRESSURE,
 ) -> int:
     from granian import Granian
     from granian.constants import Interfaces
+    from granian.http import HTTP1Settings
 
+    _raise_open_files(backpressure * workers + 1024)
     server = Granian(
         target,
         address=host,
@@ -35,9 +50,24 @@ def _serve(
         # A worker that dies (OOM killer, a crash in native code) is replaced;
         # without this granian stops the whole server.
         respawn_failed_workers=True,
+        backlog=max(1024, min(backpressure, 4096)),
+        backpressure=backpressure,
+        http1_settings=HTTP1Settings(header_read_timeout=int(header_timeout * 1000)),
     )
     server.serve()
     return 0
+
+
+def _raise_open_files(wanted: int) -> None:
+    """Each connection is a file: lift the soft limit (often 1024) toward the hard one."""
+    try:
+        import resource
+    except ImportError:  # not on POSIX
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,6 +83,18 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--workers", type=int, default=1)
     serve.add_argument("--factory", action="store_true", help="APP is a function returning the App")
     serve.add_argument("--log-level", default="info")
+    serve.add_argument(
+        "--header-timeout",
+        type=float,
+        default=10.0,
+        help="seconds a client may take to send its request headers (HTTP/1)",
+    )
+    serve.add_argument(
+        "--backpressure",
+        type=int,
+        default=BACKPRESSURE,
+        help="connections one worker serves at once (streams and slow senders included)",
+    )
 
     demo = commands.add_parser("demo", help="serve the built-in demo agent")
     demo.add_argument("--host", default="127.0.0.1")
@@ -63,7 +105,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "serve":
         if ":" not in args.target:
             parser.error("the target is MODULE:APP, e.g. myagents:app")
-        return _serve(args.target, args.host, args.port, args.workers, args.factory, args.log_level)
+        return _serve(
+            args.target,
+            args.host,
+            args.port,
+            args.workers,
+            args.factory,
+            args.log_level,
+            args.header_timeout,
+            args.backpressure,
+        )
     target = demo_target()
     model = f", model {os.environ['OPENAI_MODEL']}" if target != DEMO else ""
     print(

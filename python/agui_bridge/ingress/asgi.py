@@ -42,9 +42,13 @@ class AsgiConn:
         self.send_ = send
         self.method = scope["method"]
         self.path = _route_path(scope)
-        self.headers = {
-            k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())
-        }
+        headers: dict[str, str] = {}
+        for k, v in scope.get("headers", ()):
+            name, value = k.decode("latin-1").lower(), v.decode("latin-1")
+            if name == "content-length" and headers.get(name, value) != value:
+                value = f"{headers[name]}, {value}"  # two lengths: refused as not a number
+            headers[name] = value
+        self.headers = headers
         self.query_string = scope.get("query_string", b"").decode("latin-1")
         client = scope.get("client")
         self.client = f"{client[0]}:{client[1]}" if client else None

@@ -233,18 +233,40 @@ class Handler:
     # -- POST a run ---------------------------------------------------------
 
     async def _read_body(self, conn) -> tuple[bytes | None, HttpError | None]:
-        """The raw body, or why it is refused (answered once the caller is authenticated)."""
+        """The raw body, or why it is refused (answered once the caller is authenticated).
+
+        A Content-Length that is not a number of bytes is answered at once: no
+        body can be read after it. The whole body must arrive within
+        ``body_timeout`` seconds (408 past it), so a client that sends its
+        headers and then trickles, or stops, holds nothing for long.
+        """
         app = self.app
+        length = conn.headers.get("content-length")
+        if length is not None and not (length.isascii() and length.isdigit()):
+            raise HttpError(
+                400,
+                "invalid_content_length",
+                "Content-Length must be one decimal number of bytes",
+                [("connection", "close")],
+            )
         if not _json_content_type(conn.headers.get("content-type")):
             return None, HttpError(
                 415, "unsupported_media_type", "the body must be application/json"
             )
+        try:
+            async with asyncio.timeout(app.body_timeout):
+                return await self._receive(conn, length)
+        except TimeoutError:
+            message = f"the body did not arrive within {app.body_timeout:g} s"
+            return None, HttpError(408, "request_timeout", message, [("connection", "close")])
+
+    async def _receive(self, conn, length: str | None) -> tuple[bytes | None, HttpError | None]:
+        app = self.app
         too_large = HttpError(413, "payload_too_large", f"the body is over {app.body_limit} bytes")
-        length = conn.headers.get("content-length")
         # A body over the limit is still read (and dropped) up to a few times the
         # limit, so the client gets to read the 413 instead of a reset connection.
         drain = 4 * app.body_limit + (64 << 10)
-        if length is not None and length.isdigit() and int(length) > app.body_limit:
+        if length is not None and int(length) > app.body_limit:
             if int(length) <= drain:
                 await conn.discard_body(drain)
             return None, too_large

@@ -84,10 +84,12 @@ class Run:
         self._pending: list[bytes] = []
         self._pending_size = 0
         self._begun = False
+        # What starts the run at once: for chunks an empty token, which gives
+        # RUN_STARTED and nothing else (None would count as ignored).
         self._first = (
             {"type": "agent:run:start", "runId": ctx.run_id, "sessionId": ctx.thread_id}
             if self.crumbs
-            else None
+            else ""
         )
         self.task: asyncio.Task | None = None
         self.info = RunInfo(agent.agent_id, ctx.thread_id, ctx.run_id)
