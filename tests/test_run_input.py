@@ -421,3 +421,9 @@ def test_rejects_tool_calls_of_another_shape(tool_calls):
 def test_rejects_a_tool_message_without_a_string_tool_call_id(call_id):
     message = {"id": "t", "role": "tool", "content": "4", "toolCallId": call_id}
     rejects(client_0058_body(messages=[NEWEST, message]), "toolCallId")
+
+
+@pytest.mark.parametrize("message_id", [3, [], {"a": 1}, True])
+def test_rejects_a_message_id_that_is_not_a_string(message_id):
+    message = {"id": message_id, "role": "assistant", "content": "x"}
+    rejects(client_0058_body(messages=[message, NEWEST]), "id")

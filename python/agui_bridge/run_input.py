@@ -131,8 +131,11 @@ def _check_depth(body) -> None:
         depth += 1
 
 
-def _check_tool_ids(index: int, message: dict) -> None:
-    """Ids a thread keys its tool calls by are strings (they land in sets and the store)."""
+def _check_ids(index: int, message: dict) -> None:
+    """Ids a thread keys its messages and tool calls by are strings (they land in
+    sets and the store)."""
+    if message.get("id") is not None and not isinstance(message["id"], str):
+        raise RunInputError(f"messages[{index}].id must be a string")
     calls = message.get("toolCalls")
     if calls is not None:
         if not isinstance(calls, list):
@@ -166,7 +169,7 @@ def map_run_input(body) -> RunInput:
     for index, message in enumerate(messages):
         if not isinstance(message, dict) or not isinstance(message.get("role"), str):
             raise RunInputError(f"messages[{index}] must be an object with a string 'role'")
-        _check_tool_ids(index, message)
+        _check_ids(index, message)
         if message["role"] == "user":
             newest_user = index
     if newest_user is None:
