@@ -359,6 +359,38 @@ def chunk_app() -> App:
     return app
 
 
+async def test_an_id_less_chunk_interrupt_is_resumed_by_the_id_on_the_wire():
+    async with client_for(chunk_app()) as http:
+        events = await stream(http, "/agui/chunky", run_body("ck", "go", run_id="ck1"))
+        (custom,) = [e for e in events if e["type"] == "CUSTOM"]
+        wire_id = custom["value"]["interruptId"]
+        entries = [{"interruptId": wire_id, "status": "resolved", "payload": "yes"}]
+        events = await stream(http, "/agui/chunky", run_body("ck", "go", resume=entries))
+        assert text_of(events) == f"resumed {wire_id} with yes"
+
+        assert wire_id == "ck1:i1"
+
+
+def test_a_chunk_interrupt_always_carries_its_id(impl):
+    t = impl.create_agui_translator(thread_id="t", run_id="r", held_ids={"r:i1"})
+
+    def value_of(chunk):
+        (custom,) = [e for e in t(chunk) if e["type"] == "CUSTOM"]
+        return custom["value"]
+
+    assert value_of({"type": "interrupt", "reason": "perm"}) == {
+        "reason": "perm",
+        "interruptId": "r:i2",
+    }
+    assert value_of({"type": "interrupt", "interruptId": "mine"}) == {"interruptId": "mine"}
+    assert value_of({"type": "interrupt", "id": "x"}) == {"id": "x"}
+    assert value_of({"type": "interrupt", "interruptId": 5, "id": ""}) == {
+        "id": "",
+        "interruptId": "r:i3",
+    }
+    assert (t.ignored, t.dropped) == (0, 0)
+
+
 async def test_a_clean_chunks_run_ignores_nothing(monkeypatch):
     from agui_bridge.runs import run as run_module
 

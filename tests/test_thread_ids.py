@@ -271,10 +271,13 @@ def test_the_demo_tool_call_ids_stay_unique_under_a_constant_run_id(demo):
     assert calls == ["R:calc", "R:calc-2"]
 
 
-def test_an_id_less_chunks_interrupt_skips_held_ids():
+def test_an_id_less_chunks_interrupt_skips_held_ids(impl):
+    # The translator names an id-less interrupt on the wire (issue 9, item 19),
+    # skipping the thread's ids and its own; the history stores that id.
     from agui_bridge.runs.history import History
 
+    t = impl.create_agui_translator(thread_id="T", run_id="R", held_ids={"R:i1", "R:i3"})
     history = History("R", frozenset({"R:i1", "R:i3"}))
-    history.record([{"type": "CUSTOM", "name": "on_interrupt", "value": {"reason": "a"}}])
-    history.record([{"type": "CUSTOM", "name": "on_interrupt", "value": "plain"}])
+    for chunk in ({"type": "interrupt", "reason": "a"}, {"type": "interrupt", "value": "plain"}):
+        history.record(t(chunk))
     assert [i["id"] for i in history.interrupts] == ["R:i2", "R:i4"]

@@ -25,6 +25,10 @@ _OBJECT = "object"
 _CUSTOM = "custom"
 
 
+def _named(value) -> bool:
+    return isinstance(value, str) and value != ""
+
+
 class ChunkTranslator(EventStream):
     __slots__ = ("_custom_prefix",)
 
@@ -101,6 +105,11 @@ class ChunkTranslator(EventStream):
         elif kind == "plan_update":
             framer.snapshot({"plan": fields.get("plan")})
         elif kind == "interrupt":
+            # The id a resume names must be on the wire: one the chunk carries,
+            # else one generated here.
+            if not (_named(fields.get("interruptId")) or _named(fields.get("id"))):
+                fields.pop("interruptId", None)
+                fields["interruptId"] = framer.new_id("i")
             framer.custom("on_interrupt", fields)
         elif kind == "done":
             self._done(fields.get("output"))

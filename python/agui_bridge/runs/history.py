@@ -122,14 +122,17 @@ class History:
         self.open_tools[call_id] = (call, [], parent)
 
     def _chunk_interrupt(self, value: Any) -> None:
-        value = value if isinstance(value, dict) else {"value": value}
-        interrupt_id = value.get("interruptId", value.get("id"))
-        if not isinstance(interrupt_id, str) or not interrupt_id:
-            taken = {i["id"] for i in self.interrupts}
-            n = len(self.interrupts) + 1
-            while f"{self.run_id}:i{n}" in self.held or f"{self.run_id}:i{n}" in taken:
-                n += 1
-            interrupt_id = f"{self.run_id}:i{n}"
+        # The translator puts an id on every chunk interrupt (the chunk's
+        # interruptId, else its id, else one it generates): the pending
+        # interrupt is stored under the id the client saw. A CUSTOM event of
+        # that name without one is not an interrupt anyone could resume.
+        if not isinstance(value, dict):
+            return
+        interrupt_id = value.get("interruptId")
+        if not (isinstance(interrupt_id, str) and interrupt_id):
+            interrupt_id = value.get("id")
+        if not (isinstance(interrupt_id, str) and interrupt_id):
+            return
         reason = value.get("reason")
         interrupt = {
             "id": interrupt_id,

@@ -1,5 +1,7 @@
 //! The chunks dialect (contract section 4, seed 001).
 
+use std::borrow::Cow;
+
 use crate::error::CrumbError;
 use crate::event::Fields;
 use crate::fields::{self, Input, Kind, Kinds, parse_fields};
@@ -235,9 +237,19 @@ impl Dialect for Chunks {
                 update.insert("plan".to_owned(), plan);
                 self.framer.snapshot(update);
             }
-            Row::Interrupt => self
-                .framer
-                .custom("on_interrupt", Value::Object(f.into_map())),
+            Row::Interrupt => {
+                // The id a resume names must be on the wire: one the chunk
+                // carries, else one generated here.
+                let named =
+                    |key: &str| matches!(f.get(key), Some(Value::String(id)) if !id.is_empty());
+                if !named("interruptId") && !named("id") {
+                    f.remove("interruptId");
+                    let id = self.framer.new_id(IdKind::Interrupt);
+                    f.insert(Cow::Borrowed("interruptId"), Value::String(id));
+                }
+                self.framer
+                    .custom("on_interrupt", Value::Object(f.into_map()));
+            }
             Row::Done => {
                 let output = f.remove("output");
                 self.done(output);
