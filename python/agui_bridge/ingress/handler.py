@@ -30,6 +30,7 @@ from ..runs import (
     pump,
     snapshot_prelude,
 )
+from ..store import Thread
 
 log = logging.getLogger("agui_bridge.ingress")
 
@@ -420,6 +421,8 @@ class Handler:
             await app.store.save(run_input.thread_id, agent.agent_id, new, dict(state), pending)
         run_log = app._logs.create(run_input.thread_id, run_input.run_id, agent.agent_id)
         run_log.input_ids = _carried(messages)
+        if thread is not None:
+            run_log.owner_id = thread.agent_id
         return Run(app, agent, ctx, new, pending, run_log, list(stored) + new)
 
     # -- streams of a run ---------------------------------------------------
@@ -474,9 +477,9 @@ class Handler:
         app = self.app
         thread_id = run_log.thread_id
         agent = app._agents.get(run_log.agent_id)
-        # A new thread is stored when its first run ends: until then its run's agent owns it.
-        thread = await app.store.load(thread_id)
-        await self.authorize_thread(identity, thread_id, thread_guards(app, thread, agent))
+        # The run knew who owns its thread: no store call on a reader's path.
+        owner = Thread(thread_id, agent_id=run_log.owner_id)
+        await self.authorize_thread(identity, thread_id, thread_guards(app, owner, agent))
         rule = agent.authorize_stream if agent is not None else None
         if rule is not None and not await _maybe_await(rule(identity, thread_id, run_log.run_id)):
             raise HttpError(403, "forbidden", "this run stream is not yours")

@@ -39,6 +39,7 @@ class RunLog:
         "last",
         "max_bytes",
         "owner",
+        "owner_id",
         "run",
         "run_id",
         "size",
@@ -54,6 +55,7 @@ class RunLog:
         self.thread_id = thread_id
         self.run_id = run_id
         self.agent_id = agent_id
+        self.owner_id = agent_id  # the agent that owns the thread (see thread_guards)
         self.input_ids: frozenset = frozenset()  # the message ids the run's request carried
         self.max_bytes = max_bytes
         self.chunks: list[bytes] = []
