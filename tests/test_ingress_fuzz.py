@@ -124,7 +124,7 @@ def bodies(draw):
     body = _base(thread_id, draw(st.sampled_from(WORDS)))
     body["runId"] = f"run-{next(_threads)}"
     if draw(st.integers(0, 4)) == 0:
-        body.update(draw(st.sampled_from(RESUMES)))
+        body.update(orjson.loads(orjson.dumps(draw(st.sampled_from(RESUMES)))))  # a copy
     if not draw(st.booleans()):
         # most of a run's optional parts may be absent
         optional = ["runId", "state", "tools", "context", "forwardedProps"]
