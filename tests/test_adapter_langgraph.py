@@ -145,3 +145,16 @@ def test_resume_values():
     assert resume_value(ctx) == {"a": {"ok": 1}, "b": None}
     ctx = RunContext("t", "r", "g", "", resume=Resumption(interrupts=(), decision="yes"))
     assert resume_value(ctx) == "yes"
+
+
+async def test_a_reused_run_id_keeps_both_turns_in_the_checkpoint(client):
+    """CopilotKit resumes under the same runId: the graph must see the turn under
+    its own stored id, not one derived from the runId that the next run repeats."""
+    tid = thread("reuse")
+    await run(client, run_body(tid, "hi", run_id="same"))
+    state = await state_of(client, tid)
+    message = {"id": "u2", "role": "user", "content": "again"}
+    events = await run(client, run_body(tid, [*state["messages"], message], run_id="same"))
+    assert said(events) == "Hello from langgraph; 3 messages"
+    stored = [m["id"] for m in (await state_of(client, tid))["messages"] if m["role"] == "user"]
+    assert stored == [f"u-{tid}-hi", "u2"]

@@ -44,7 +44,10 @@ class RunContext:
     """One run of an agent.
 
     ``input`` is the text of this turn's new user message (``""`` when the run
-    only carries tool results or a resume). ``history`` is the conversation
+    only carries tool results or a resume); ``input_message`` is that message
+    as the thread stores it (its id included: an agent that hands the turn to
+    a framework keyed by message id uses this id, never one made from the
+    runId, which clients reuse), or ``None``. ``history`` is the conversation
     before this turn, as AG-UI messages (server-side, from the store, plus any
     earlier messages the client sent that the thread did not hold).
     ``tool_results`` are the newest ``tool`` messages that answer this thread's
@@ -72,6 +75,7 @@ class RunContext:
     identity: Any = None
     messages: list[dict] = field(default_factory=list)
     held: set[str] = field(default_factory=set, repr=False, compare=False)
+    input_message: dict | None = None
 
     def new_id(self, name: str) -> str:
         if not isinstance(name, str) or not name:

@@ -14,6 +14,13 @@ from ..context import RunContext
 NO_RESULT = '{"error":{"code":"no_result","message":"the tool call got no result"}}'
 
 
+def turn_message(ctx: RunContext) -> dict:
+    """This turn's user message as text, under the id the thread stores it by."""
+    stored = ctx.input_message
+    message_id = stored["id"] if stored is not None else ctx.new_id("input")
+    return {"id": message_id, "role": "user", "content": ctx.input}
+
+
 def conversation(ctx: RunContext, open_calls: frozenset[str] = frozenset()) -> list[dict]:
     """The thread's history, this run's tool results, then the new user message.
 
@@ -25,7 +32,7 @@ def conversation(ctx: RunContext, open_calls: frozenset[str] = frozenset()) -> l
     """
     messages = list(ctx.history) + list(ctx.tool_results)
     if ctx.input:
-        messages.append({"id": f"{ctx.run_id}:input", "role": "user", "content": ctx.input})
+        messages.append(turn_message(ctx))
     results: dict[str, dict] = {}
     for message in messages:
         if message.get("role") == "tool" and isinstance(message.get("toolCallId"), str):

@@ -53,7 +53,7 @@ from langgraph.types import Command
 
 from .. import crumbs as c
 from ..context import RunContext
-from ._messages import conversation, parse_arguments, text, tool_calls
+from ._messages import conversation, parse_arguments, text, tool_calls, turn_message
 
 LOOP_ID = "langgraph"
 
@@ -93,7 +93,7 @@ async def _input_messages(graph, run_config: dict, ctx: RunContext) -> list[Base
     if held:
         new = list(ctx.tool_results)
         if ctx.input:
-            new.append({"id": f"{ctx.run_id}:input", "role": "user", "content": ctx.input})
+            new.append(turn_message(ctx))
         return to_langchain_messages(new)
     return to_langchain_messages(conversation(ctx))
 

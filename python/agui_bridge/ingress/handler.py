@@ -414,6 +414,7 @@ class Handler:
             identity=identity,
             messages=messages,
             held=_thread_ids(held, known_calls, pending),
+            input_message=new_user,
         )
         if new:
             # The user's turn is stored before the agent starts, so a crash
