@@ -16,8 +16,10 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
+from ag_ui_validate.pytest_plugin import assert_valid_agui
 
-from tests.ingress_apps import run_body
+from tests.ingress_apps import parse_sse, run_body
 from tests.servers import ROOT, children_of, free_port, serve, server_process, worker_pids
 
 WORK = Path(tempfile.mkdtemp(prefix="agui-faults-"))
@@ -175,3 +177,110 @@ def test_serve_respawns_a_killed_worker(tmp_path):
             with httpx.Client(base_url=base_url, timeout=20) as http:
                 response = http.post("/ag-ui/run", json=run_body(thread("respawn"), "hi"))
                 assert response.status_code == 200
+
+
+def test_sigterm_ends_long_runs_with_server_shutdown(tmp_path):
+    """Item 11: runs longer than the drain time are ended by the server on
+    SIGTERM: every stream gets its closers and RUN_ERROR (server_shutdown),
+    every partial turn is stored, every lease released, and the server exits
+    well before its kill timeout (30 s)."""
+    drain = 1.0
+    env = env_for(tmp_path, AGUI_TEST_DRAIN=str(drain), AGUI_TEST_LEASE_TTL="60")
+    runs = [(thread(f"term{i}"), f"term{i}-{time.monotonic_ns()}") for i in range(4)]
+    bodies: dict[str, bytes] = {}
+
+    def read(tid, run_id):
+        with (
+            httpx.Client(base_url=base_url, timeout=60) as http,
+            http.stream("POST", "/ag-ui/run", json=run_body(tid, "slow 600", run_id=run_id)) as r,
+        ):
+            bodies[run_id] = b"".join(r.iter_bytes())
+
+    with serve_cli(env, workers=2) as (base_url, process):
+        readers = [threading.Thread(target=read, args=run, daemon=True) for run in runs]
+        for reader in readers:
+            reader.start()
+        for _, run_id in runs:
+            assert wait_until((MARKS / f"started-{run_id}").exists, 20)
+        time.sleep(0.5)  # each has streamed some text
+        process.send_signal(signal.SIGTERM)
+        stopped = time.monotonic()
+        process.wait(timeout=25)
+        took = time.monotonic() - stopped
+        for reader in readers:
+            reader.join(10)
+    assert took < drain + 10, took
+    streamed = {}
+    for _, run_id in runs:
+        events, _ = parse_sse(bodies[run_id].decode())
+        assert_valid_agui(events)
+        assert events[-1]["type"] == "RUN_ERROR" and events[-1]["code"] == "server_shutdown"
+        assert events[-2] == {"type": "TEXT_MESSAGE_END", "messageId": events[-2]["messageId"]}
+        streamed[run_id] = "".join(
+            e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT"
+        )
+    with serve_cli(env) as (base_url, _):
+        for tid, run_id in runs:
+            messages = httpx.get(f"{base_url}/threads/{tid}/state").json()["messages"]
+            assert [m["role"] for m in messages] == ["user", "assistant"]
+            assert messages[1]["content"] == streamed[run_id]  # the partial answer, as sent
+            assert streamed[run_id].startswith("w0 w1 ")
+            response = httpx.post(base_url + "/ag-ui/run", json=run_body(tid, "hi"))
+            assert response.status_code == 200  # released: no wait for the 60 s ttl
+
+
+@pytest.mark.parametrize("server", ["uvicorn", "granian-asgi"])
+def test_sigterm_ends_long_runs_under_asgi(tmp_path, server):
+    """Item 11 under ASGI: the App chains onto the server's SIGTERM handling at
+    lifespan startup, so uvicorn and granian's ASGI end a long run the same way."""
+    port = free_port()
+    if server == "uvicorn":
+        command = ["-m", "uvicorn", "--host", "127.0.0.1", "--port", str(port)]
+    else:
+        command = ["-m", "granian", "--interface", "asgi", "--port", str(port), "--no-ws"]
+    env = {
+        **os.environ,
+        **env_for(tmp_path, AGUI_TEST_DRAIN="0.5"),
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "python"), str(ROOT)]),
+    }
+    process = subprocess.Popen(
+        [sys.executable, *command, "tests.ingress_apps:app"],
+        env=env,
+        cwd=str(ROOT),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        assert wait_until(lambda: _answers(base_url), 20)
+        tid, run_id = thread("asgi-term"), f"asgi-term-{time.monotonic_ns()}"
+        body = {}
+
+        def read():
+            with httpx.stream(
+                "POST", base_url + "/ag-ui/run", json=run_body(tid, "slow 600", run_id=run_id)
+            ) as response:
+                body["raw"] = b"".join(response.iter_bytes())
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        assert wait_until((MARKS / f"started-{run_id}").exists, 20)
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=15)
+        reader.join(10)
+        events, _ = parse_sse(body["raw"].decode())
+        assert_valid_agui(events)
+        assert events[-1]["code"] == "server_shutdown"
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+
+
+def _answers(base_url: str) -> bool:
+    try:
+        httpx.get(base_url + "/__ping__", timeout=1.0)
+    except httpx.TransportError:
+        return False
+    return True

@@ -11,6 +11,8 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import signal
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -90,6 +92,13 @@ class App:
     waits) nothing bounds what a client that stops reading pins but the run's
     own output: serve with ASGI (what ``agui-bridge serve`` runs) where that
     matters.
+    ``drain_timeout``: on SIGTERM (or SIGINT) the worker takes no new run and
+    lets the running ones go on for this many seconds; those still going then
+    are ended by the server: their readers get the closers and ``RUN_ERROR``
+    (code ``server_shutdown``), their partial turn is stored and their leases
+    released, before the worker exits. Keep it below the server's kill timeout
+    (``agui-bridge serve``: 30 s). It needs the server's own SIGTERM handling
+    (granian, RSGI or ASGI; uvicorn), which the App chains onto.
     ``lease_ttl``: seconds a run's lease on its thread lasts unless renewed (it
     is renewed every third of that while the run lives): after a worker dies,
     its threads take new runs again within that time.
@@ -110,6 +119,7 @@ class App:
         max_write: int | None = None,
         send_timeout: float | None = None,
         lease_ttl: float = 10.0,
+        drain_timeout: float = 20.0,
     ):
         if on_disconnect not in ("continue", "cancel"):
             raise ValueError("on_disconnect must be 'continue' or 'cancel'")
@@ -131,6 +141,9 @@ class App:
         self.event_ids = event_ids
         self._logs = Logs(self.limits)
         self.lease_ttl = lease_ttl
+        self.drain_timeout = drain_timeout
+        self.closing = False  # the worker is shutting down: no new runs
+        self._drain_task: asyncio.Task | None = None
         self._agents: dict[str, Agent] = {}
         self._routes: dict[str, Agent] = {}
         self._listeners: list[Callable] = []
@@ -227,9 +240,53 @@ class App:
             log.exception("releasing the run lease of thread %s failed", thread_id)
 
     async def aclose(self) -> None:
+        drain = self._drain_task
+        if drain is not None and not drain.done():
+            drain.cancel()
         if self._store is not None:
             await self._store.close()
             self._store = None if isinstance(self._store_spec, str) else self._store
+
+    # -- shutdown ------------------------------------------------------------
+
+    def watch_signals(self, loop) -> None:
+        """Starts ``drain`` when the process gets SIGTERM or SIGINT.
+
+        The server (granian, uvicorn) handles these signals itself: it stops
+        accepting and waits for the open streams, without telling the app. So
+        the App chains a handler of its own onto the server's, and only onto
+        one (a signal left to its default action still ends the process).
+        """
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            previous = signal.getsignal(sig)
+            if not callable(previous) or getattr(previous, "_agui_app", None) is self:
+                continue
+
+            def on_signal(signum, frame, previous=previous):
+                loop.call_soon_threadsafe(self._begin_drain)
+                previous(signum, frame)
+
+            on_signal._agui_app = self
+            signal.signal(sig, on_signal)
+
+    def _begin_drain(self) -> None:
+        if self._drain_task is None:
+            self._drain_task = asyncio.get_running_loop().create_task(self.drain())
+
+    async def drain(self, timeout: float | None = None) -> None:
+        """Takes no new run; ends the runs still going after ``timeout`` seconds
+        (default ``drain_timeout``) and waits until they are saved and released."""
+        self.closing = True
+        timeout = self.drain_timeout if timeout is None else timeout
+        tasks = [run.task for run in self._active.values() if run is not None and run.task]
+        if tasks:
+            await asyncio.wait(tasks, timeout=timeout)
+        ended = [run for run in list(self._active.values()) if run is not None and run.shutdown()]
+        if ended:
+            log.warning("shutdown: ended %d run(s) still going after %.1f s", len(ended), timeout)
+            await asyncio.wait([run.task for run in ended])
 
     # -- servers -------------------------------------------------------------
 
@@ -242,13 +299,12 @@ class App:
         await self._handler.handle(RsgiConn(scope, protocol))
 
     def __rsgi_init__(self, loop) -> None:
-        pass
+        self.watch_signals(loop)
 
     def __rsgi_del__(self, loop) -> None:
-        store = self._store
-        if store is not None and hasattr(store, "close"):
-            with contextlib.suppress(RuntimeError):
-                loop.run_until_complete(store.close())
+        # granian calls this once the worker's streams have ended.
+        with contextlib.suppress(RuntimeError):
+            loop.run_until_complete(self.aclose())
 
 
 def _check_agent(agent_id: str, fn) -> None:

@@ -23,4 +23,12 @@ class RunInputError(AguiBridgeError, ValueError):
     """A RunAgentInput body that cannot start a run (a 400 at the ingress)."""
 
 
-__all__ = ["AguiBridgeError", "CrumbError", "RunInputError"]
+class ServerShutdown(AguiBridgeError):
+    """Ends a run the server stopped while shutting down (see ``App``'s ``drain_timeout``)."""
+
+
+# A run's RUN_ERROR code is the class name of the exception it failed with.
+ServerShutdown.__name__ = ServerShutdown.__qualname__ = "server_shutdown"
+
+
+__all__ = ["AguiBridgeError", "CrumbError", "RunInputError", "ServerShutdown"]

@@ -312,6 +312,10 @@ class Handler:
             await self._may_read(identity, done)
             await self._read_log(conn, done, 0)
             return
+        if app.closing:
+            raise HttpError(
+                503, "server_shutdown", "the server is shutting down", [("retry-after", "5")]
+            )
         if thread_id in app._active:
             raise HttpError(409, "run_active", f"thread {thread_id!r} already has an active run")
         app._active[thread_id] = None  # claimed now; a Run replaces it below

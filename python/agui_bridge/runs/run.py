@@ -23,6 +23,7 @@ import orjson
 
 from .. import create_agui_transformer, create_agui_translator
 from ..context import RunContext, RunInfo
+from ..errors import ServerShutdown
 from .history import History
 from .log import RunLog
 
@@ -80,6 +81,7 @@ class Run:
         self._spans: dict[tuple, list] = {}
         self.cancelled = False  # the client left and on_disconnect="cancel"
         self.stopping = False  # POST …/cancel
+        self.shutting_down = False  # the server is stopping
         self.ended = False
         self._pending: list[bytes] = []
         self._pending_size = 0
@@ -113,6 +115,14 @@ class Run:
         if self.t.finished or self.task is None or self.task.done() or self.stopping:
             return False
         self.stopping = True
+        self.task.cancel()
+        return True
+
+    def shutdown(self) -> bool:
+        """Ends the live run because the server is stopping; False when it already ended."""
+        if self.t.finished or self.task is None or self.task.done() or self.stopping:
+            return False
+        self.shutting_down = True
         self.task.cancel()
         return True
 
@@ -302,6 +312,14 @@ class Run:
                     task.uncancel()
                 log.info("run %s of thread %s stopped", ctx.run_id, ctx.thread_id)
                 self._terminal(self.t.finish())
+            elif self.shutting_down:
+                # Readers get closers + RUN_ERROR (code server_shutdown); the
+                # partial answer is stored and pending interrupts stay pending.
+                if task is not None:
+                    task.uncancel()
+                log.warning("run %s of thread %s ended: server shutdown", ctx.run_id, ctx.thread_id)
+                self.history.errored = True
+                self._terminal(self.t.fail(ServerShutdown("the server is shutting down")))
             elif self.cancelled:
                 log.info(
                     "run %s of thread %s cancelled: its client left", ctx.run_id, ctx.thread_id
