@@ -513,9 +513,11 @@ class Handler:
     async def _join(self, conn, thread_id: str) -> None:
         """GET /threads/{id}/events: the thread's active run (prelude + tail), 204 if none."""
         run_log = await self._stream_access(conn, thread_id, None, "read")
-        if run_log is None or run_log.ended:
+        if run_log is None:
             await conn.respond(204, b"", [("cache-control", "no-cache")])
             return
+        # A run that ended while the access was checked (the store is read in a
+        # thread) was active when the request came: its reader gets its end.
         await self._read_log(conn, run_log, None)
 
     async def _cancel(self, conn, thread_id: str, run_id: str) -> None:
