@@ -229,15 +229,17 @@ def test_sigterm_ends_long_runs_with_server_shutdown(tmp_path):
             assert response.status_code == 200  # released: no wait for the 60 s ttl
 
 
-@pytest.mark.parametrize("server", ["uvicorn", "granian-asgi"])
-def test_sigterm_ends_long_runs_under_asgi(tmp_path, server):
-    """Item 11 under ASGI: the App chains onto the server's SIGTERM handling at
-    lifespan startup, so uvicorn and granian's ASGI end a long run the same way."""
+@pytest.mark.parametrize("server", ["uvicorn", "granian-asgi", "granian-rsgi"])
+def test_sigterm_ends_long_runs_on_every_server(tmp_path, server):
+    """Item 11 on every server: the App chains onto the server's SIGTERM handling
+    (ASGI lifespan startup, RSGI ``__rsgi_init__``), so uvicorn and granian's
+    ASGI and RSGI end a long run the same way."""
     port = free_port()
     if server == "uvicorn":
         command = ["-m", "uvicorn", "--host", "127.0.0.1", "--port", str(port)]
     else:
-        command = ["-m", "granian", "--interface", "asgi", "--port", str(port), "--no-ws"]
+        interface = server.split("-")[1]
+        command = ["-m", "granian", "--interface", interface, "--port", str(port), "--no-ws"]
     env = {
         **os.environ,
         **env_for(tmp_path, AGUI_TEST_DRAIN="0.5"),
