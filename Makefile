@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 export VIRTUAL_ENV := $(abspath $(VENV))
 INTEROP := tests/interop
 
-.PHONY: dev build build-release test test-rust test-py test-pure lint bench bench-server demo clean
+.PHONY: dev build build-release test test-rust test-py test-pure postgresql lint bench bench-server demo clean
 
 dev: $(VENV)/.deps build $(INTEROP)/node_modules/.installed
 
@@ -24,7 +24,15 @@ $(INTEROP)/node_modules/.installed: $(wildcard $(INTEROP)/package*.json)
 	if [ -f $(INTEROP)/package.json ]; then cd $(INTEROP) && SCARF_ANALYTICS=false npm ci --no-audit --no-fund; fi
 	mkdir -p $(INTEROP)/node_modules && touch $@
 
-test: dev test-rust test-py test-pure
+test: dev postgresql test-rust test-py test-pure
+
+# The tests start their own PostgreSQL (the thread store's); its server package
+# is installed once, as root (CI): a no-op when it is there.
+postgresql:
+	@if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql; \
+	else echo "postgresql: not installed and not root; its tests skip (CI fails them)" >&2; fi
 
 test-rust:
 	cargo test --workspace -q

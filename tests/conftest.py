@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import subprocess
 
 import pytest
 
@@ -26,3 +27,70 @@ def impl(request):
         # In CI the extension must be there; a missing one is a failure, not a skip.
         return importlib.import_module("agui_bridge._native")
     return importlib.import_module("agui_bridge.pure")
+
+
+# -- thread stores: memory, SQLite and PostgreSQL through one fixture ------------
+
+
+def _unavailable(reason: str):
+    """PostgreSQL missing: a failure in CI, a skip (with the reason) elsewhere."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"PostgreSQL is required in CI: {reason}", pytrace=False)
+    pytest.skip(f"PostgreSQL unavailable: {reason}")
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """One PostgreSQL server for the whole session, stopped at its end."""
+    from tests.pg_server import PgServer, Unavailable
+
+    try:
+        import asyncpg  # noqa: F401
+    except ImportError:
+        _unavailable("asyncpg is not installed (make dev)")
+    try:
+        server = PgServer()
+    except Unavailable as error:
+        _unavailable(str(error))
+    try:
+        server.start()
+    except (Unavailable, OSError, subprocess.SubprocessError) as error:
+        server.stop()
+        _unavailable(str(error))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server):
+    """The URL of a fresh database of the session's server, dropped after the test."""
+    name = pg_server.create_database()
+    try:
+        yield pg_server.url(name)
+    finally:
+        pg_server.drop_database(name)
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def make_store(request, tmp_path):
+    """``make()`` opens a store of one kind; every call reaches the same data
+    (a reopen), except for memory, which has none outside its object."""
+    from agui_bridge.store import MemoryStore, SqliteStore
+
+    kind = request.param
+    url = request.getfixturevalue("pg_url") if kind == "postgres" else None
+
+    def make():
+        if kind == "memory":
+            return MemoryStore()
+        if kind == "sqlite":
+            return SqliteStore(str(tmp_path / "sub" / "threads.sqlite"))
+        from agui_bridge.store.postgres import PostgresStore
+
+        return PostgresStore(url)
+
+    make.kind = kind
+    make.url = url
+    return make

@@ -1,4 +1,5 @@
-"""The thread stores: memory:// and sqlite:/// keep each message id once."""
+"""The thread stores (memory, SQLite, PostgreSQL: the ``make_store`` fixture of
+conftest.py) keep each message id once and share run leases."""
 
 from __future__ import annotations
 
@@ -12,17 +13,6 @@ import time
 
 import pytest
 from agui_bridge.store import MemoryStore, SqliteStore, open_store
-
-
-@pytest.fixture(params=["memory", "sqlite"])
-def make_store(request, tmp_path):
-    path = tmp_path / "sub" / "threads.sqlite"
-
-    def make():
-        return MemoryStore() if request.param == "memory" else SqliteStore(str(path))
-
-    make.kind = request.param
-    return make
 
 
 async def test_save_load_dedupes_by_id(make_store):

@@ -1,4 +1,15 @@
-"""Thread stores: ``memory://`` and ``sqlite:///PATH`` (the default).
+"""Thread stores, named by URL (``App(store=...)``; this is the one place the
+forms are documented):
+
+``sqlite:///PATH``
+    the default (``sqlite:///.agui/threads.sqlite``): a relative PATH, or an
+    absolute one after a fourth slash (``sqlite:////var/lib/agui.sqlite``);
+``memory://``
+    in-process, for tests and demos;
+``postgresql://user:pass@host:port/db`` (or ``postgres://``)
+    PostgreSQL, shared by gateways on several machines; needs the
+    ``postgres`` extra (asyncpg). libpq's query parameters apply
+    (``?sslmode=require``); any other parameter is a server setting.
 
 A store keeps, per threadId: the history as AG-UI messages (in order, each id
 once), the shared state (an object), the pending interrupts and the id of the
@@ -39,14 +50,21 @@ DEFAULT_STORE = "sqlite:///.agui/threads.sqlite"
 
 
 def open_store(spec):
-    """A store object from a URL (``memory://``, ``sqlite:///rel/or//abs``) or as is."""
+    """A store object from a URL (the forms above) or a store object as is."""
     if not isinstance(spec, str):
         return spec
     if spec == "memory://" or spec == "memory:":
         return MemoryStore()
     if spec.startswith("sqlite:///"):
         return SqliteStore(spec[len("sqlite:///") :])
-    raise ValueError(f"unknown store URL {spec!r} (use memory:// or sqlite:///PATH)")
+    if spec.startswith(("postgresql://", "postgres://")):
+        # Imported here: the default and the demo need neither asyncpg nor a server.
+        from .postgres import PostgresStore
+
+        return PostgresStore(spec)
+    raise ValueError(
+        f"unknown store URL {spec!r} (use sqlite:///PATH, memory:// or postgresql://...)"
+    )
 
 
 __all__ = ["DEFAULT_STORE", "Lease", "MemoryStore", "SqliteStore", "Thread", "open_store"]

@@ -1,0 +1,231 @@
+"""The PostgreSQL thread store (``postgresql://user:pass@host:port/db``).
+
+For gateways that run on several machines: every node reads and writes the
+same threads and shares the run leases. The driver is asyncpg (the
+``postgres`` extra): natively asyncio, so no call blocks the event loop and
+none needs a thread, with its own connection pool.
+
+Lease expiry is computed on the database's clock (``clock_timestamp()``), not
+the nodes', so the nodes' clocks need not agree. The schema is created on
+first use and its version recorded in ``agui_schema``; ``migrate`` brings a
+database of any older version up to ``SCHEMA_VERSION``, one ``upgrade`` step
+(N to N+1) at a time, under an advisory lock so nodes starting together
+migrate once. Messages, state and interrupts are kept as ``json`` (the text
+as written: key order survives, unlike ``jsonb``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import orjson
+
+from .lease import Lease
+
+try:
+    import asyncpg
+except ImportError as error:  # pragma: no cover - the extra is installed in tests
+    raise ImportError(
+        "the postgresql store needs asyncpg: pip install 'agui-bridge[postgres]'"
+    ) from error
+
+# MIGRATIONS[n] upgrades a database from version n to n + 1.
+MIGRATIONS: list[str] = [
+    """
+    CREATE TABLE agui_threads (
+        thread_id text PRIMARY KEY,
+        agent_id text,
+        state json NOT NULL,
+        interrupts json NOT NULL,
+        updated_at timestamptz NOT NULL DEFAULT clock_timestamp()
+    );
+    CREATE TABLE agui_messages (
+        thread_id text NOT NULL,
+        seq bigint NOT NULL,
+        message_id text NOT NULL,
+        body json NOT NULL,
+        PRIMARY KEY (thread_id, message_id)
+    );
+    CREATE INDEX agui_messages_by_seq ON agui_messages (thread_id, seq);
+    CREATE TABLE agui_leases (
+        thread_id text PRIMARY KEY,
+        token text NOT NULL,
+        fence bigint NOT NULL,
+        expires_at double precision NOT NULL
+    );
+    """,
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+# pg_advisory_xact_lock key: "agui" in ASCII.
+_MIGRATION_LOCK = 0x61677569
+_NOW = "extract(epoch from clock_timestamp())::float8"
+
+
+async def schema_version(conn) -> int:
+    """The version recorded in the database, 0 for a database without the schema."""
+    exists = await conn.fetchval("SELECT to_regclass('agui_schema') IS NOT NULL")
+    if not exists:
+        return 0
+    return await conn.fetchval("SELECT coalesce(max(version), 0) FROM agui_schema")
+
+
+async def upgrade(conn, version: int) -> int:
+    """Upgrades a database of schema ``version`` to ``version + 1`` (in the caller's
+    transaction) and records it; returns the new version."""
+    await conn.execute(MIGRATIONS[version])
+    await conn.execute("DELETE FROM agui_schema")
+    await conn.execute("INSERT INTO agui_schema (version) VALUES ($1)", version + 1)
+    return version + 1
+
+
+async def migrate(conn) -> int:
+    """Brings the schema to ``SCHEMA_VERSION`` in one transaction; returns it.
+
+    A database recorded at a newer version than this code knows is refused
+    (an older node must not write to a schema it does not understand)."""
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock($1)", _MIGRATION_LOCK)
+        await conn.execute("CREATE TABLE IF NOT EXISTS agui_schema (version integer NOT NULL)")
+        version = await schema_version(conn)
+        if version > SCHEMA_VERSION:
+            raise RuntimeError(
+                f"the thread store's schema is at version {version}; "
+                f"this agui-bridge knows up to {SCHEMA_VERSION}"
+            )
+        while version < SCHEMA_VERSION:
+            version = await upgrade(conn, version)
+    return version
+
+
+def _json(value) -> str:
+    return orjson.dumps(value).decode()
+
+
+class PostgresStore:
+    def __init__(self, dsn: str, min_size: int = 1, max_size: int = 10):
+        self.dsn = dsn
+        self._sizes = (min_size, max_size)
+        self._pool = None
+        self._opening: asyncio.Lock | None = None
+
+    async def _conns(self):
+        """The pool, opened (and the schema migrated) on first use."""
+        if self._pool is not None:
+            return self._pool
+        if self._opening is None:
+            self._opening = asyncio.Lock()
+        async with self._opening:
+            if self._pool is None:
+                pool = await asyncpg.create_pool(
+                    self.dsn, min_size=self._sizes[0], max_size=self._sizes[1]
+                )
+                try:
+                    async with pool.acquire() as conn:
+                        await migrate(conn)
+                except BaseException:
+                    await pool.close()
+                    raise
+                self._pool = pool
+        return self._pool
+
+    # -- threads ---------------------------------------------------------------
+
+    async def load(self, thread_id: str):
+        from . import Thread
+
+        pool = await self._conns()
+        # One statement, so the thread row and its messages are one snapshot.
+        row = await pool.fetchrow(
+            "SELECT agent_id, state, interrupts, (SELECT coalesce(json_agg(body ORDER BY seq),"
+            " '[]') FROM agui_messages m WHERE m.thread_id = t.thread_id) AS messages"
+            " FROM agui_threads t WHERE thread_id = $1",
+            thread_id,
+        )
+        if row is None:
+            return None
+        return Thread(
+            thread_id=thread_id,
+            agent_id=row["agent_id"],
+            messages=orjson.loads(row["messages"]),
+            state=orjson.loads(row["state"]),
+            interrupts=orjson.loads(row["interrupts"]),
+        )
+
+    async def save(self, thread_id, agent_id, new_messages, state, interrupts) -> None:
+        ids = [message["id"] for message in new_messages]
+        bodies = [_json(message) for message in new_messages]
+        pool = await self._conns()
+        async with pool.acquire() as conn, conn.transaction():
+            # The upsert locks the thread's row: saves of one thread take
+            # their turn, so their seq numbers never collide.
+            await conn.execute(
+                "INSERT INTO agui_threads (thread_id, agent_id, state, interrupts)"
+                " VALUES ($1, $2, $3, $4) ON CONFLICT (thread_id) DO UPDATE SET"
+                " agent_id = coalesce(agui_threads.agent_id, excluded.agent_id),"
+                " state = excluded.state, interrupts = excluded.interrupts,"
+                " updated_at = clock_timestamp()",
+                thread_id,
+                agent_id,
+                _json(state),
+                _json(interrupts),
+            )
+            if ids:
+                await conn.execute(
+                    "INSERT INTO agui_messages (thread_id, seq, message_id, body)"
+                    " SELECT $1, base.seq + m.ord, m.id, m.body"
+                    " FROM (SELECT coalesce(max(seq), 0) AS seq FROM agui_messages"
+                    " WHERE thread_id = $1) base,"
+                    " unnest($2::text[], $3::json[]) WITH ORDINALITY AS m(id, body, ord)"
+                    " ON CONFLICT (thread_id, message_id) DO NOTHING",
+                    thread_id,
+                    ids,
+                    bodies,
+                )
+
+    # -- leases (see lease.py) -------------------------------------------------
+
+    async def claim(self, thread_id: str, ttl: float) -> Lease | None:
+        token = uuid.uuid4().hex
+        pool = await self._conns()
+        # A concurrent claim waits on the row lock, then sees the new holder's
+        # expiry: exactly one of them gets the lease.
+        fence = await pool.fetchval(
+            "INSERT INTO agui_leases (thread_id, token, fence, expires_at)"
+            f" VALUES ($1, $2, 1, {_NOW} + $3::float8) ON CONFLICT (thread_id) DO UPDATE SET"
+            " token = excluded.token, fence = agui_leases.fence + 1,"
+            f" expires_at = excluded.expires_at WHERE agui_leases.expires_at <= {_NOW}"
+            " RETURNING fence",
+            thread_id,
+            token,
+            float(ttl),
+        )
+        return None if fence is None else Lease(thread_id, token, fence)
+
+    async def renew(self, lease: Lease, ttl: float) -> bool:
+        pool = await self._conns()
+        status = await pool.execute(
+            f"UPDATE agui_leases SET expires_at = {_NOW} + $3::float8"
+            " WHERE thread_id = $1 AND token = $2",
+            lease.thread_id,
+            lease.token,
+            float(ttl),
+        )
+        return status == "UPDATE 1"
+
+    async def release(self, lease: Lease) -> None:
+        pool = await self._conns()
+        # The row stays (expired) so the thread's next fence is larger.
+        await pool.execute(
+            "UPDATE agui_leases SET token = '', expires_at = 0 WHERE thread_id = $1 AND token = $2",
+            lease.thread_id,
+            lease.token,
+        )
+
+    # -- lifecycle -------------------------------------------------------------
+
+    async def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
