@@ -150,3 +150,21 @@ async def test_an_app_on_postgres_serves_threads_to_another_node(pg_url):
     finally:
         await node_a.aclose()
         await node_b.aclose()
+
+
+async def test_the_store_outlives_a_server_restart(pg_server, pg_url):
+    """PostgreSQL restarted between runs: the pool replaces the connections the
+    server closed, and no call fails."""
+    store = PostgresStore(pg_url)
+    try:
+        await store.save("t", "echo", [{"id": "u1", "role": "user", "content": "a"}], {}, [])
+        lease = await store.claim("t", 5)
+        await store.release(lease)
+        await asyncio.to_thread(pg_server.restart)
+        await store.save("t", "echo", [{"id": "u2", "role": "user", "content": "b"}], {}, [])
+        assert [m["id"] for m in (await store.load("t")).messages] == ["u1", "u2"]
+        lease = await store.claim("t", 5)
+        assert lease is not None and await store.renew(lease, 5)
+        await store.release(lease)
+    finally:
+        await store.close()
