@@ -23,6 +23,7 @@ import math
 import os
 
 import pytest
+from ag_ui import core as _core
 from ag_ui.core import Event
 from ag_ui_validate.pytest_plugin import validate_agui
 from agui_bridge.errors import CrumbError
@@ -216,6 +217,82 @@ BAD_CHUNKS = st.sampled_from(
 )
 CHUNK_ITEM = st.one_of(GOOD_CHUNKS, GOOD_CHUNKS, GOOD_CHUNKS, BAD_CHUNKS)
 
+MESSAGE_IDS = st.sampled_from(["m1", "m2", "r1:m1", "c1"])
+
+
+def event(kind, **fields):
+    return st.fixed_dictionaries({"type": st.just(kind), **fields})
+
+
+def model(cls, **fields):
+    """The same event as an ag_ui.core model: both builds read it through one helper."""
+    return st.builds(lambda kw: cls(**kw), st.fixed_dictionaries(fields))
+
+
+GOOD_EVENTS = st.one_of(
+    event("TEXT_MESSAGE_CONTENT", messageId=MESSAGE_IDS, delta=TEXT),
+    event("TEXT_MESSAGE_CONTENT", messageId=MESSAGE_IDS, delta=TEXT),
+    event("TEXT_MESSAGE_START", messageId=MESSAGE_IDS, **optional(role=st.just("assistant"))),
+    event("TEXT_MESSAGE_END", messageId=MESSAGE_IDS),
+    event("TEXT_MESSAGE_CHUNK", **optional(messageId=MESSAGE_IDS, delta=TEXT)),
+    event("TOOL_CALL_START", toolCallId=TOOL_IDS, toolCallName=NAMES),
+    event(
+        "TOOL_CALL_START",
+        toolCallId=TOOL_IDS,
+        toolCallName=NAMES,
+        parentMessageId=MESSAGE_IDS,
+        timestamp=INTS,
+    ),
+    event("TOOL_CALL_ARGS", toolCallId=TOOL_IDS, delta=TEXT),
+    event("TOOL_CALL_END", toolCallId=TOOL_IDS),
+    event("TOOL_CALL_CHUNK", **optional(toolCallId=TOOL_IDS, toolCallName=NAMES, delta=TEXT)),
+    event("TOOL_CALL_RESULT", messageId=MESSAGE_IDS, toolCallId=TOOL_IDS, content=TEXT),
+    event("STATE_SNAPSHOT", snapshot=OBJECTS),
+    event("STEP_STARTED", stepName=STEP_NAMES),
+    event("STEP_FINISHED", stepName=STEP_NAMES),
+    event("CUSTOM", name=NAMES, **optional(value=VALUES)),
+    event("RUN_STARTED", **optional(threadId=st.just("t2"), runId=st.just("r2"))),
+    event("STATE_DELTA", delta=st.just([])),
+    event("RAW", event=VALUES),
+    event("MESSAGES_SNAPSHOT", messages=st.just([])),
+    event("TEXT_MESSAGE_CONTENT", messageId=MESSAGE_IDS, delta=TEXT, rawEvent=st.just(object())),
+    model(_core.TextMessageContentEvent, message_id=MESSAGE_IDS, delta=TEXT.filter(bool)),
+    model(_core.ToolCallStartEvent, tool_call_id=TOOL_IDS, tool_call_name=NAMES),
+    model(_core.ToolCallArgsEvent, tool_call_id=TOOL_IDS, delta=TEXT),
+    model(_core.StepStartedEvent, step_name=STEP_NAMES),
+    model(_core.CustomEvent, name=NAMES, value=VALUES),
+    model(_core.RawEvent, event=st.just(object())),
+)
+RARE_EVENTS = st.one_of(
+    event(
+        "RUN_FINISHED",
+        **optional(
+            result=VALUES,
+            outcome=st.just({"type": "interrupt", "interrupts": [{"id": "i", "reason": "r"}]}),
+        ),
+    ),
+    event("RUN_ERROR", message=TEXT, **optional(code=TEXT)),
+    model(_core.RunFinishedEvent, thread_id=st.just("x"), run_id=st.just("y"), result=VALUES),
+)
+BAD_EVENTS = st.sampled_from(
+    [
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": 1, "delta": "x"},
+        {"type": "TOOL_CALL_START", "toolCallId": "c1"},
+        {"type": "TOOL_CALL_RESULT", "toolCallId": "c1", "content": {"a": 1}},
+        {"type": "STATE_SNAPSHOT", "snapshot": [1]},
+        {"type": "CUSTOM", "name": "x", "value": {1, 2}},
+        {"type": "RUN_ERROR"},
+        {"type": "TEXT_MESSAGE_CHUNK", "delta": "\ud800"},
+        {"type": 3},
+        {"delta": "x"},
+        "TEXT_MESSAGE_CONTENT",
+        42,
+        None,
+    ]
+)
+EVENT_ITEM = st.one_of(GOOD_EVENTS, GOOD_EVENTS, GOOD_EVENTS, BAD_EVENTS)
+
 ENDINGS = st.sampled_from(["finish", "fail", "finish", "none"])
 # Ids the thread already holds (section 6): generated ones of both run ids
 # (r2 comes from agent:run:start), and agent-supplied tool and interrupt ids.
@@ -249,6 +326,10 @@ def chunk_runs():
     return runs(CHUNK_ITEM, RARE_CHUNKS, 30)
 
 
+def event_runs():
+    return runs(EVENT_ITEM, RARE_EVENTS, 40)
+
+
 # ---- running ----
 
 
@@ -259,6 +340,8 @@ def make(impl, dialect, options=((), None)):
         kw["event_ids"], kw["first_id"] = ids
     if dialect == "crumbs":
         return impl.create_agui_transformer("t1", "r1", {"shared": 1}, **kw)
+    if dialect == "events":
+        return impl.create_agui_repairer("t1", "r1", {"shared": 1}, **kw)
     return impl.create_agui_translator("t1", "r1", {"shared": 1}, "dawn", **kw)
 
 
@@ -402,6 +485,32 @@ def test_chunk_builds_agree(both, run):
     assert replay(native, "chunks", items, how, options) == replay(
         pure, "chunks", items, how, options
     )
+
+
+@pytest.mark.native_only
+@SETTINGS
+@given(run=event_runs())
+def test_event_builds_agree(both, run):
+    native, pure = both
+    items, how, held = run
+    assert replay(native, "events", items, how, held) == replay(pure, "events", items, how, held)
+
+
+@SETTINGS
+@given(run=event_runs())
+def test_event_streams_are_valid(impl, run):
+    items, how, held = run
+    events, frames, batches, counters = replay(impl, "events", items, how, held)
+    check_self_consistent(impl, events, frames, batches, counters)
+    stream = all_events(events)
+    if how == "none":
+        t = make(impl, "events", held)
+        for item in items:
+            step_outcome(t, item)
+        stream += t.finish()
+    check_valid(stream, "events")
+    assert [e["type"] for e in stream].count("RUN_STARTED") == 1
+    assert stream[-1]["type"] in ("RUN_FINISHED", "RUN_ERROR")
 
 
 @SETTINGS

@@ -2,7 +2,7 @@
 
 Each vector was written from CONTRACT.md; the files are shared with the Rust
 engineer's ``cargo test``. A vector replays its steps on a fresh transformer
-(crumbs) or translator (chunks) and checks the events, the SSE bytes, the
+(crumbs), translator (chunks) or repairer (events) and checks the events, the SSE bytes, the
 error raised by each bad step, and the counters.
 """
 
@@ -39,6 +39,8 @@ def create(impl, vector: dict):
     kwargs = dict(vector.get("create", {}))
     if vector["dialect"] == "crumbs":
         return impl.create_agui_transformer(**kwargs)
+    if vector["dialect"] == "events":
+        return impl.create_agui_repairer(**kwargs)
     assert vector["dialect"] == "chunks"
     return impl.create_agui_translator(**kwargs)
 
@@ -58,7 +60,7 @@ def test_vectors_exist():
     assert len(names) >= 60
     assert len(set(names)) == len(names), "vector names must be unique"
     dialects = {load(p)["dialect"] for p in VECTOR_FILES}
-    assert dialects == {"crumbs", "chunks"}
+    assert dialects == {"crumbs", "chunks", "events"}
 
 
 @pytest.mark.parametrize("path", vector_params())

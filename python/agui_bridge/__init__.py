@@ -12,6 +12,7 @@ _build = load_build()
 IMPLEMENTATION: str = _build.IMPLEMENTATION
 create_agui_transformer = _build.create_agui_transformer
 create_agui_translator = _build.create_agui_translator
+create_agui_repairer = _build.create_agui_repairer
 encode_sse = _build.encode_sse
 
 # The ingress maps through the build chosen above, so it is imported after it.
@@ -29,6 +30,7 @@ __all__ = [
     "RunInput",
     "RunInputError",
     "Unauthorized",
+    "create_agui_repairer",
     "create_agui_transformer",
     "create_agui_translator",
     "crumbs",

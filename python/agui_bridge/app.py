@@ -173,15 +173,17 @@ class App:
         """Registers an async generator function ``fn(ctx: RunContext)`` as an agent.
 
         It is served at ``path`` (the first agent defaults to ``/ag-ui/run``) and
-        always at ``/agui/{urlencoded agent_id}``. ``dialect``: ``"crumbs"`` or
-        ``"chunks"``. ``authorize_thread(identity, thread_id) -> bool`` (sync or
-        async) answers 403 when false, for runs of this agent and for every
-        route on the threads it created. ``authorize_stream(identity, thread_id,
+        always at ``/agui/{urlencoded agent_id}``. ``dialect``: ``"crumbs"``,
+        ``"chunks"``, or ``"events"`` (an agent that yields AG-UI events: dicts or
+        ``ag_ui.core`` models, repaired to the contract; docs/events-dialect.md).
+        ``authorize_thread(identity, thread_id) -> bool`` (sync or async) answers
+        403 when false, for runs of this agent and for every route on the threads
+        it created. ``authorize_stream(identity, thread_id,
         run_id) -> bool`` (sync or async) guards reading a run's stream (both
         event routes) and cancelling it: 403 when false.
         """
-        if dialect not in ("crumbs", "chunks"):
-            raise ValueError("dialect must be 'crumbs' or 'chunks'")
+        if dialect not in ("crumbs", "chunks", "events"):
+            raise ValueError("dialect must be 'crumbs', 'chunks' or 'events'")
         if agent_id in self._agents:
             raise ValueError(f"agent {agent_id!r} is already registered")
 

@@ -21,6 +21,7 @@ from agui_bridge.errors import CrumbError  # noqa: E402
 
 C = "crumbs"
 K = "chunks"
+E = "events"
 IDS = {"thread_id": "t1", "run_id": "r1"}
 
 
@@ -30,6 +31,10 @@ def td(delta):
 
 def inp(crumb_type, **fields):
     return {"input": {"type": crumb_type, **fields}}
+
+
+def ev(event_type, **fields):
+    return {"input": {"type": event_type, **fields}}
 
 
 def raw(value):
@@ -980,6 +985,192 @@ SPECS = [
             raw({"type": "tool_call", "id": "c9", "name": "f"}),
         ],
     ),
+    # ---- events: an agent's AG-UI events repaired to the contract ----
+    (
+        E,
+        "events clean stream passes through",
+        IDS,
+        [
+            ev("RUN_STARTED", threadId="t1", runId="r1"),
+            ev("STEP_STARTED", stepName="chat"),
+            ev("TEXT_MESSAGE_START", messageId="m-a", role="assistant"),
+            ev("TEXT_MESSAGE_CONTENT", messageId="m-a", delta="Hel"),
+            ev("TEXT_MESSAGE_CONTENT", messageId="m-a", delta="lo"),
+            ev("TEXT_MESSAGE_END", messageId="m-a"),
+            ev("TOOL_CALL_START", toolCallId="c1", toolCallName="add", parentMessageId="m-a"),
+            ev("TOOL_CALL_ARGS", toolCallId="c1", delta='{"a":1}'),
+            ev("TOOL_CALL_END", toolCallId="c1"),
+            ev("TOOL_CALL_RESULT", messageId="res-1", toolCallId="c1", content="2", role="tool"),
+            ev("STATE_SNAPSHOT", snapshot={"k": 1}),
+            ev("CUSTOM", name="note", value={"a": None}),
+            ev("STEP_FINISHED", stepName="chat"),
+            ev("RUN_FINISHED", threadId="t1", runId="r1", result={"ok": True}),
+        ],
+    ),
+    (
+        E,
+        "events missing starts are opened",
+        IDS,
+        [
+            ev("TEXT_MESSAGE_CONTENT", messageId="m-a", delta="no start"),
+            ev("TEXT_MESSAGE_END", messageId="m-a"),
+            ev("TEXT_MESSAGE_START", messageId="m-b"),
+            ev("TEXT_MESSAGE_END", messageId="m-b"),
+            ev("TOOL_CALL_CHUNK", toolCallId="c1", toolCallName="f", delta='{"x":'),
+            ev("TOOL_CALL_CHUNK", delta="1}"),
+            FINISH,
+        ],
+    ),
+    (
+        E,
+        "events closers before the terminal event",
+        IDS,
+        [
+            ev("STEP_STARTED", stepName="outer"),
+            ev("STEP_STARTED", stepName="inner"),
+            ev("TEXT_MESSAGE_CONTENT", messageId="m-a", delta="open"),
+            ev("TOOL_CALL_START", toolCallId="c1", toolCallName="f"),
+            ev("TOOL_CALL_START", toolCallId="c2", toolCallName="g"),
+            ev("RUN_ERROR", message="boom", code="E1"),
+        ],
+    ),
+    (
+        E,
+        "events after the terminal event dropped",
+        IDS,
+        [
+            ev("TEXT_MESSAGE_CONTENT", messageId="m-a", delta="a"),
+            ev("RUN_FINISHED", threadId="t1", runId="r1"),
+            ev("RUN_FINISHED", threadId="t1", runId="r1"),
+            ev("RUN_ERROR", message="late"),
+            ev("TEXT_MESSAGE_CONTENT", messageId="m-a", delta="late"),
+            FINISH,
+            fail("ValueError", "late"),
+        ],
+    ),
+    (
+        E,
+        "events duplicate starts and stray ends dropped",
+        IDS,
+        [
+            ev("RUN_STARTED", threadId="t9", runId="r9"),
+            ev("RUN_STARTED", threadId="t1", runId="r1"),
+            ev("TEXT_MESSAGE_START", messageId="m-a"),
+            ev("TEXT_MESSAGE_START", messageId="m-a"),
+            ev("TEXT_MESSAGE_CONTENT", messageId="m-a", delta="x"),
+            ev("TEXT_MESSAGE_END", messageId="m-a"),
+            ev("TEXT_MESSAGE_END", messageId="m-a"),
+            ev("TEXT_MESSAGE_END", messageId="never"),
+            ev("TEXT_MESSAGE_CONTENT", messageId="m-a", delta="after its end"),
+            ev("TOOL_CALL_START", toolCallId="c1", toolCallName="f"),
+            ev("TOOL_CALL_END", toolCallId="c1"),
+            ev("TOOL_CALL_START", toolCallId="c1", toolCallName="f"),
+            ev("TOOL_CALL_ARGS", toolCallId="c1", delta="{}"),
+            ev("TOOL_CALL_END", toolCallId="c1"),
+            ev("TOOL_CALL_RESULT", messageId="x", toolCallId="unknown", content="?"),
+            ev("STEP_FINISHED", stepName="never"),
+            ev("STEP_STARTED", stepName="s"),
+            ev("STEP_STARTED", stepName="s"),
+            ev("CUSTOM", name="no value"),
+            FINISH,
+        ],
+    ),
+    (
+        E,
+        "events a message closed by the core goes on under a fresh id",
+        IDS,
+        [
+            ev("TEXT_MESSAGE_CONTENT", messageId="m-a", delta="before "),
+            ev("TOOL_CALL_START", toolCallId="c1", toolCallName="f"),
+            ev("TEXT_MESSAGE_CONTENT", messageId="m-a", delta="after"),
+            ev("TEXT_MESSAGE_CONTENT", messageId="m-b", delta="other"),
+            ev("TEXT_MESSAGE_CONTENT", messageId="m-a", delta=" again"),
+            ev("TEXT_MESSAGE_CONTENT", messageId="c1", delta="a tool call id"),
+            ev("TEXT_MESSAGE_CHUNK", delta=" chunk"),
+            ev("TOOL_CALL_RESULT", messageId="res", toolCallId="c1", content="ok"),
+            ev("TEXT_MESSAGE_CHUNK", delta="generated"),
+            FINISH,
+        ],
+    ),
+    (
+        E,
+        "events fields outside the schema and unknown types",
+        {**IDS, "state": {"seen": 0}},
+        [
+            ev("TEXT_MESSAGE_CONTENT", messageId="m-a", delta="x", timestamp=5, rawEvent={"a": 1}),
+            ev("TEXT_MESSAGE_START", messageId="m-b", role="user", name="n"),
+            ev("STATE_SNAPSHOT", snapshot={"k": 1}),
+            ev("STATE_SNAPSHOT", snapshot={"seen": 2}),
+            ev("STATE_DELTA", delta=[{"op": "add", "path": "/k", "value": 2}]),
+            ev("MESSAGES_SNAPSHOT", messages=[]),
+            ev("RAW", event={"any": "thing"}),
+            ev("REASONING_START", messageId="r"),
+            ev("ACTIVITY_SNAPSHOT", messageId="a", activityType="x", content={}),
+            ev("TEXT_MESSAGE_CONTENT", messageId="m-a", delta="", timestamp=None),
+            ev(
+                "RUN_FINISHED",
+                threadId="t1",
+                runId="r1",
+                result=None,
+                outcome={"type": "interrupt", "interrupts": [{"id": "i1", "reason": "approve"}]},
+            ),
+        ],
+    ),
+    (
+        E,
+        "events held ids",
+        {**IDS, "held_ids": ["m-old", "r1:m1", "c-old", "r1:r1"]},
+        [
+            ev("TEXT_MESSAGE_CONTENT", messageId="m-old", delta="renamed"),
+            ev("TEXT_MESSAGE_CONTENT", messageId="m-old", delta=" still"),
+            {
+                "input": {"type": "TOOL_CALL_START", "toolCallId": "c-old", "toolCallName": "f"},
+                "error": "TOOL_CALL_START: 'toolCallId' \"c-old\" is already held by the thread",
+            },
+            {
+                "input": {"type": "TOOL_CALL_CHUNK", "toolCallId": "c-old", "toolCallName": "f"},
+                "error": "TOOL_CALL_CHUNK: 'toolCallId' \"c-old\" is already held by the thread",
+            },
+            ev("TOOL_CALL_CHUNK", toolCallId="c-old", delta="x"),
+            ev("TOOL_CALL_RESULT", toolCallId="c-old", content="answered in an earlier run"),
+            ev("TOOL_CALL_START", toolCallId="c-new", toolCallName="f"),
+            ev("TOOL_CALL_RESULT", toolCallId="c-new", content="ok"),
+            ev("TEXT_MESSAGE_CHUNK", delta="generated"),
+            FINISH,
+        ],
+    ),
+    (
+        E,
+        "events bad events raise and change nothing",
+        IDS,
+        [
+            {
+                "input": {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m-a"},
+                "error": "TEXT_MESSAGE_CONTENT: 'delta' must be a string",
+            },
+            {
+                "input": {"type": "TEXT_MESSAGE_CONTENT", "messageId": 1, "delta": "x"},
+                "error": "TEXT_MESSAGE_CONTENT: 'messageId' must be a string",
+            },
+            {
+                "input": {"type": "TOOL_CALL_RESULT", "toolCallId": "c1", "content": {"a": 1}},
+                "error": "TOOL_CALL_RESULT: 'content' must be a string",
+            },
+            {
+                "input": {"type": "STATE_SNAPSHOT", "snapshot": [1]},
+                "error": "STATE_SNAPSHOT: 'snapshot' must be an object",
+            },
+            {
+                "input": {"type": "RUN_ERROR", "code": "E"},
+                "error": "RUN_ERROR: 'message' must be a string",
+            },
+            {"input": {"delta": "x"}, "error": "event has no string 'type'"},
+            {"input": 42, "error": "event must be a dict, not int"},
+            {"input": "TEXT_MESSAGE_CONTENT", "error": "event must be a dict, not str"},
+            ev("TEXT_MESSAGE_CONTENT", messageId="m-a", delta="ok"),
+            FINISH,
+        ],
+    ),
 ]
 
 
@@ -996,6 +1187,8 @@ def run(dialect, create, steps):
     kwargs = dict(create)
     if dialect == C:
         t = pure.create_agui_transformer(**kwargs)
+    elif dialect == E:
+        t = pure.create_agui_repairer(**kwargs)
     else:
         t = pure.create_agui_translator(**kwargs)
     events, sse = [], b""
@@ -1050,7 +1243,7 @@ def main():
             "ignored": ignored,
             "finished": finished,
         }
-        path = HERE / f"{'c' if dialect == C else 'k'}_{slug(name)}.json"
+        path = HERE / f"{ {C: 'c', K: 'k', E: 'e'}[dialect] }_{slug(name)}.json"
         if path.exists() and not force:
             continue
         path.write_text(json.dumps(vector, indent=1, ensure_ascii=False) + "\n")

@@ -83,7 +83,12 @@ def check_error_object(item_type: str, error: dict) -> None:
 
 
 def parse_fields(
-    item_type: str, item: dict, required: tuple, kinds=None, keep_none: bool = False
+    item_type: str,
+    item: dict,
+    required: tuple,
+    kinds=None,
+    keep_none: bool = False,
+    only_listed: bool = False,
 ) -> dict:
     """Checks the required fields first, then every other field in item order.
 
@@ -91,6 +96,8 @@ def parse_fields(
     (crumbs) unless ``kinds`` is given, in which case they are JSON values
     (chunks type only the fields of their row). ``None`` values mean absent
     unless ``keep_none`` (a chunk's payload is a value, where null is data).
+    With ``only_listed`` the fields not in ``kinds`` are not read at all (an
+    AG-UI event's ``timestamp``, ``rawEvent``… never reach the output).
     """
     out = {}
     for field in required:
@@ -101,6 +108,8 @@ def parse_fields(
         out[field] = check(item_type, field, value, kind)
     for field, value in item.items():
         if field == "type" or field in out:
+            continue
+        if only_listed and field not in kinds:
             continue
         if not isinstance(field, str) or not is_unicode(field):
             raise CrumbError(f"{item_type}: field names must be strings")

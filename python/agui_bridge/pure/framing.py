@@ -194,6 +194,14 @@ class Framer:
             self.text_id = self.latest_text_id = message_id
         self.out.append({"type": "TEXT_MESSAGE_CONTENT", "messageId": self.text_id, "delta": delta})
 
+    def open_text_as(self, message_id: str) -> None:
+        """Opens a text message under a given id (closing the open one); content follows."""
+        self.close_text()
+        self.used_ids.add(message_id)
+        start = {"type": "TEXT_MESSAGE_START", "messageId": message_id, "role": "assistant"}
+        self.out.append(start)
+        self.text_id = self.latest_text_id = message_id
+
     def close_text(self) -> None:
         if self.text_id is not None:
             message_id, self.text_id = self.text_id, None
@@ -212,6 +220,9 @@ class Framer:
             event["parentMessageId"] = self.latest_text_id
         self.emit(event)
         return True
+
+    def last_open_tool(self) -> str | None:
+        return next(reversed(self.open_tools), None)
 
     def tool_args(self, tool_call_id: str, delta: str) -> None:
         if tool_call_id not in self.open_tools:

@@ -21,7 +21,7 @@ import logging
 
 import orjson
 
-from .. import create_agui_transformer, create_agui_translator
+from .. import create_agui_repairer, create_agui_transformer, create_agui_translator
 from ..context import RunContext, RunInfo
 from ..errors import ServerShutdown
 from .history import History
@@ -69,7 +69,7 @@ class Run:
         # The thread's messages before this run's output (for a joining reader).
         self.base = base if base is not None else list(ctx.history) + new_messages
         self.crumbs = agent.dialect == "crumbs"
-        factory = create_agui_transformer if self.crumbs else create_agui_translator
+        factory = _FACTORIES[agent.dialect]
         # Ids generated from a reused runId skip the ids the thread holds.
         held = frozenset(ctx.held)
         self.t = factory(thread_id=ctx.thread_id, run_id=ctx.run_id, state=ctx.state, held_ids=held)
@@ -86,13 +86,7 @@ class Run:
         self._pending: list[bytes] = []
         self._pending_size = 0
         self._begun = False
-        # What starts the run at once: for chunks an empty token, which gives
-        # RUN_STARTED and nothing else (None would count as ignored).
-        self._first = (
-            {"type": "agent:run:start", "runId": ctx.run_id, "sessionId": ctx.thread_id}
-            if self.crumbs
-            else ""
-        )
+        self._first = _first_item(agent.dialect, ctx)
         self.task: asyncio.Task | None = None
         self.info = RunInfo(agent.agent_id, ctx.thread_id, ctx.run_id)
         self.listeners = list(app._listeners)
@@ -275,8 +269,8 @@ class Run:
             agen = self.agent.fn(ctx)
             # The hot path, kept in locals: a text delta while a text message is
             # open needs no events, only its frame and its text for the history.
-            text_of = _crumb_text if self.crumbs else _chunk_text
             history = self.history
+            text_of = _text_of(self.agent.dialect, history)
             encode = self.t.encode
             publish = self._publish
             number = self._number
@@ -371,6 +365,42 @@ class Run:
 
 
 _FINISH = object()
+
+_FACTORIES = {
+    "crumbs": create_agui_transformer,
+    "chunks": create_agui_translator,
+    "events": create_agui_repairer,
+}
+
+
+def _first_item(dialect: str, ctx):
+    """What starts the run with the thread's ids, whatever the agent yields first."""
+    if dialect == "crumbs":
+        return {"type": "agent:run:start", "runId": ctx.run_id, "sessionId": ctx.thread_id}
+    if dialect == "events":
+        return {"type": "RUN_STARTED", "threadId": ctx.thread_id, "runId": ctx.run_id}
+    # For chunks an empty token, which gives RUN_STARTED and nothing else
+    # (None would count as ignored).
+    return ""
+
+
+def _text_of(dialect: str, history: History):
+    if dialect == "crumbs":
+        return _crumb_text
+    if dialect == "chunks":
+        return _chunk_text
+
+    def event_text(item):
+        # Only content for the message open in the history: any other one opens a message.
+        if (
+            type(item) is dict
+            and item.get("type") == "TEXT_MESSAGE_CONTENT"
+            and item.get("messageId") == history.text_id
+        ):
+            return item.get("delta")
+        return None
+
+    return event_text
 
 
 def _crumb_text(item):

@@ -9,7 +9,7 @@ use crate::json::Value;
 /// A field name; the contract's own names are borrowed, not allocated.
 pub type Key = Cow<'static, str>;
 
-const KNOWN_NAMES: [&str; 33] = [
+const KNOWN_NAMES: [&str; 39] = [
     "type",
     "delta",
     "toolCallId",
@@ -43,6 +43,12 @@ const KNOWN_NAMES: [&str; 33] = [
     "content",
     "id",
     "plan",
+    "messageId",
+    "threadId",
+    "toolCallName",
+    "snapshot",
+    "value",
+    "outcome",
 ];
 
 pub fn key(name: &str) -> Key {
@@ -223,13 +229,15 @@ pub enum Kinds<'a> {
     ByName,
     /// Chunks: only the listed fields are typed; the rest are JSON values.
     Listed(&'a [(&'a str, Kind)]),
+    /// Events: only the listed fields are read at all (`timestamp`, `rawEvent`… never are).
+    Only(&'a [(&'a str, Kind)]),
 }
 
 impl Kinds<'_> {
     fn of(self, field: &str) -> Kind {
         match self {
             Kinds::ByName => kind_by_name(field),
-            Kinds::Listed(list) => list
+            Kinds::Listed(list) | Kinds::Only(list) => list
                 .iter()
                 .find(|(name, _)| *name == field)
                 .map_or(Kind::Json, |(_, kind)| *kind),
@@ -266,6 +274,11 @@ pub fn parse_fields(
         }
     }
     for (key, loose) in entries.iter_mut() {
+        if let Kinds::Only(list) = kinds
+            && !list.iter().any(|(name, _)| key.as_deref() == Some(*name))
+        {
+            continue;
+        }
         let Some(field) = key else {
             return Err(CrumbError::new(format!(
                 "{item_type}: field names must be strings"

@@ -116,6 +116,10 @@ impl Framer {
         }
     }
 
+    pub fn holds(&self, id: &str) -> bool {
+        self.held.contains(id)
+    }
+
     /// Adds ids the thread already holds.
     pub fn hold(&mut self, ids: impl IntoIterator<Item = String>) {
         self.held.extend(ids);
@@ -206,6 +210,17 @@ impl Framer {
         self.latest_text_id = Some(id);
     }
 
+    /// Opens a text message under a given id (closing the open one); content follows.
+    pub fn open_text_as(&mut self, message_id: String) {
+        self.close_text();
+        self.used_ids.insert(message_id.clone());
+        let mut start = event("TEXT_MESSAGE_START");
+        put(&mut start, "messageId", message_id.clone());
+        put(&mut start, "role", "assistant");
+        self.out.push(start);
+        self.open_text(message_id);
+    }
+
     pub fn close_text(&mut self) {
         if let Some(message_id) = self.text_id.take() {
             let mut event = event("TEXT_MESSAGE_END");
@@ -231,6 +246,14 @@ impl Framer {
         }
         self.emit(event);
         true
+    }
+
+    pub fn is_known_tool(&self, tool_call_id: &str) -> bool {
+        self.known_tools.contains(tool_call_id)
+    }
+
+    pub fn last_open_tool(&self) -> Option<String> {
+        self.open_tools.last().cloned()
     }
 
     pub fn tool_args(&mut self, tool_call_id: &str, delta: &str) {

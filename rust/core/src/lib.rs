@@ -7,6 +7,7 @@ pub mod chunks;
 pub mod crumbs;
 pub mod error;
 pub mod event;
+pub mod events;
 pub mod fields;
 pub mod framing;
 pub mod json;

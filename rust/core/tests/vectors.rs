@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use agui_bridge_core::chunks::Chunks;
 use agui_bridge_core::crumbs::Crumbs;
+use agui_bridge_core::events::Events;
 use agui_bridge_core::fields::Input;
 use agui_bridge_core::framing::Event;
 use agui_bridge_core::json::{Map, Value};
@@ -137,6 +138,11 @@ fn check(path: &Path) {
             chunks.framer_mut().hold(held);
             chunks.framer_mut().event_ids = event_ids;
             run(chunks, &steps, name)
+        }
+        Some("events") => {
+            let mut events = Events::new(thread_id, run_id, state);
+            events.framer_mut().hold(held);
+            run(events, &steps, name)
         }
         other => panic!("{name}: unknown dialect {other:?}"),
     };

@@ -4,6 +4,7 @@ use std::sync::Mutex;
 
 use agui_bridge_core::chunks::Chunks;
 use agui_bridge_core::crumbs::Crumbs;
+use agui_bridge_core::events::Events;
 use agui_bridge_core::framing::generated_id;
 use agui_bridge_core::json::{Map, Value};
 use agui_bridge_core::sse::EventIds;
@@ -328,5 +329,42 @@ event_stream_class!(ChunkTranslatorPy {
     ) -> PyResult<Self> {
         let options = Options { held_ids, event_ids, first_id };
         Self::create(py, thread_id, run_id, state, &custom_prefix, &options)
+    }
+});
+
+#[pyclass(frozen, module = "agui_bridge._native", name = "EventRepairer")]
+pub struct EventRepairerPy {
+    inner: Mutex<Events>,
+    message_id: MessageId,
+}
+
+impl EventRepairerPy {
+    pub fn create(
+        thread_id: Option<&Bound<'_, PyAny>>,
+        run_id: Option<&Bound<'_, PyAny>>,
+        state: Option<&Bound<'_, PyAny>>,
+        options: &Options<'_, '_>,
+    ) -> PyResult<Self> {
+        let created = created(thread_id, run_id, state, options)?;
+        Ok(Self {
+            inner: Mutex::new(created.into_dialect(Events::new)),
+            message_id: MessageId::default(),
+        })
+    }
+}
+
+event_stream_class!(EventRepairerPy {
+    #[new]
+    #[pyo3(signature = (thread_id=None, run_id=None, state=None, *, held_ids=None, event_ids=None, first_id=None))]
+    fn new(
+        thread_id: Option<&Bound<'_, PyAny>>,
+        run_id: Option<&Bound<'_, PyAny>>,
+        state: Option<&Bound<'_, PyAny>>,
+        held_ids: Option<&Bound<'_, PyAny>>,
+        event_ids: Option<&Bound<'_, PyAny>>,
+        first_id: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let options = Options { held_ids, event_ids, first_id };
+        Self::create(thread_id, run_id, state, &options)
     }
 });

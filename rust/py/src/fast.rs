@@ -6,12 +6,16 @@
 
 use agui_bridge_core::chunks::Chunks;
 use agui_bridge_core::crumbs::Crumbs;
+use agui_bridge_core::events::Events;
+use agui_bridge_core::fields::Input;
 use agui_bridge_core::framing::Framer;
 use agui_bridge_core::json;
 use agui_bridge_core::stream::{Dialect, FastText};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
+
+use crate::convert::to_input;
 
 /// A hot item, its strings still the caller's.
 pub enum Fast<'py> {
@@ -167,12 +171,37 @@ pub struct Recognizer<'py> {
 
 pub trait FastInput {
     fn recognizer(py: Python<'_>) -> Recognizer<'_>;
+
+    /// An item off the fast paths, as the dialect parses it (may run Python code).
+    fn input(item: &Bound<'_, PyAny>) -> PyResult<Input> {
+        to_input(item)
+    }
 }
 
 impl FastInput for Crumbs {
     fn recognizer(py: Python<'_>) -> Recognizer<'_> {
         Recognizer::new(py, intern!(py, "delta"), "delta", &["text:delta"])
             .with_tool_args("tool:input:delta")
+    }
+}
+
+impl FastInput for Events {
+    fn recognizer(py: Python<'_>) -> Recognizer<'_> {
+        // No text type is recognized: a content event names its message.
+        Recognizer::new(py, intern!(py, "delta"), "delta", &[])
+    }
+
+    /// An `ag_ui.core` event model is read through `agui_bridge.event_models`,
+    /// the one rule both builds share.
+    fn input(item: &Bound<'_, PyAny>) -> PyResult<Input> {
+        if item.is_instance_of::<PyDict>() {
+            return to_input(item);
+        }
+        let py = item.py();
+        let event_dict = py
+            .import(intern!(py, "agui_bridge.event_models"))?
+            .getattr(intern!(py, "event_dict"))?;
+        to_input(&event_dict.call1((item,))?)
     }
 }
 

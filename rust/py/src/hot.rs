@@ -13,6 +13,7 @@
 use agui_bridge_core::CrumbError;
 use agui_bridge_core::chunks::{self, Chunks};
 use agui_bridge_core::crumbs::{self, Crumbs};
+use agui_bridge_core::events::Events;
 use agui_bridge_core::stream::Dialect;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
@@ -217,5 +218,22 @@ impl HotInput for Chunks {
             }
             _ => None,
         }
+    }
+}
+
+/// No events item has a reader of its own yet: all take the general path.
+impl HotInput for Events {
+    type Hot<'a> = std::convert::Infallible;
+
+    fn apply_hot(&mut self, hot: std::convert::Infallible) {
+        match hot {}
+    }
+
+    fn check_hot(&self, hot: &std::convert::Infallible) -> Result<(), CrumbError> {
+        match *hot {}
+    }
+
+    fn with_hot<R>(_item: &Bound<'_, PyAny>, _run: impl FnOnce(Self::Hot<'_>) -> R) -> Option<R> {
+        None
     }
 }

@@ -17,7 +17,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
-use crate::convert::{events_to_py, map_to_py, maps_to_py, to_input, type_name};
+use crate::convert::{events_to_py, map_to_py, maps_to_py, type_name};
 use crate::errors::{item_error, many_error};
 use crate::fast::{Fast, FastInput, Recognizer, plain_str, write_open};
 use crate::hot::HotInput;
@@ -133,7 +133,7 @@ pub fn call<'py, D: Dialect + FastInput + HotInput>(
     if let Some(events) = hot {
         return events_to_py(py, &events.map_err(item_error)?);
     }
-    let input = to_input(item)?;
+    let input = D::input(item)?;
     let events = lock(inner).call(input).map_err(item_error)?;
     events_to_py(py, &events)
 }
@@ -163,7 +163,7 @@ fn write_item<'m, 'py, D: Dialect + FastInput + HotInput>(
     if let Some(written) = D::with_hot(item, |hot| write_hot(inner, hot, out)) {
         return Ok(written);
     }
-    let input = to_input(item)?;
+    let input = D::input(item)?;
     Ok(lock(inner).call_into(input, out))
 }
 

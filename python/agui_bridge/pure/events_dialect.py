@@ -1,0 +1,224 @@
+"""The events dialect: AG-UI events from an agent, repaired to the contract.
+
+An agent that already speaks AG-UI (dicts, or ``ag_ui.core`` models) is put
+through the same framing core as crumbs and chunks, so its stream gets the
+same guarantees (docs/events-dialect.md has the rules).
+"""
+
+from __future__ import annotations
+
+from ..errors import CrumbError
+from ..event_models import event_dict
+from .fields import JSON, OBJECT, STRING, parse_fields
+from .framing import Framer
+from .json_values import is_unicode
+from .stream import EventStream
+
+_S = STRING
+# Each row: its required fields, and every field it reads with its kind.
+# Fields a row does not list (timestamp, rawEvent, …) are not read at all.
+_ROWS = {
+    "RUN_STARTED": ((), {"threadId": _S, "runId": _S}),
+    "RUN_FINISHED": ((), {"result": JSON, "outcome": OBJECT}),
+    "RUN_ERROR": (("message",), {"message": _S, "code": _S}),
+    "TEXT_MESSAGE_START": (("messageId",), {"messageId": _S}),
+    "TEXT_MESSAGE_CONTENT": (("messageId", "delta"), {"messageId": _S, "delta": _S}),
+    "TEXT_MESSAGE_END": (("messageId",), {"messageId": _S}),
+    "TEXT_MESSAGE_CHUNK": ((), {"messageId": _S, "delta": _S}),
+    "TOOL_CALL_START": (("toolCallId", "toolCallName"), {"toolCallId": _S, "toolCallName": _S}),
+    "TOOL_CALL_ARGS": (("toolCallId", "delta"), {"toolCallId": _S, "delta": _S}),
+    "TOOL_CALL_END": (("toolCallId",), {"toolCallId": _S}),
+    "TOOL_CALL_CHUNK": ((), {"toolCallId": _S, "toolCallName": _S, "delta": _S}),
+    "TOOL_CALL_RESULT": (("toolCallId", "content"), {"toolCallId": _S, "content": _S}),
+    "STATE_SNAPSHOT": (("snapshot",), {"snapshot": OBJECT}),
+    "STEP_STARTED": (("stepName",), {"stepName": _S}),
+    "STEP_FINISHED": (("stepName",), {"stepName": _S}),
+    "CUSTOM": (("name",), {"name": _S, "value": JSON}),
+}
+
+
+class EventRepairer(EventStream):
+    # _messages: the agent's message id -> the id it streams under (None: started, no content yet).
+    __slots__ = ("_ended", "_messages")
+
+    def __init__(
+        self, thread_id=None, run_id=None, state=None, *, held_ids=None, event_ids=False, first_id=1
+    ):
+        super().__init__(
+            Framer(
+                thread_id,
+                run_id,
+                state,
+                close_text_always=False,
+                held_ids=held_ids,
+                event_ids=event_ids,
+                first_id=first_id,
+            )
+        )
+        self._messages: dict[str, str | None] = {}
+        self._ended: set[str] = set()
+
+    def _parse(self, event):
+        if not isinstance(event, dict):
+            event = event_dict(event)
+            if not isinstance(event, dict):
+                raise CrumbError(f"event must be a dict, not {type(event).__name__}")
+        event_type = event.get("type")
+        if not isinstance(event_type, str) or not is_unicode(event_type):
+            raise CrumbError("event has no string 'type'")
+        # An ag_ui EventType member is a str: its text is what counts.
+        event_type = str.__str__(event_type)
+        row = _ROWS.get(event_type)
+        if row is None:
+            return event_type, None
+        required, kinds = row
+        fields = parse_fields(event_type, event, required, kinds, only_listed=True)
+        # A tool call the thread holds may not be opened again (contract section 6).
+        opens = event_type == "TOOL_CALL_START" or (
+            event_type == "TOOL_CALL_CHUNK" and "toolCallName" in fields
+        )
+        if opens and "toolCallId" in fields:
+            self._framer.check_fresh(event_type, "toolCallId", fields["toolCallId"])
+        return event_type, fields
+
+    def _apply(self, parsed) -> None:
+        event_type, f = parsed
+        framer = self._framer
+        if event_type == "RUN_STARTED":
+            if framer.started:
+                framer.dropped += 1
+            else:
+                framer.start(f.get("threadId"), f.get("runId"))
+            return
+        if not framer.started:
+            framer.start()
+        if f is None:
+            framer.ignored += 1
+            return
+        _HANDLERS[event_type](self, f)
+
+    def _start_text(self, f):
+        message_id = f["messageId"]
+        if message_id in self._messages:
+            self._framer.dropped += 1
+        else:
+            self._messages[message_id] = None
+
+    def _content(self, message_id: str, delta: str) -> None:
+        framer = self._framer
+        if message_id in self._ended:
+            framer.dropped += 1
+            return
+        streamed = self._messages.get(message_id)
+        if not delta:
+            self._messages.setdefault(message_id, None)
+            return
+        if streamed is None or streamed != framer.text_id:
+            # A message the core closed (for a tool call, another message)
+            # goes on under a fresh id: ids are never reused in a run.
+            taken = message_id in framer.used_ids or message_id in framer.held
+            streamed = framer.new_id("m") if taken else message_id
+            framer.open_text_as(streamed)
+            self._messages[message_id] = streamed
+        framer.text(delta)
+
+    def _text_content(self, f):
+        self._content(f["messageId"], f["delta"])
+
+    def _end_text(self, f):
+        framer = self._framer
+        message_id = f["messageId"]
+        if message_id not in self._messages or message_id in self._ended:
+            framer.dropped += 1
+            return
+        self._ended.add(message_id)
+        streamed = self._messages[message_id]
+        if streamed is not None and streamed == framer.text_id:
+            framer.close_text()
+
+    def _text_chunk(self, f):
+        message_id = f.get("messageId")
+        if message_id is None:
+            self._framer.text(f.get("delta", ""))
+        else:
+            self._content(message_id, f.get("delta", ""))
+
+    def _tool_start(self, f):
+        self._framer.tool_start(f["toolCallId"], f["toolCallName"])
+
+    def _tool_args(self, f):
+        self._framer.tool_args(f["toolCallId"], f["delta"])
+
+    def _tool_end(self, f):
+        self._framer.tool_end(f["toolCallId"])
+
+    def _tool_chunk(self, f):
+        framer = self._framer
+        tool_call_id = f.get("toolCallId")
+        if tool_call_id is None:
+            tool_call_id = framer.last_open_tool()
+        elif tool_call_id not in framer.known_tools:
+            name = f.get("toolCallName")
+            if name is not None:
+                framer.tool_start(tool_call_id, name)
+            else:
+                tool_call_id = None
+        if tool_call_id is None:
+            framer.dropped += 1
+            return
+        framer.tool_args(tool_call_id, f.get("delta", ""))
+
+    def _tool_result(self, f):
+        self._framer.tool_result(f["toolCallId"], f["content"])
+
+    def _snapshot(self, f):
+        self._framer.snapshot(f["snapshot"])
+
+    def _step_start(self, f):
+        self._framer.step_start(f["stepName"])
+
+    def _step_end(self, f):
+        self._framer.step_end(f["stepName"])
+
+    def _custom(self, f):
+        # The schema requires a value and a top-level null is never written.
+        if f.get("value") is None:
+            self._framer.dropped += 1
+            return
+        self._framer.custom(f["name"], f["value"])
+
+    def _run_finished(self, f):
+        self._framer.run_finished(f.get("result"), f.get("outcome"))
+
+    def _run_error(self, f):
+        self._framer.run_error(f["message"], f.get("code"))
+
+    def _finish(self) -> None:
+        self._framer.run_finished()
+
+
+_HANDLERS = {
+    "RUN_FINISHED": EventRepairer._run_finished,
+    "RUN_ERROR": EventRepairer._run_error,
+    "TEXT_MESSAGE_START": EventRepairer._start_text,
+    "TEXT_MESSAGE_CONTENT": EventRepairer._text_content,
+    "TEXT_MESSAGE_END": EventRepairer._end_text,
+    "TEXT_MESSAGE_CHUNK": EventRepairer._text_chunk,
+    "TOOL_CALL_START": EventRepairer._tool_start,
+    "TOOL_CALL_ARGS": EventRepairer._tool_args,
+    "TOOL_CALL_END": EventRepairer._tool_end,
+    "TOOL_CALL_CHUNK": EventRepairer._tool_chunk,
+    "TOOL_CALL_RESULT": EventRepairer._tool_result,
+    "STATE_SNAPSHOT": EventRepairer._snapshot,
+    "STEP_STARTED": EventRepairer._step_start,
+    "STEP_FINISHED": EventRepairer._step_end,
+    "CUSTOM": EventRepairer._custom,
+}
+
+
+def create_agui_repairer(
+    thread_id=None, run_id=None, state=None, *, held_ids=None, event_ids=False, first_id=1
+) -> EventRepairer:
+    return EventRepairer(
+        thread_id, run_id, state, held_ids=held_ids, event_ids=event_ids, first_id=first_id
+    )

@@ -1,0 +1,314 @@
+//! The events dialect: AG-UI events from an agent, repaired to the contract.
+//!
+//! An agent that already speaks AG-UI is put through the same framing core as
+//! crumbs and chunks (docs/events-dialect.md has the rules).
+
+use crate::error::CrumbError;
+use crate::event::Fields;
+use crate::fields::{self, Input, Kind, Kinds, parse_fields};
+use crate::framing::{Framer, HashSet, IdKind};
+use crate::json::{Map, Value};
+use crate::stream::Dialect;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Row {
+    RunStarted,
+    RunFinished,
+    RunError,
+    TextStart,
+    TextContent,
+    TextEnd,
+    TextChunk,
+    ToolStart,
+    ToolArgs,
+    ToolEnd,
+    ToolChunk,
+    ToolResult,
+    StateSnapshot,
+    StepStarted,
+    StepFinished,
+    Custom,
+}
+
+/// A row, its required fields, and every field it reads with its kind.
+type RowSpec = (
+    Row,
+    &'static [&'static str],
+    &'static [(&'static str, Kind)],
+);
+
+use Kind::{Json, Object, Str};
+
+// Fields a row does not list (timestamp, rawEvent, …) are not read at all.
+fn row(event_type: &str) -> Option<RowSpec> {
+    Some(match event_type {
+        "RUN_STARTED" => (Row::RunStarted, &[], &[("threadId", Str), ("runId", Str)]),
+        "RUN_FINISHED" => (
+            Row::RunFinished,
+            &[],
+            &[("result", Json), ("outcome", Object)],
+        ),
+        "RUN_ERROR" => (
+            Row::RunError,
+            &["message"],
+            &[("message", Str), ("code", Str)],
+        ),
+        "TEXT_MESSAGE_START" => (Row::TextStart, &["messageId"], &[("messageId", Str)]),
+        "TEXT_MESSAGE_CONTENT" => (
+            Row::TextContent,
+            &["messageId", "delta"],
+            &[("messageId", Str), ("delta", Str)],
+        ),
+        "TEXT_MESSAGE_END" => (Row::TextEnd, &["messageId"], &[("messageId", Str)]),
+        "TEXT_MESSAGE_CHUNK" => (Row::TextChunk, &[], &[("messageId", Str), ("delta", Str)]),
+        "TOOL_CALL_START" => (
+            Row::ToolStart,
+            &["toolCallId", "toolCallName"],
+            &[("toolCallId", Str), ("toolCallName", Str)],
+        ),
+        "TOOL_CALL_ARGS" => (
+            Row::ToolArgs,
+            &["toolCallId", "delta"],
+            &[("toolCallId", Str), ("delta", Str)],
+        ),
+        "TOOL_CALL_END" => (Row::ToolEnd, &["toolCallId"], &[("toolCallId", Str)]),
+        "TOOL_CALL_CHUNK" => (
+            Row::ToolChunk,
+            &[],
+            &[("toolCallId", Str), ("toolCallName", Str), ("delta", Str)],
+        ),
+        "TOOL_CALL_RESULT" => (
+            Row::ToolResult,
+            &["toolCallId", "content"],
+            &[("toolCallId", Str), ("content", Str)],
+        ),
+        "STATE_SNAPSHOT" => (Row::StateSnapshot, &["snapshot"], &[("snapshot", Object)]),
+        "STEP_STARTED" => (Row::StepStarted, &["stepName"], &[("stepName", Str)]),
+        "STEP_FINISHED" => (Row::StepFinished, &["stepName"], &[("stepName", Str)]),
+        "CUSTOM" => (Row::Custom, &["name"], &[("name", Str), ("value", Json)]),
+        _ => return None,
+    })
+}
+
+#[derive(Debug)]
+pub enum Parsed {
+    Row(Row, Fields),
+    Unknown,
+}
+
+fn text<'a>(fields: &'a Fields, key: &str) -> &'a str {
+    fields.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+fn opt_text(fields: &Fields, key: &str) -> Option<String> {
+    fields.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+#[derive(Debug, Clone)]
+pub struct Events {
+    framer: Framer,
+    /// The agent's message id → the id it streams under (`None`: started, no content yet).
+    messages: std::collections::HashMap<String, Option<String>, foldhash::fast::RandomState>,
+    ended: HashSet<String>,
+}
+
+impl Events {
+    pub fn new(thread_id: String, run_id: String, state: Map<String, Value>) -> Self {
+        Self {
+            framer: Framer::new(thread_id, run_id, state, false),
+            messages: std::collections::HashMap::default(),
+            ended: HashSet::default(),
+        }
+    }
+
+    fn start_text(&mut self, message_id: &str) {
+        if self.messages.contains_key(message_id) {
+            self.framer.dropped += 1;
+        } else {
+            self.messages.insert(message_id.to_owned(), None);
+        }
+    }
+
+    fn content(&mut self, message_id: &str, delta: &str) {
+        if self.ended.contains(message_id) {
+            self.framer.dropped += 1;
+            return;
+        }
+        if delta.is_empty() {
+            if !self.messages.contains_key(message_id) {
+                self.messages.insert(message_id.to_owned(), None);
+            }
+            return;
+        }
+        let streamed = self.messages.get(message_id).cloned().flatten();
+        if streamed.is_none() || streamed != self.framer.text_id {
+            // A message the core closed (for a tool call, another message)
+            // goes on under a fresh id: ids are never reused in a run.
+            let fresh =
+                if self.framer.used_ids.contains(message_id) || self.framer.holds(message_id) {
+                    self.framer.new_id(IdKind::Message)
+                } else {
+                    message_id.to_owned()
+                };
+            self.framer.open_text_as(fresh.clone());
+            self.messages.insert(message_id.to_owned(), Some(fresh));
+        }
+        self.framer.text(delta);
+    }
+
+    fn end_text(&mut self, message_id: &str) {
+        let Some(streamed) = self.messages.get(message_id) else {
+            self.framer.dropped += 1;
+            return;
+        };
+        if self.ended.contains(message_id) {
+            self.framer.dropped += 1;
+            return;
+        }
+        let open = streamed.is_some() && *streamed == self.framer.text_id;
+        self.ended.insert(message_id.to_owned());
+        if open {
+            self.framer.close_text();
+        }
+    }
+
+    fn tool_chunk(&mut self, f: &Fields) {
+        let tool_call_id = match opt_text(f, "toolCallId") {
+            None => self.framer.last_open_tool(),
+            Some(id) if self.framer.is_known_tool(&id) => Some(id),
+            Some(id) => match f.get("toolCallName").and_then(Value::as_str) {
+                Some(name) => {
+                    self.framer.tool_start(&id, name);
+                    Some(id)
+                }
+                None => None,
+            },
+        };
+        let Some(tool_call_id) = tool_call_id else {
+            self.framer.dropped += 1;
+            return;
+        };
+        self.framer.tool_args(&tool_call_id, text(f, "delta"));
+    }
+}
+
+impl Dialect for Events {
+    type Parsed = Parsed;
+
+    fn framer(&self) -> &Framer {
+        &self.framer
+    }
+
+    fn framer_mut(&mut self) -> &mut Framer {
+        &mut self.framer
+    }
+
+    fn parse(&self, input: Input) -> Result<Parsed, CrumbError> {
+        let mut entries = match input {
+            Input::Dict(entries) => entries,
+            Input::Str { type_name, .. } | Input::Other { type_name } => {
+                return Err(CrumbError::new(format!(
+                    "event must be a dict, not {type_name}"
+                )));
+            }
+        };
+        let Some(event_type) = fields::take_type(&mut entries) else {
+            return Err(CrumbError::new("event has no string 'type'"));
+        };
+        let Some((row, required, kinds)) = row(&event_type) else {
+            return Ok(Parsed::Unknown);
+        };
+        let fields = parse_fields(
+            &event_type,
+            &mut entries,
+            required,
+            Kinds::Only(kinds),
+            false,
+        )?;
+        // A tool call the thread holds may not be opened again (contract section 6).
+        let opens =
+            row == Row::ToolStart || (row == Row::ToolChunk && fields.contains_key("toolCallName"));
+        if opens && let Some(id) = fields.get("toolCallId").and_then(Value::as_str) {
+            self.framer.check_fresh(&event_type, "toolCallId", id)?;
+        }
+        Ok(Parsed::Row(row, fields))
+    }
+
+    fn apply(&mut self, parsed: Parsed) {
+        let (row, mut f) = match parsed {
+            Parsed::Row(Row::RunStarted, f) => {
+                if self.framer.started {
+                    self.framer.dropped += 1;
+                } else {
+                    self.framer
+                        .start(opt_text(&f, "threadId"), opt_text(&f, "runId"));
+                }
+                return;
+            }
+            Parsed::Row(row, f) => (row, f),
+            Parsed::Unknown => {
+                if !self.framer.started {
+                    self.framer.start(None, None);
+                }
+                self.framer.ignored += 1;
+                return;
+            }
+        };
+        if !self.framer.started {
+            self.framer.start(None, None);
+        }
+        match row {
+            Row::RunStarted => {}
+            Row::RunFinished => {
+                let result = f.remove("result");
+                let outcome = f.remove("outcome");
+                self.framer.run_finished(result, outcome);
+            }
+            Row::RunError => {
+                let code = opt_text(&f, "code");
+                self.framer.run_error(text(&f, "message"), code.as_deref());
+            }
+            Row::TextStart => self.start_text(text(&f, "messageId")),
+            Row::TextContent => self.content(text(&f, "messageId"), text(&f, "delta")),
+            Row::TextEnd => self.end_text(text(&f, "messageId")),
+            Row::TextChunk => match f.get("messageId").and_then(Value::as_str) {
+                None => self.framer.text(text(&f, "delta")),
+                Some(message_id) => self.content(message_id, text(&f, "delta")),
+            },
+            Row::ToolStart => {
+                self.framer
+                    .tool_start(text(&f, "toolCallId"), text(&f, "toolCallName"));
+            }
+            Row::ToolArgs => self
+                .framer
+                .tool_args(text(&f, "toolCallId"), text(&f, "delta")),
+            Row::ToolEnd => self.framer.tool_end(text(&f, "toolCallId")),
+            Row::ToolChunk => self.tool_chunk(&f),
+            Row::ToolResult => {
+                let content = text(&f, "content").to_owned();
+                self.framer.tool_result(text(&f, "toolCallId"), content);
+            }
+            Row::StateSnapshot => {
+                if let Some(Value::Object(snapshot)) = f.remove("snapshot") {
+                    self.framer.snapshot(snapshot);
+                }
+            }
+            Row::StepStarted => self.framer.step_start(text(&f, "stepName")),
+            Row::StepFinished => self.framer.step_end(text(&f, "stepName")),
+            Row::Custom => match f.remove("value") {
+                // The schema requires a value and a top-level null is never written
+                // (a NaN value is null once normal).
+                None | Some(Value::Null) => self.framer.dropped += 1,
+                Some(value) => self.framer.custom(text(&f, "name"), value),
+            },
+        }
+    }
+
+    fn finish_run(&mut self) {
+        self.framer.run_finished(None, None);
+    }
+
+    fn fail_run(&mut self, message: &str, code: &str) {
+        self.framer.run_error(message, Some(code));
+    }
+}
