@@ -492,19 +492,21 @@ def test_chunk_builds_agree(both, run):
 @given(run=event_runs())
 def test_event_builds_agree(both, run):
     native, pure = both
-    items, how, held = run
-    assert replay(native, "events", items, how, held) == replay(pure, "events", items, how, held)
+    items, how, options = run
+    assert replay(native, "events", items, how, options) == replay(
+        pure, "events", items, how, options
+    )
 
 
 @SETTINGS
 @given(run=event_runs())
 def test_event_streams_are_valid(impl, run):
-    items, how, held = run
-    events, frames, batches, counters = replay(impl, "events", items, how, held)
-    check_self_consistent(impl, events, frames, batches, counters)
+    items, how, options = run
+    events, frames, batches, counters = replay(impl, "events", items, how, options)
+    check_self_consistent(impl, events, frames, batches, counters, options)
     stream = all_events(events)
     if how == "none":
-        t = make(impl, "events", held)
+        t = make(impl, "events", options)
         for item in items:
             step_outcome(t, item)
         stream += t.finish()
