@@ -53,6 +53,7 @@ lint: $(VENV)/.deps
 bench: dev
 	$(BIN)/python benches/transformer.py
 	$(BIN)/python benches/ingress.py
+	$(BIN)/python benches/threads.py
 	$(BIN)/python benches/adapters.py
 
 bench-server: dev

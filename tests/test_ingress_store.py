@@ -160,3 +160,60 @@ async def test_sqlite_calls_leave_the_loop_free(tmp_path):
     reopened = SqliteStore(path)
     assert (await reopened.load("t")).state == {"k": 1}
     await reopened.close()
+
+
+async def test_sqlite_saves_append_and_loads_read_only_what_is_new(tmp_path, monkeypatch):
+    """A run's cost does not grow with its thread: a save writes only its new
+    rows, and a load decodes only the messages stored since this process last
+    loaded the thread."""
+    from agui_bridge.store import sqlite as module
+
+    store = SqliteStore(str(tmp_path / "threads.sqlite"))
+    old = [{"id": f"m{i}", "role": "user", "content": f"m{i}"} for i in range(2000)]
+    await store.save("t", "a", old, {"k": 1}, [])
+    assert len((await store.load("t")).messages) == 2000
+
+    decoded = []
+    real = module.orjson.loads
+    monkeypatch.setattr(module.orjson, "loads", lambda raw: decoded.append(raw) or real(raw))
+    before = store._write.total_changes
+    new = [
+        {"id": "n1", "role": "user", "content": "x"},
+        {"id": "n2", "role": "assistant", "toolCalls": [{"id": "c1", "type": "function"}]},
+    ]
+    await store.save("t", "a", [old[5], *new], {"k": 2}, [])
+    assert store._write.total_changes - before == 3  # the thread's row and two messages
+    thread = await store.load("t")
+    assert len(decoded) == 2 + 2  # the two new messages, the state and the interrupts
+    assert [m["id"] for m in thread.messages[-3:]] == ["m1999", "n1", "n2"]
+    assert len(thread.messages) == 2002 and thread.state == {"k": 2}
+    assert {"m0", "n2"} <= thread.ids and thread.call_ids == {"c1"}
+    thread.messages.clear()
+    thread.ids.clear()  # a loaded thread's list and sets are its own
+    again = await store.load("t")
+    assert len(again.messages) == 2002 and "m0" in again.ids
+    await store.close()
+    reopened = SqliteStore(str(tmp_path / "threads.sqlite"))  # another process: reads it all
+    assert len((await reopened.load("t")).messages) == 2002
+    await reopened.close()
+
+
+async def test_memory_store_loads_copy_no_message(monkeypatch):
+    """memory:// keeps the same contract: a load copies the thread's list, not
+    each of its messages (which a run must not change)."""
+    from agui_bridge.store import memory as module
+
+    store = MemoryStore()
+    await store.save(
+        "t", "a", [{"id": f"m{i}", "role": "user", "content": "x"} for i in range(500)], {}, []
+    )
+    copied = []
+    real = module.copy.deepcopy
+    monkeypatch.setattr(module.copy, "deepcopy", lambda value: copied.append(value) or real(value))
+    first = await store.load("t")
+    second = await store.load("t")
+    assert len(first.messages) == 500 and first.messages is not second.messages
+    assert first.messages[0] is second.messages[0]
+    assert len(copied) <= 4  # the states and interrupts of the two loads
+    await store.save("t", "a", [{"id": "n", "role": "user", "content": "y"}], {}, [])
+    assert len(copied) <= 4 + 3 and len((await store.load("t")).messages) == 501

@@ -49,7 +49,8 @@ class RunContext:
     a framework keyed by message id uses this id, never one made from the
     runId, which clients reuse), or ``None``. ``history`` is the conversation
     before this turn, as AG-UI messages (server-side, from the store, plus any
-    earlier messages the client sent that the thread did not hold).
+    earlier messages the client sent that the thread did not hold); its
+    messages are shared with the store's cache, so copy one before changing it.
     ``tool_results`` are the newest ``tool`` messages that answer this thread's
     tool calls (frontend tools). ``state`` is the thread's shared state (the
     stored one, updated with the client's ``state``). ``identity`` is what

@@ -352,15 +352,18 @@ class Handler:
         pending = thread.interrupts if thread is not None else []
         resume = _resumption(run_input.resume, pending)
 
-        held = {m.get("id") for m in stored}
-        by_id = {m.get("id"): m for m in stored}
-        known_calls = {
-            call.get("id")
-            for m in stored
-            if m.get("role") == "assistant"
-            for call in (m.get("toolCalls") or ())
-            if isinstance(call, dict)
-        }
+        if thread is not None and thread.ids is not None and thread.call_ids is not None:
+            held, known_calls = thread.ids, thread.call_ids  # kept by the store
+        else:
+            held = {m.get("id") for m in stored if isinstance(m.get("id"), str)}
+            known_calls = {
+                call.get("id")
+                for m in stored
+                if m.get("role") == "assistant"
+                for call in (m.get("toolCalls") or ())
+                if isinstance(call, dict) and isinstance(call.get("id"), str)
+            }
+        added: dict[str, dict] = {}  # this input's new messages by id
         messages = run_input.messages
         newest_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
         last_other = max((i for i, m in enumerate(messages) if m["role"] != "tool"), default=-1)
@@ -372,7 +375,7 @@ class Handler:
             if isinstance(message_id, str) and message_id:
                 if message_id in held:
                     if index == newest_user:
-                        _same_turn(run_input.thread_id, by_id[message_id], message)
+                        _same_turn(run_input.thread_id, _held(stored, added, message_id), message)
                     continue
             elif index == newest_user:
                 message = {**message, "id": _user_id(run_input.run_id, held)}
@@ -396,7 +399,7 @@ class Handler:
             if index == newest_user:
                 new_user = message
             held.add(message["id"])
-            by_id[message["id"]] = message
+            added[message["id"]] = message
             new.append(message)
         history = list(stored) + [m for m in new if m is not new_user and m not in tool_results]
 
@@ -632,10 +635,20 @@ def _user_id(run_id: str, held: set) -> str:
 
 def _thread_ids(messages: set, calls: set, pending: list[dict]) -> set[str]:
     """Every id the thread holds once this run's input is saved: what new ids must skip."""
-    ids = {i for i in messages if isinstance(i, str)}
-    ids.update(i for i in calls if isinstance(i, str))
+    # Unions, not a loop over the ids: on a long thread this is a copy in C
+    # (the sets hold only strings: the store's, or filtered above).
+    ids = messages | calls
     ids.update(i["id"] for i in pending if isinstance(i.get("id"), str))
+    ids.discard(None)
     return ids
+
+
+def _held(stored: list[dict], added: dict, message_id: str) -> dict:
+    """The held message with that id (the newest first: a resent turn is recent)."""
+    found = added.get(message_id)
+    if found is None:
+        found = next(m for m in reversed(stored) if m.get("id") == message_id)
+    return found
 
 
 def _resumption(resume, pending: list[dict]) -> Resumption | None:

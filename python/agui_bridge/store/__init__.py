@@ -19,6 +19,12 @@ agent that owns the thread. Both stores implement the same small async API:
 ``await store.save(thread_id, agent_id, new_messages, state, interrupts)``
     appends the messages whose id the thread does not hold yet, and replaces
     the state and the pending interrupts, in one transaction.
+
+A run costs the same on a long thread as on a new one: a save appends what is
+new (it never reads or rewrites what the thread holds), and a load reads only
+the messages stored since the same process last loaded the thread (messages
+are never changed once stored, so both stores keep the decoded ones, shared,
+in a bounded cache; see ``Tail``).
 ``await store.close()``
 
 and, to share run leases between processes (one active run per thread
@@ -39,11 +45,18 @@ from .sqlite import SqliteStore
 
 @dataclass
 class Thread:
+    """A stored thread. ``messages`` is a new list, but its messages are shared
+    with the store's cache (a run must not change them); ``ids`` holds every
+    message id and ``call_ids`` every tool call id of the thread (``None``
+    from a store that does not keep them: the handler then reads the messages)."""
+
     thread_id: str
     agent_id: str | None = None
     messages: list[dict] = field(default_factory=list)
     state: dict = field(default_factory=dict)
     interrupts: list[dict] = field(default_factory=list)
+    ids: set | None = None
+    call_ids: set | None = None
 
 
 DEFAULT_STORE = "sqlite:///.agui/threads.sqlite"

@@ -7,6 +7,7 @@ import time
 import uuid
 
 from .lease import Lease
+from .tail import Tail
 
 
 class MemoryStore:
@@ -21,27 +22,39 @@ class MemoryStore:
         record = self._threads.get(thread_id)
         if record is None:
             return None
+        tail = record["tail"]
         return Thread(
             thread_id=thread_id,
             agent_id=record["agent_id"],
-            messages=copy.deepcopy(record["messages"]),
+            messages=list(tail.messages),
             state=copy.deepcopy(record["state"]),
             interrupts=copy.deepcopy(record["interrupts"]),
+            ids=set(tail.ids),
+            call_ids=set(tail.call_ids),
         )
 
     async def save(self, thread_id, agent_id, new_messages, state, interrupts) -> None:
-        record = self._threads.setdefault(
-            thread_id,
-            {"agent_id": agent_id, "messages": [], "ids": set(), "state": {}, "interrupts": []},
-        )
+        record = self._threads.get(thread_id)
+        if record is None:
+            record = self._threads[thread_id] = {
+                "agent_id": agent_id,
+                "tail": Tail(),
+                "state": {},
+                "interrupts": [],
+            }
         if record["agent_id"] is None:
             record["agent_id"] = agent_id
+        tail = record["tail"]
+        fresh = []
+        seen = set()
         for message in new_messages:
             message_id = message.get("id")
-            if message_id in record["ids"]:
+            if message_id in tail.ids or message_id in seen:
                 continue
-            record["ids"].add(message_id)
-            record["messages"].append(copy.deepcopy(message))
+            seen.add(message_id)
+            fresh.append(copy.deepcopy(message))
+        # Appends only: a loaded thread's list is a copy, its messages are shared.
+        tail.extend(fresh, tail.seq + len(fresh))
         record["state"] = copy.deepcopy(state)
         record["interrupts"] = copy.deepcopy(interrupts)
 

@@ -7,7 +7,9 @@ other writes, which would wait on the same lock anyway; loads go to a
 small pool of reader threads, each with its own connection (WAL readers
 never wait for the writer). A save commits with ``synchronous=FULL``, so a
 saved turn survives a crash or a restart. Several granian workers may share
-one file.
+one file. A save appends (it reads nothing but the thread's last ``seq``); a
+load reads the messages stored since this process last loaded the thread
+(``tail.py``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 import orjson
 
 from .lease import Lease
+from .tail import Tail, TailCache
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS threads (
@@ -77,6 +80,7 @@ class SqliteStore:
         self._local = threading.local()
         self._read_conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
+        self._tails = TailCache()
 
     def _on_writer(self, fn, *args):
         return asyncio.get_running_loop().run_in_executor(self._writer, fn, *args)
@@ -95,6 +99,8 @@ class SqliteStore:
         from . import Thread
 
         read = self._reader()
+        base = self._tails.get(thread_id)
+        after = base.seq if base is not None else 0
         read.execute("BEGIN")  # one snapshot for both queries
         try:
             row = read.execute(
@@ -103,20 +109,26 @@ class SqliteStore:
             ).fetchone()
             if row is None:
                 return None
-            messages = [
-                orjson.loads(body)
-                for (body,) in read.execute(
-                    "SELECT body FROM messages WHERE thread_id = ? ORDER BY seq", (thread_id,)
-                )
-            ]
+            rows = read.execute(
+                "SELECT seq, body FROM messages WHERE thread_id = ? AND seq > ? ORDER BY seq",
+                (thread_id, after),
+            ).fetchall()
         finally:
             read.execute("COMMIT")
+        tail = base if base is not None else Tail()
+        if rows:
+            # A cached tail is never changed: the new one replaces it.
+            tail = tail.copy()
+            tail.extend([orjson.loads(body) for _, body in rows], rows[-1][0])
+            self._tails.put(thread_id, tail)
         return Thread(
             thread_id=thread_id,
             agent_id=row[0],
-            messages=messages,
+            messages=list(tail.messages),
             state=orjson.loads(row[1]),
             interrupts=orjson.loads(row[2]),
+            ids=set(tail.ids),
+            call_ids=set(tail.call_ids),
         )
 
     async def load(self, thread_id: str):
