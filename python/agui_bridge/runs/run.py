@@ -72,12 +72,19 @@ class Run:
         factory = _FACTORIES[agent.dialect]
         # Ids generated from a reused runId skip the ids the thread holds.
         held = frozenset(ctx.held)
-        self.t = factory(thread_id=ctx.thread_id, run_id=ctx.run_id, state=ctx.state, held_ids=held)
+        # The transformer numbers every event (1 for RUN_STARTED); with
+        # event_ids its frames carry them, and t.last_id is the log's position.
+        self.ids = getattr(app, "event_ids", True)
+        self.t = factory(
+            thread_id=ctx.thread_id,
+            run_id=ctx.run_id,
+            state=ctx.state,
+            held_ids=held,
+            event_ids=self.ids,
+        )
         self.history = History(ctx.run_id, held)
         self.log = run_log if run_log is not None else RunLog(ctx.thread_id, ctx.run_id)
         self.log.run = self
-        self.ids = getattr(app, "event_ids", True)
-        self.n = 0  # the id of the newest event
         self._spans: dict[tuple, list] = {}
         self.cancelled = False  # the client left and on_disconnect="cancel"
         self.stopping = False  # POST …/cancel
@@ -127,9 +134,10 @@ class Run:
     # -- frames --------------------------------------------------------------
 
     def _frames(self, events: list[dict]) -> bytes:
-        """The frames of ``events``, numbered, and the spans they open or close."""
+        """The frames of ``events`` (the transformer numbered them), and the spans
+        they open or close."""
         out = []
-        n = self.n
+        n = self.t.last_id - len(events)
         ids = self.ids
         spans = self._spans
         for event in events:
@@ -148,22 +156,6 @@ class Run:
                     if span is not None:
                         span[1] = n
             out.append(b"id: %d\n" % n + data if ids else data)
-        self.n = n
-        return b"".join(out)
-
-    def _number(self, frame: bytes) -> bytes:
-        """Ids for frames ``t.encode`` gave (text content: no span opens or closes)."""
-        count = frame.count(b"\n\n")
-        if not self.ids:
-            self.n += count
-            return frame
-        if count == 1:
-            self.n += 1
-            return b"id: %d\n" % self.n + frame
-        out = []
-        for part in frame.split(b"\n\n")[:-1]:
-            self.n += 1
-            out.append(b"id: %d\n" % self.n + part + b"\n\n")
         return b"".join(out)
 
     def _publish(self, frame: bytes) -> bool:
@@ -189,7 +181,7 @@ class Run:
         data = b"".join(pending) if len(pending) > 1 else pending[0]
         self._pending = []
         self._pending_size = 0
-        self.log.append(data, self.n)
+        self.log.append(data, self.t.last_id)
 
     def _end_log(self) -> None:
         self.flush()
@@ -253,7 +245,7 @@ class Run:
         events = self.t(self._first)
         self.history.record(events)
         self.log.started = b"data: " + orjson.dumps(events[0]) + b"\n\n"
-        self.log.append(self._frames(events), self.n)
+        self.log.append(self._frames(events), self.t.last_id)
 
     async def run(self) -> None:
         """The whole run; the task the ingress starts. Never raises but for shutdown."""
@@ -273,7 +265,6 @@ class Run:
             text_of = _text_of(self.agent.dialect, history)
             encode = self.t.encode
             publish = self._publish
-            number = self._number
             observer = self.observer
             try:
                 async for item in agen:
@@ -281,7 +272,6 @@ class Run:
                         frame = encode(item)
                         if frame:
                             history.text_parts.append(delta)
-                            frame = number(frame)
                     else:
                         frame = self._apply(item)
                     if frame and publish(frame):
