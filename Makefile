@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 export VIRTUAL_ENV := $(abspath $(VENV))
 INTEROP := tests/interop
 
-.PHONY: dev build build-release test test-rust test-py test-pure postgresql lint bench bench-server demo clean
+.PHONY: dev build build-release test test-rust test-py test-pure test-wheel dist bench-abi3 postgresql lint bench bench-server demo clean
 
 dev: $(VENV)/.deps build $(INTEROP)/node_modules/.installed
 
@@ -24,7 +24,7 @@ $(INTEROP)/node_modules/.installed: $(wildcard $(INTEROP)/package*.json)
 	if [ -f $(INTEROP)/package.json ]; then cd $(INTEROP) && SCARF_ANALYTICS=false npm ci --no-audit --no-fund; fi
 	mkdir -p $(INTEROP)/node_modules && touch $@
 
-test: dev postgresql test-rust test-py test-pure
+test: dev postgresql test-rust test-py test-pure test-wheel
 
 # The tests start their own PostgreSQL (the thread store's); its server package
 # is installed once, as root (CI): a no-op when it is there.
@@ -44,6 +44,22 @@ test-py:
 test-pure:
 	AGUI_BRIDGE_PURE=1 $(BIN)/python -m pytest -q -m "not native_only"
 
+# What users install: manylinux_2_17 wheels linked by zig (the ziglang package,
+# found on PATH), the abi3 one for CPython 3.11+ and the faster cp311 one that pip
+# prefers on 3.11 (benches/RESULTS.md), and the sdist.
+WHEEL_BUILD := PATH="$(abspath $(BIN)):$$PATH" $(BIN)/maturin build --release --zig \
+	--compatibility manylinux_2_17 -i $(BIN)/python
+
+dist: $(VENV)/.deps
+	rm -rf dist
+	$(WHEEL_BUILD) --features abi3 -o dist
+	$(WHEEL_BUILD) -o dist
+	$(BIN)/maturin sdist -o dist
+
+# Each wheel in a fresh venv, without Rust on PATH or the checkout on sys.path.
+test-wheel: dist
+	$(BIN)/python tests/wheel_smoke.py dist
+
 lint: $(VENV)/.deps
 	$(BIN)/ruff check python tests benches examples
 	$(BIN)/ruff format --check python tests benches examples
@@ -56,6 +72,10 @@ bench: dev
 	$(BIN)/python benches/threads.py
 	$(BIN)/python benches/adapters.py
 
+# abi3 against the cp311 build, side by side: the wheels of `make dist`.
+bench-abi3: dist
+	$(BIN)/python benches/abi3.py --abi3 dist/*-abi3-*.whl --specific dist/*-cp311-cp311-*.whl
+
 bench-server: dev
 	$(BIN)/python benches/server.py
 
@@ -63,4 +83,4 @@ demo: dev
 	$(BIN)/agui-bridge demo
 
 clean:
-	rm -rf $(VENV) target python/agui_bridge/_native*.so $(INTEROP)/node_modules
+	rm -rf $(VENV) target dist python/agui_bridge/_native*.so $(INTEROP)/node_modules

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+from importlib import metadata as _metadata
+
 from . import crumbs
 from ._select import load_build
 from .errors import AguiBridgeError, CrumbError, RunInputError
 from .run_input import Resume, RunInput, map_run_input
+
+try:
+    # The one version source is Cargo.toml's: maturin writes it into the package metadata.
+    __version__: str = _metadata.version("agui-bridge")
+except _metadata.PackageNotFoundError:  # a checkout on sys.path that was never installed
+    __version__ = "0+unknown"
 
 _build = load_build()
 

@@ -71,8 +71,13 @@ def _raise_open_files(wanted: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from . import IMPLEMENTATION, __version__
+
     parser = argparse.ArgumentParser(
         prog="agui-bridge", description="Serve Python agents to AG-UI frontends (granian, ASGI)."
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"agui-bridge {__version__} ({IMPLEMENTATION})"
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -100,6 +105,12 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--host", default="127.0.0.1")
     demo.add_argument("--port", type=int, default=8000)
     demo.add_argument("--workers", type=int, default=1)
+    demo.add_argument(
+        "--store",
+        default=None,
+        help="where threads live, e.g. memory:// (default: $AGUI_DEMO_STORE or ./.agui/)",
+    )
+    demo.add_argument("--log-level", default="info")
 
     args = parser.parse_args(argv)
     if args.command == "serve":
@@ -115,14 +126,18 @@ def main(argv: list[str] | None = None) -> int:
             args.header_timeout,
             args.backpressure,
         )
+    if args.store is not None:
+        # The workers import the demo app themselves: the store reaches them by environment.
+        os.environ["AGUI_DEMO_STORE"] = args.store
+    store = os.environ.get("AGUI_DEMO_STORE")
     target = demo_target()
     model = f", model {os.environ['OPENAI_MODEL']}" if target != DEMO else ""
     print(
         f"agui-bridge demo on http://{args.host}:{args.port}/ag-ui/run"
-        f" (threads in {os.path.abspath('.agui')}{model})",
+        f" (threads in {store or os.path.abspath('.agui')}{model})",
         file=sys.stderr,
     )
-    return _serve(target, args.host, args.port, args.workers)
+    return _serve(target, args.host, args.port, args.workers, log_level=args.log_level)
 
 
 DEMO = "agui_bridge.demo:app"
