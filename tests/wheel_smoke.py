@@ -318,7 +318,13 @@ def check_demo() -> None:
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
-    events = [json.loads(f[len(b"data: ") :]) for f in data.split(b"\n\n") if f.startswith(b"data")]
+    # A frame may carry an `id:` line (resumable runs): read its data lines, as a client does.
+    events = [
+        json.loads(line[len(b"data: ") :])
+        for frame in data.split(b"\n\n")
+        for line in frame.split(b"\n")
+        if line.startswith(b"data: ")
+    ]
     kinds = [e["type"] for e in events]
     check(kinds[:1] == ["RUN_STARTED"] and kinds[-1:] == ["RUN_FINISHED"], f"events {kinds}")
     results = [e["content"] for e in events if e["type"] == "TOOL_CALL_RESULT"]
