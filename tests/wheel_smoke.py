@@ -247,15 +247,24 @@ def make_exception(spec: dict) -> BaseException:
 
 def check_vectors() -> None:
     """Every golden vector through the installed extension: the SSE bytes and errors."""
-    from agui_bridge import CrumbError, create_agui_transformer, create_agui_translator
+    from agui_bridge import (
+        CrumbError,
+        create_agui_repairer,
+        create_agui_transformer,
+        create_agui_translator,
+    )
+
+    factories = {
+        "crumbs": create_agui_transformer,
+        "chunks": create_agui_translator,
+        "events": create_agui_repairer,
+    }
 
     paths = sorted((ROOT / "tests" / "vectors").glob("*.json"))
     check(len(paths) >= 60, f"only {len(paths)} vectors found")
     for path in paths:
         vector = json.loads(path.read_text(encoding="utf-8"))
-        crumbs = vector["dialect"] == "crumbs"
-        create = create_agui_transformer if crumbs else create_agui_translator
-        t = create(**vector.get("create", {}))
+        t = factories[vector["dialect"]](**vector.get("create", {}))
         out = b""
         for step in vector["steps"]:
             if "finish" in step:
