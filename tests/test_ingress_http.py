@@ -190,13 +190,15 @@ async def test_frontend_tools_round_trip(client):
     assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant"]
 
 
-async def test_agent_errors_become_run_error_and_keep_what_was_complete(client):
+async def test_agent_errors_become_run_error_and_keep_what_the_client_saw(client):
     tid = thread("fail")
-    events = await stream(client, "/ag-ui/run", run_body(tid, "fail"))
+    body = run_body(tid, "fail")
+    events = await stream(client, "/ag-ui/run", body)
     assert events[-1]["type"] == "RUN_ERROR" and events[-1]["code"] == "RuntimeError"
     messages = (await client.get(f"/threads/{tid}/state")).json()["messages"]
-    assert [m.get("content") for m in messages] == ["fail", "complete part"]
+    assert [m.get("content") for m in messages] == ["fail", "complete part", "half written"]
     assert messages[1]["toolCalls"][0]["id"] == "t-done"
+    assert messages == body["messages"] + messages_from_events(events)
     bad = await stream(client, "/ag-ui/run", run_body(thread("bad"), "badcrumb"))
     assert bad[-1]["type"] == "RUN_ERROR" and bad[-1]["code"] == "CrumbError"
 

@@ -204,9 +204,10 @@ async def test_an_agent_reusing_a_tool_call_id_fails_its_run_visibly(client):
     assert text_of(events) == "let me add"
     messages = await stored(client, tid)
     assert_unique(messages)
-    # The turn is kept; the reply's text was still open when the run failed,
-    # and a failed run's half-written message is not stored (as for any error).
-    assert messages == conversation
+    # The turn is kept, and so is the reply the client saw before the error
+    # (closed where the run failed), as its reducer holds it.
+    assert messages == conversation + messages_from_events(events)
+    assert messages[-1]["content"] == "let me add"
 
 
 # -- RunContext.new_id ----------------------------------------------------------

@@ -143,23 +143,6 @@ class History:
         interrupt["payload"] = value
         self.interrupts.append(interrupt)
 
-    def abort(self) -> None:
-        """Drops what was still open (half-written) when the run failed."""
-        if self.text_id is not None:
-            self._remove(self.by_id[self.text_id])
-            self.text_id = None
-        for call, _parts, parent in self.open_tools.values():
-            parent["toolCalls"].remove(call)
-            if not parent["toolCalls"]:
-                del parent["toolCalls"]
-                if "content" not in parent:
-                    self._remove(parent)
-        self.open_tools.clear()
-
-    def _remove(self, message: dict) -> None:
-        self.messages.remove(message)
-        del self.by_id[message["id"]]
-
     def closing_events(self, message: str, code: str) -> list[dict]:
         """What closes this run's open entities for a subscriber cut off mid-run."""
         events: list[dict] = []

@@ -225,7 +225,8 @@ class Run:
         self.ended = t.finished
         if events:
             if events[-1]["type"] == "RUN_ERROR":
-                history.abort()
+                # What readers saw before the error stays, closed, as in their
+                # reducers (a shutdown or a cancel keeps it the same way).
                 history.errored = True
             history.record(events)
         return self._frames(events)
@@ -321,7 +322,6 @@ class Run:
         except Exception as error:
             failed = error
             log.exception("run %s of thread %s failed", ctx.run_id, ctx.thread_id)
-            self.history.abort()
             self.history.errored = True
             self._terminal(self.t.fail(error))
             if self.observer is not None:
