@@ -395,13 +395,13 @@ async def test_a_clean_chunks_run_ignores_nothing(monkeypatch):
     from agui_bridge.runs import run as run_module
 
     made = []
-    factory = run_module.create_agui_translator
+    factory = run_module._FACTORIES["chunks"]
 
     def recording(**kwargs):
         made.append(factory(**kwargs))
         return made[-1]
 
-    monkeypatch.setattr(run_module, "create_agui_translator", recording)
+    monkeypatch.setitem(run_module._FACTORIES, "chunks", recording)
     app = chunk_app()
     app.on_event(lambda event: None)  # the observer's translator too
     async with client_for(app) as http:
