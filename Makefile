@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 export VIRTUAL_ENV := $(abspath $(VENV))
 INTEROP := tests/interop
 
-.PHONY: dev build build-release test test-rust test-py test-pure test-wheel dist bench-abi3 postgresql lint bench bench-server demo clean
+.PHONY: dev build build-release test test-rust test-py test-pure test-wheel dist bench-abi3 postgresql chromium lint bench bench-server demo clean
 
 dev: $(VENV)/.deps build $(INTEROP)/node_modules/.installed
 
@@ -24,7 +24,7 @@ $(INTEROP)/node_modules/.installed: $(wildcard $(INTEROP)/package*.json)
 	if [ -f $(INTEROP)/package.json ]; then cd $(INTEROP) && SCARF_ANALYTICS=false npm ci --no-audit --no-fund; fi
 	mkdir -p $(INTEROP)/node_modules && touch $@
 
-test: dev postgresql test-rust test-py test-pure test-wheel
+test: dev postgresql chromium test-rust test-py test-pure test-wheel
 
 # The tests start their own PostgreSQL (the thread store's); its server package
 # is installed once, as root (CI): a no-op when it is there.
@@ -34,15 +34,25 @@ postgresql:
 		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql; \
 	else echo "postgresql: not installed and not root; its tests skip (CI fails them)" >&2; fi
 
+# The browser tests drive Debian's Chromium, headless, with Playwright for
+# Python (requirements-dev.txt); no browser is ever downloaded. Installed once,
+# as root (CI): a no-op when it is there.
+chromium:
+	@if [ -x /usr/bin/chromium ]; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; \
+	else echo "chromium: not installed and not root; the browser tests skip (CI fails them)" >&2; fi
+
 test-rust:
 	cargo test --workspace -q
 
 test-py:
 	$(BIN)/python -m pytest -q
 
-# The pure build alone, as a user without the extension gets it.
+# The pure build alone, as a user without the extension gets it (the browser
+# tests once, in test-py: a page does not see which build served it).
 test-pure:
-	AGUI_BRIDGE_PURE=1 $(BIN)/python -m pytest -q -m "not native_only"
+	AGUI_BRIDGE_PURE=1 $(BIN)/python -m pytest -q -m "not native_only and not browser"
 
 # What users install: manylinux_2_17 wheels linked by zig (the ziglang package,
 # found on PATH), the abi3 one for CPython 3.11+ and the faster cp311 one that pip

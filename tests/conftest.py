@@ -8,6 +8,9 @@ import subprocess
 
 import pytest
 
+# The browser fixtures (browser, context, page, shots): headless Chromium.
+pytest_plugins = ["tests.browser"]
+
 
 def _builds():
     builds = [pytest.param("python", id="py")]
