@@ -37,7 +37,7 @@ async def test_schema_created_on_first_use_and_versioned(pg_url):
         assert await schema_version(conn) == 0
         store = PostgresStore(pg_url)
         assert await store.load("t") is None  # the first call creates the schema
-        assert await schema_version(conn) == SCHEMA_VERSION == 1
+        assert await schema_version(conn) == SCHEMA_VERSION == 2
         assert await conn.fetchval("SELECT count(*) FROM agui_schema") == 1
         await store.close()
         assert await migrate(conn) == SCHEMA_VERSION  # again: nothing to do
@@ -73,7 +73,7 @@ async def test_a_newer_schema_is_refused(pg_url):
     finally:
         await conn.close()
     store = PostgresStore(pg_url)
-    with pytest.raises(RuntimeError, match="schema is at version 2"):
+    with pytest.raises(RuntimeError, match="schema is at version 3"):
         await store.load("t")
     await store.close()
 

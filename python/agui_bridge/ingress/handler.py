@@ -122,7 +122,10 @@ def _granted(identity, action: str) -> bool:
 
 class Handler:
     def __init__(self, app):
+        from .agent_protocol import AgentProtocol
+
         self.app = app
+        self.agent_protocol = AgentProtocol(self)
 
     # -- entry -------------------------------------------------------------
 
@@ -160,6 +163,8 @@ class Handler:
                     [("allow", "POST")],
                 )
             await self._run(conn, agent)
+            return
+        if await self.agent_protocol.route(conn):
             return
         if path.startswith("/threads/"):
             await self._threads(conn, path[len("/threads/") :].split("/"))
@@ -218,6 +223,8 @@ class Handler:
     # -- GET /threads/{id}/state ------------------------------------------
 
     async def _state(self, conn, thread_id: str) -> None:
+        from .agent_protocol import thread_state
+
         app = self.app
         identity = await self._identity(self._request(conn))
         if not (_granted(identity, "read") or _granted(identity, "run")):
@@ -226,7 +233,7 @@ class Handler:
         await self.authorize_thread(identity, thread_id, thread_guards(app, thread))
         if thread is None:
             raise HttpError(404, "not_found", f"no thread {thread_id!r}")
-        body = orjson.dumps({"values": thread.state, "messages": thread.messages})
+        body = orjson.dumps(thread_state(thread))
         await conn.respond(
             200, body, [("content-type", "application/json"), ("cache-control", "no-cache")]
         )
@@ -312,6 +319,17 @@ class Handler:
             await self._may_read(identity, done)
             await self._read_log(conn, done, 0)
             return
+        run = await self.start(agent, run_input, identity)
+        await self._stream(conn, run.log, Cursor(0), b"", on_left=run.client_left)
+
+    async def start(self, agent, run_input, identity) -> Run:
+        """Starts a run of ``agent`` (over either protocol): its task runs on its own.
+
+        503 while the worker shuts down; 409 while the thread has an active run
+        (here, or in another process through the store's lease).
+        """
+        app = self.app
+        thread_id = run_input.thread_id
         if app.closing:
             raise HttpError(
                 503, "server_shutdown", "the server is shutting down", [("retry-after", "5")]
@@ -340,7 +358,7 @@ class Handler:
         run.task = asyncio.get_running_loop().create_task(run.run())
         app._tasks.add(run.task)
         run.task.add_done_callback(app._tasks.discard)
-        await self._stream(conn, run.log, Cursor(0), b"", on_left=run.client_left)
+        return run
 
     async def _prepare(self, agent, run_input, identity) -> Run:
         app = self.app
@@ -365,7 +383,8 @@ class Handler:
             }
         added: dict[str, dict] = {}  # this input's new messages by id
         messages = run_input.messages
-        newest_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
+        # An Agent Protocol run may carry no user message (a resume, state only).
+        newest_user = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=-1)
         last_other = max((i for i, m in enumerate(messages) if m["role"] != "tool"), default=-1)
         new: list[dict] = []
         new_user = None

@@ -27,6 +27,13 @@ are never changed once stored, so both stores keep the decoded ones, shared,
 in a bounded cache; see ``Tail``).
 ``await store.close()``
 
+and, for the Agent Protocol's thread routes (``/threads``, search, delete):
+``await store.create(thread_id, metadata) -> bool`` (False: it exists, nothing
+changed), ``await store.update_metadata(thread_id, metadata) -> bool`` (merged;
+False: no such thread), ``await store.delete(thread_id) -> bool`` and
+``await store.search(metadata, ids, limit) -> list[str]`` (the ids of the threads
+whose metadata contains ``metadata``, newest update first, at most ``limit``).
+
 and, to share run leases between processes (one active run per thread
 across granian workers and machines), ``claim``, ``renew`` and ``release``
 (see ``lease.py``). A store without them is guarded per process only. No
@@ -57,6 +64,10 @@ class Thread:
     interrupts: list[dict] = field(default_factory=list)
     ids: set | None = None
     call_ids: set | None = None
+    # Agent Protocol's view of the thread: its metadata and times (epoch seconds).
+    metadata: dict = field(default_factory=dict)
+    created_at: float | None = None
+    updated_at: float | None = None
 
 
 DEFAULT_STORE = "sqlite:///.agui/threads.sqlite"

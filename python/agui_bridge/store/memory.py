@@ -9,6 +9,8 @@ import uuid
 from .lease import Lease
 from .tail import Tail
 
+_ABSENT = object()
+
 
 class MemoryStore:
     def __init__(self):
@@ -31,17 +33,29 @@ class MemoryStore:
             interrupts=copy.deepcopy(record["interrupts"]),
             ids=set(tail.ids),
             call_ids=set(tail.call_ids),
+            metadata=copy.deepcopy(record["metadata"]) if record["metadata"] else {},
+            created_at=record["created_at"],
+            updated_at=record["updated_at"],
         )
+
+    def _new(self, thread_id: str, agent_id, metadata: dict) -> dict:
+        now = time.time()
+        record = self._threads[thread_id] = {
+            "agent_id": agent_id,
+            "tail": Tail(),
+            "state": {},
+            "interrupts": [],
+            "metadata": copy.deepcopy(metadata),
+            "created_at": now,
+            "updated_at": now,
+        }
+        return record
 
     async def save(self, thread_id, agent_id, new_messages, state, interrupts) -> None:
         record = self._threads.get(thread_id)
         if record is None:
-            record = self._threads[thread_id] = {
-                "agent_id": agent_id,
-                "tail": Tail(),
-                "state": {},
-                "interrupts": [],
-            }
+            record = self._new(thread_id, agent_id, {})
+        record["updated_at"] = time.time()
         if record["agent_id"] is None:
             record["agent_id"] = agent_id
         tail = record["tail"]
@@ -57,6 +71,33 @@ class MemoryStore:
         tail.extend(fresh, tail.seq + len(fresh))
         record["state"] = copy.deepcopy(state)
         record["interrupts"] = copy.deepcopy(interrupts)
+
+    async def create(self, thread_id: str, metadata: dict) -> bool:
+        if thread_id in self._threads:
+            return False
+        self._new(thread_id, None, metadata)
+        return True
+
+    async def update_metadata(self, thread_id: str, metadata: dict) -> bool:
+        record = self._threads.get(thread_id)
+        if record is None:
+            return False
+        record["metadata"].update(copy.deepcopy(metadata))
+        record["updated_at"] = time.time()
+        return True
+
+    async def delete(self, thread_id: str) -> bool:
+        return self._threads.pop(thread_id, None) is not None
+
+    async def search(self, metadata: dict, ids, limit: int) -> list[str]:
+        found = [
+            (record["updated_at"], thread_id)
+            for thread_id, record in self._threads.items()
+            if (ids is None or thread_id in ids)
+            and all(record["metadata"].get(k, _ABSENT) == v for k, v in metadata.items())
+        ]
+        found.sort(reverse=True)
+        return [thread_id for _, thread_id in found[:limit]]
 
     async def claim(self, thread_id: str, ttl: float) -> Lease | None:
         now = time.time()

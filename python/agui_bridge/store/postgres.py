@@ -55,6 +55,12 @@ MIGRATIONS: list[str] = [
         expires_at double precision NOT NULL
     );
     """,
+    # 2: the Agent Protocol's thread metadata and creation time.
+    """
+    ALTER TABLE agui_threads ADD COLUMN metadata json NOT NULL DEFAULT '{}';
+    ALTER TABLE agui_threads ADD COLUMN created_at timestamptz NOT NULL
+        DEFAULT clock_timestamp();
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -138,8 +144,11 @@ class PostgresStore:
         pool = await self._conns()
         # One statement, so the thread row and its messages are one snapshot.
         row = await pool.fetchrow(
-            "SELECT agent_id, state, interrupts, (SELECT coalesce(json_agg(body ORDER BY seq),"
-            " '[]') FROM agui_messages m WHERE m.thread_id = t.thread_id) AS messages"
+            "SELECT agent_id, state, interrupts, metadata,"
+            " extract(epoch from created_at)::float8 AS created,"
+            " extract(epoch from updated_at)::float8 AS updated,"
+            " (SELECT coalesce(json_agg(body ORDER BY seq), '[]') FROM agui_messages m"
+            " WHERE m.thread_id = t.thread_id) AS messages"
             " FROM agui_threads t WHERE thread_id = $1",
             thread_id,
         )
@@ -151,6 +160,9 @@ class PostgresStore:
             messages=orjson.loads(row["messages"]),
             state=orjson.loads(row["state"]),
             interrupts=orjson.loads(row["interrupts"]),
+            metadata=orjson.loads(row["metadata"]),
+            created_at=row["created"],
+            updated_at=row["updated"],
         )
 
     async def save(self, thread_id, agent_id, new_messages, state, interrupts) -> None:
@@ -183,6 +195,51 @@ class PostgresStore:
                     ids,
                     bodies,
                 )
+
+    # -- the Agent Protocol's thread routes ------------------------------------
+
+    async def create(self, thread_id: str, metadata: dict) -> bool:
+        pool = await self._conns()
+        status = await pool.execute(
+            "INSERT INTO agui_threads (thread_id, agent_id, state, interrupts, metadata)"
+            " VALUES ($1, NULL, '{}', '[]', $2) ON CONFLICT (thread_id) DO NOTHING",
+            thread_id,
+            _json(metadata),
+        )
+        return status == "INSERT 0 1"
+
+    async def update_metadata(self, thread_id: str, metadata: dict) -> bool:
+        pool = await self._conns()
+        status = await pool.execute(
+            "UPDATE agui_threads SET metadata = (metadata::jsonb || $2::jsonb)::json,"
+            " updated_at = clock_timestamp() WHERE thread_id = $1",
+            thread_id,
+            _json(metadata),
+        )
+        return status == "UPDATE 1"
+
+    async def delete(self, thread_id: str) -> bool:
+        pool = await self._conns()
+        async with pool.acquire() as conn, conn.transaction():
+            status = await conn.execute("DELETE FROM agui_threads WHERE thread_id = $1", thread_id)
+            await conn.execute("DELETE FROM agui_messages WHERE thread_id = $1", thread_id)
+        return status == "DELETE 1"
+
+    async def search(self, metadata: dict, ids, limit: int) -> list[str]:
+        # Each key must hold an equal value (jsonb equality: key order aside).
+        where = ["($1::text[] IS NULL OR thread_id = ANY($1::text[]))"]
+        args: list = [list(ids) if ids is not None else None]
+        for key, value in metadata.items():
+            args += [key, _json(value)]
+            where.append(f"(metadata::jsonb -> ${len(args) - 1}) = ${len(args)}::jsonb")
+        args.append(limit)
+        pool = await self._conns()
+        rows = await pool.fetch(
+            f"SELECT thread_id FROM agui_threads WHERE {' AND '.join(where)}"
+            f" ORDER BY updated_at DESC LIMIT ${len(args)}",
+            *args,
+        )
+        return [row["thread_id"] for row in rows]
 
     # -- leases (see lease.py) -------------------------------------------------
 

@@ -33,7 +33,9 @@ CREATE TABLE IF NOT EXISTS threads (
     agent_id TEXT,
     state BLOB NOT NULL,
     interrupts BLOB NOT NULL,
-    updated_at REAL NOT NULL
+    updated_at REAL NOT NULL,
+    metadata BLOB NOT NULL DEFAULT '{}',
+    created_at REAL
 );
 CREATE TABLE IF NOT EXISTS messages (
     thread_id TEXT NOT NULL,
@@ -53,6 +55,9 @@ CREATE TABLE IF NOT EXISTS leases (
 
 READERS = 4
 
+# Columns added after the first release: a file made before them gains them.
+_ADDED = (("metadata", "BLOB NOT NULL DEFAULT '{}'"), ("created_at", "REAL"))
+
 
 def _connect(path: str) -> sqlite3.Connection:
     conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30.0)
@@ -70,6 +75,10 @@ class SqliteStore:
         self._write.execute("PRAGMA journal_mode = WAL")
         self._write.execute("PRAGMA synchronous = FULL")
         self._write.executescript(_SCHEMA)
+        columns = {row[1] for row in self._write.execute("PRAGMA table_info(threads)")}
+        for name, kind in _ADDED:
+            if name not in columns:
+                self._write.execute(f"ALTER TABLE threads ADD COLUMN {name} {kind}")
         # Leases need no fsync (a lease lost to a power cut only frees its
         # thread early); checkpoints, which fsync, stay on the write connection.
         self._lease = _connect(path)
@@ -100,22 +109,25 @@ class SqliteStore:
 
         read = self._reader()
         base = self._tails.get(thread_id)
-        after = base.seq if base is not None else 0
         read.execute("BEGIN")  # one snapshot for both queries
         try:
             row = read.execute(
-                "SELECT agent_id, state, interrupts FROM threads WHERE thread_id = ?",
+                "SELECT agent_id, state, interrupts, metadata, created_at, updated_at"
+                " FROM threads WHERE thread_id = ?",
                 (thread_id,),
             ).fetchone()
             if row is None:
                 return None
+            if base is not None and base.epoch != row[4]:
+                base = None  # the thread was deleted and made again since
+            after = base.seq if base is not None else 0
             rows = read.execute(
                 "SELECT seq, body FROM messages WHERE thread_id = ? AND seq > ? ORDER BY seq",
                 (thread_id, after),
             ).fetchall()
         finally:
             read.execute("COMMIT")
-        tail = base if base is not None else Tail()
+        tail = base if base is not None else Tail(row[4])
         if rows:
             # A cached tail is never changed: the new one replaces it.
             tail = tail.copy()
@@ -129,6 +141,10 @@ class SqliteStore:
             interrupts=orjson.loads(row[2]),
             ids=set(tail.ids),
             call_ids=set(tail.call_ids),
+            # Most threads (all of AG-UI's) have none: no decode on a run's load.
+            metadata=orjson.loads(row[3]) if row[3] not in ("{}", b"{}") else {},
+            created_at=row[4],
+            updated_at=row[5],
         )
 
     async def load(self, thread_id: str):
@@ -140,9 +156,10 @@ class SqliteStore:
         conn = self._write
         conn.execute("BEGIN IMMEDIATE")
         try:
+            now = time.time()
             conn.execute(
-                "INSERT INTO threads (thread_id, agent_id, state, interrupts, updated_at)"
-                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (thread_id) DO UPDATE SET"
+                "INSERT INTO threads (thread_id, agent_id, state, interrupts, updated_at,"
+                " created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (thread_id) DO UPDATE SET"
                 " agent_id = coalesce(threads.agent_id, excluded.agent_id),"
                 " state = excluded.state, interrupts = excluded.interrupts,"
                 " updated_at = excluded.updated_at",
@@ -151,7 +168,8 @@ class SqliteStore:
                     agent_id,
                     orjson.dumps(state),
                     orjson.dumps(interrupts),
-                    time.time(),
+                    now,
+                    now,
                 ),
             )
             (seq,) = conn.execute(
@@ -173,6 +191,80 @@ class SqliteStore:
     async def save(self, thread_id, agent_id, new_messages, state, interrupts) -> None:
         await self._on_writer(
             self._save, thread_id, agent_id, list(new_messages), state, interrupts
+        )
+
+    # -- the Agent Protocol's thread routes ------------------------------------
+
+    def _create(self, thread_id: str, metadata: dict) -> bool:
+        now = time.time()
+        cursor = self._write.execute(
+            "INSERT INTO threads (thread_id, agent_id, state, interrupts, updated_at, metadata,"
+            " created_at) VALUES (?, NULL, '{}', '[]', ?, ?, ?) ON CONFLICT DO NOTHING",
+            (thread_id, now, orjson.dumps(metadata), now),
+        )
+        return cursor.rowcount == 1
+
+    async def create(self, thread_id: str, metadata: dict) -> bool:
+        return await self._on_writer(self._create, thread_id, metadata)
+
+    def _update_metadata(self, thread_id: str, metadata: dict) -> bool:
+        conn = self._write
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            row = conn.execute(
+                "SELECT metadata FROM threads WHERE thread_id = ?", (thread_id,)
+            ).fetchone()
+            if row is not None:
+                merged = {**orjson.loads(row[0]), **metadata}
+                conn.execute(
+                    "UPDATE threads SET metadata = ?, updated_at = ? WHERE thread_id = ?",
+                    (orjson.dumps(merged), time.time(), thread_id),
+                )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return row is not None
+
+    async def update_metadata(self, thread_id: str, metadata: dict) -> bool:
+        return await self._on_writer(self._update_metadata, thread_id, metadata)
+
+    def _delete(self, thread_id: str) -> bool:
+        conn = self._write
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            gone = conn.execute("DELETE FROM threads WHERE thread_id = ?", (thread_id,)).rowcount
+            conn.execute("DELETE FROM messages WHERE thread_id = ?", (thread_id,))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return gone == 1
+
+    async def delete(self, thread_id: str) -> bool:
+        return await self._on_writer(self._delete, thread_id)
+
+    def _search(self, metadata: dict, ids, limit: int) -> list[str]:
+        # The metadata filter runs here, in the reader's thread, on decoded rows.
+        rows = self._reader().execute(
+            "SELECT thread_id, metadata FROM threads ORDER BY updated_at DESC"
+        )
+        found = []
+        for thread_id, raw in rows:
+            if ids is not None and thread_id not in ids:
+                continue
+            if metadata:
+                held = orjson.loads(raw)
+                if any(k not in held or held[k] != v for k, v in metadata.items()):
+                    continue
+            found.append(thread_id)
+            if len(found) >= limit:
+                break
+        return found
+
+    async def search(self, metadata: dict, ids, limit: int) -> list[str]:
+        return await asyncio.get_running_loop().run_in_executor(
+            self._readers, self._search, metadata, ids, limit
         )
 
     # -- leases (see lease.py) -------------------------------------------------

@@ -16,9 +16,11 @@ MAX_CACHED_MESSAGES = 200_000
 
 
 class Tail:
-    __slots__ = ("call_ids", "ids", "messages", "seq")
+    __slots__ = ("call_ids", "epoch", "ids", "messages", "seq")
 
-    def __init__(self):
+    def __init__(self, epoch=None):
+        # The thread's creation time: a tail of a thread deleted since is not its.
+        self.epoch = epoch
         self.seq = 0
         self.messages: list[dict] = []
         self.ids: set = set()
@@ -37,7 +39,7 @@ class Tail:
         self.seq = seq
 
     def copy(self) -> Tail:
-        other = Tail()
+        other = Tail(self.epoch)
         other.seq = self.seq
         other.messages = list(self.messages)
         other.ids = set(self.ids)

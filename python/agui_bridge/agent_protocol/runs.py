@@ -1,0 +1,186 @@
+"""Agent Protocol runs: the records of one worker's runs, over both protocols.
+
+A run started over the Agent Protocol has a record from the moment it is
+asked for (``pending`` while it waits its turn); once started it is a run
+like any other, with its log in ``app._logs``. A run started over AG-UI has
+no record of ours: its log is enough to show it as a Run (``running`` while
+its log is live), so both protocols see one set of runs per thread. Records
+live as long as their run's log (the run retention), or while pending.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import UTC, datetime
+
+import orjson
+
+
+def iso(seconds: float | None) -> str | None:
+    if seconds is None:
+        return None
+    return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
+
+
+def terminal_event(run_log) -> dict | None:
+    """The last event of an ended log (RUN_FINISHED or RUN_ERROR), else None."""
+    if not run_log.ended or not run_log.chunks:
+        return None
+    chunk = run_log.chunks[-1]
+    at = chunk.rfind(b"data: ")
+    if at < 0:
+        return None
+    try:
+        return orjson.loads(chunk[at + 6 :].split(b"\n", 1)[0])
+    except orjson.JSONDecodeError:
+        return None
+
+
+class RunRecord:
+    __slots__ = (
+        "assistant_id",
+        "base",
+        "cancelled",
+        "created_at",
+        "failed",
+        "kwargs",
+        "log",
+        "metadata",
+        "run_id",
+        "started",
+        "state",
+        "strategy",
+        "thread_id",
+        "updated_at",
+    )
+
+    def __init__(self, thread_id, run_id, assistant_id, metadata, kwargs, strategy, log=None):
+        self.thread_id = thread_id
+        self.run_id = run_id
+        self.assistant_id = assistant_id
+        self.metadata = metadata
+        self.kwargs = kwargs
+        self.strategy = strategy
+        self.created_at = self.updated_at = time.time()
+        self.log = log
+        self.failed: str | None = None  # why it could not start
+        self.cancelled = False
+        # The thread's messages and state when the run started (what its stream
+        # builds on), taken from the live run.
+        self.base: list | None = None
+        self.state: dict | None = None
+        self.started = asyncio.Event()  # set once it started, failed or was cancelled
+        if log is not None:
+            self.started.set()
+            self.took(log)
+
+    def took(self, log) -> None:
+        """The run started with this log."""
+        self.log = log
+        self.updated_at = time.time()
+        run = log.run
+        if run is not None:
+            self.base, self.state = run.base, run.ctx.state
+        self.started.set()
+
+    @property
+    def status(self) -> str:
+        log = self.log
+        if log is None:
+            if self.cancelled:
+                return "interrupted"
+            return "error" if self.failed is not None else "pending"
+        if not log.ended:
+            return "running"
+        if self.cancelled:
+            return "interrupted"
+        end = terminal_event(log)
+        return "error" if end is None or end.get("type") == "RUN_ERROR" else "success"
+
+    def as_json(self) -> dict:
+        return {
+            "run_id": self.run_id,
+            "thread_id": self.thread_id,
+            "assistant_id": self.assistant_id,
+            "created_at": iso(self.created_at),
+            "updated_at": iso(self.updated_at),
+            "status": self.status,
+            "metadata": self.metadata,
+            "kwargs": self.kwargs,
+            "multitask_strategy": self.strategy,
+        }
+
+
+class Registry:
+    """One worker's Agent Protocol run records, and the runs of its logs."""
+
+    # Records kept per thread once their logs are gone (the newest ones).
+    KEEP = 50
+
+    def __init__(self, app):
+        self.app = app
+        self.records: dict[str, dict[str, RunRecord]] = {}
+        self.queues: dict[str, list[RunRecord]] = {}
+
+    def add(self, record: RunRecord) -> None:
+        self.records.setdefault(record.thread_id, {})[record.run_id] = record
+        self._prune(record.thread_id)
+
+    def get(self, thread_id: str, run_id: str) -> RunRecord | None:
+        record = self.records.get(thread_id, {}).get(run_id)
+        if record is not None:
+            return record
+        log = self.app._logs.get(thread_id, run_id)
+        return self._of_log(log) if log is not None else None
+
+    def of_thread(self, thread_id: str) -> list[RunRecord]:
+        """The thread's runs, newest first."""
+        own = self.records.get(thread_id, {})
+        runs = list(own.values())
+        for (tid, run_id), log in list(self.app._logs.by_run.items()):
+            if tid == thread_id and run_id not in own:
+                runs.append(self._of_log(log))
+        runs.sort(key=lambda r: r.created_at, reverse=True)
+        return runs
+
+    def pending(self, thread_id: str) -> bool:
+        return bool(self.queues.get(thread_id))
+
+    def latest_log(self, thread_id: str):
+        """The log of the thread's newest run this worker holds."""
+        latest = None
+        for (tid, _), log in self.app._logs.by_run.items():
+            if tid == thread_id:
+                latest = log
+        return latest
+
+    def delete(self, record: RunRecord) -> None:
+        """Forgets an ended run: its record and its log (no reader can join it after)."""
+        self.records.get(record.thread_id, {}).pop(record.run_id, None)
+        logs = self.app._logs
+        key = (record.thread_id, record.run_id)
+        if record.log is not None and logs.finished.get(key) is record.log:
+            logs._drop(key, record.log)
+
+    def forget(self, thread_id: str) -> None:
+        self.records.pop(thread_id, None)
+
+    def _of_log(self, log) -> RunRecord:
+        """A Run for a run started over AG-UI (its log is all there is), kept from
+        the first time it is seen."""
+        record = RunRecord(log.thread_id, log.run_id, log.agent_id, {}, {}, "reject", log)
+        self.add(record)
+        return record
+
+    def _prune(self, thread_id: str) -> None:
+        own = self.records.get(thread_id)
+        if own is None or len(own) <= self.KEEP:
+            return
+        logs = self.app._logs
+        for run_id, record in list(own.items()):
+            if len(own) <= self.KEEP:
+                break
+            gone = record.log is not None and logs.get(thread_id, run_id) is not record.log
+            if gone or (record.log is None and record.started.is_set()):
+                del own[run_id]

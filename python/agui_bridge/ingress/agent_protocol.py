@@ -1,0 +1,868 @@
+"""The Agent Protocol routes (the LangGraph API subset the LangGraph SDKs call),
+on the same threads, runs and run logs as the AG-UI routes.
+
+``/threads`` (create, get, patch, delete, search, state, history),
+``/threads/{id}/runs`` (create, wait, stream, list, get, delete, join, join a
+stream with ``Last-Event-ID``, cancel), the stateless ``/runs/wait`` and
+``/runs/stream``, and ``/assistants/{id}`` and ``/assistants/search`` (an
+assistant is an agent, by its agent id). A run is started by the one
+``Handler.start`` the AG-UI routes use, so one thread has one active run
+whatever the protocol; its stream is another reader of its log.
+
+Auth is the AG-UI routes': ``authenticate``, the action (``read`` or ``run``
+to read, ``run`` to change anything), then the thread's guards
+(``thread_guards``) before anything of the thread is read or changed.
+Validation errors are 422 (the LangGraph convention), unknown threads, runs
+and assistants 404, a busy thread under ``multitask_strategy="reject"`` 409.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from urllib.parse import parse_qs
+
+import orjson
+
+from ..agent_protocol.messages import MessageError, to_agui
+from ..agent_protocol.runs import Registry, RunRecord, iso, terminal_event
+from ..agent_protocol.stream import MODES, Projector, interrupts_of, values_of
+from ..errors import RunInputError
+from ..run_input import Resume, RunInput, _check_depth, _text_of
+from ..runs import PING, STREAM_HEADERS, Stalled, Trimmed
+from ..runs.cursor import _send
+from ..runs.history import History
+from .handler import Closed, HttpError, _granted, thread_guards
+
+log = logging.getLogger("agui_bridge.ingress")
+
+JSON = [("content-type", "application/json"), ("cache-control", "no-cache")]
+STRATEGIES = ("reject", "enqueue")
+MAX_PAGE = 1000
+# Thread ids a search reads at most (ids only; threads are loaded a page at a time).
+MAX_SCAN = 10_000
+
+
+def _unprocessable(message: str, code: str = "invalid_request") -> HttpError:
+    return HttpError(422, code, message)
+
+
+def _query(conn) -> dict[str, str]:
+    parsed = parse_qs(conn.query_string or "", keep_blank_values=True)
+    return {k: v[-1] for k, v in parsed.items()}
+
+
+def _int(value, name: str, default: int, low: int, high: int) -> int:
+    if value is None:
+        return default
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        value = int(value)
+    if type(value) is not int or not low <= value <= high:
+        raise _unprocessable(f"'{name}' must be an integer from {low} to {high}")
+    return value
+
+
+def _object(body: dict, key: str) -> dict:
+    value = body.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise _unprocessable(f"'{key}' must be an object")
+    return value
+
+
+def _modes(value) -> tuple[str, ...]:
+    if value is None or value == "" or value == []:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(m, str) for m in value):
+        raise _unprocessable("'stream_mode' must be a mode or a list of modes")
+    unknown = [m for m in value if m not in MODES]
+    if unknown:
+        raise _unprocessable(
+            f"stream_mode {unknown[0]!r} is not served; use {', '.join(sorted(MODES))}"
+        )
+    return tuple(dict.fromkeys(value))
+
+
+def _sse(name: str, data, n: int | None = None) -> bytes:
+    frame = b"event: " + name.encode() + b"\ndata: " + orjson.dumps(data) + b"\n"
+    if n is not None:
+        frame += b"id: %d\n" % n
+    return frame + b"\n"
+
+
+def _event_of(frame: bytes) -> dict | None:
+    at = frame.find(b"data: ")
+    if at < 0:
+        return None
+    try:
+        return orjson.loads(frame[at + 6 :].split(b"\n", 1)[0])
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _checkpoint(thread) -> dict:
+    # No checkpoints are kept: the thread's revision names its one state.
+    seed = f"{thread.thread_id}:{thread.updated_at}:{len(thread.messages)}"
+    return {
+        "thread_id": thread.thread_id,
+        "checkpoint_ns": "",
+        "checkpoint_id": str(uuid.uuid5(uuid.NAMESPACE_URL, seed)),
+        "checkpoint_map": None,
+    }
+
+
+def thread_state(thread) -> dict:
+    """``GET /threads/{id}/state``: AG-UI's ``values`` (the state STATE_SNAPSHOT carries)
+    and ``messages`` (AG-UI messages), with what the LangGraph SDK expects of a
+    ThreadState."""
+    interrupts = interrupts_of(thread.interrupts)
+    node = thread.agent_id or "agent"
+    tasks = []
+    if interrupts:
+        task = {"id": str(uuid.uuid5(uuid.NAMESPACE_URL, interrupts[0]["id"] or node))}
+        task.update(name=node, error=None, interrupts=interrupts, checkpoint=None, state=None)
+        task["result"] = None
+        tasks.append(task)
+    return {
+        "values": thread.state,
+        "messages": thread.messages,
+        "next": [node] if interrupts else [],
+        "checkpoint": _checkpoint(thread),
+        "metadata": {"source": "loop", "step": len(thread.messages), "writes": None},
+        "created_at": iso(thread.updated_at),
+        "parent_checkpoint": None,
+        "tasks": tasks,
+        "interrupts": interrupts,
+    }
+
+
+class AgentProtocol:
+    def __init__(self, handler):
+        self.handler = handler
+        self.app = handler.app
+        self.registry = Registry(handler.app)
+
+    # -- routing -------------------------------------------------------------
+
+    async def route(self, conn) -> bool:
+        """Serves ``conn`` when its path is an Agent Protocol route; False otherwise."""
+        path = conn.path
+        try:
+            if path == "/threads" or path.startswith("/threads/"):
+                parts = path[len("/threads/") :].split("/") if path != "/threads" else []
+                return await self._threads(conn, parts)
+            if path == "/runs" or path.startswith("/runs/"):
+                return await self._stateless(conn, path[len("/runs/") :])
+            if path.startswith("/assistants/"):
+                return await self._assistants(conn, path[len("/assistants/") :].split("/"))
+        except HttpError as error:
+            if error.status == 400 and error.code != "invalid_content_length":
+                raise HttpError(422, error.code, error.message, error.headers) from None
+            raise
+        return False
+
+    async def _threads(self, conn, parts: list[str]) -> bool:
+        method = conn.method
+        n = len(parts)
+        if n == 0:
+            _allow(conn, "POST")
+            await self._create_thread(conn)
+        elif n == 1 and parts[0] == "search" and method == "POST":
+            await self._search(conn)
+        elif n == 1 and parts[0]:
+            _allow(conn, "GET", "PATCH", "DELETE")
+            await {"GET": self._get_thread, "PATCH": self._patch_thread}.get(
+                method, self._delete_thread
+            )(conn, parts[0])
+        elif n == 2 and parts[0] and parts[1] == "history":
+            _allow(conn, "GET", "POST")
+            await self._history(conn, parts[0])
+        elif n == 2 and parts[0] and parts[1] == "runs":
+            _allow(conn, "GET", "POST")
+            if method == "GET":
+                await self._list_runs(conn, parts[0])
+            else:
+                await self._create_run(conn, parts[0], "background")
+        elif n == 3 and parts[0] and parts[1] == "runs" and parts[2] in ("wait", "stream"):
+            _allow(conn, "POST")
+            await self._create_run(conn, parts[0], parts[2])
+        elif n == 3 and parts[0] and parts[1] == "runs" and parts[2]:
+            _allow(conn, "GET", "DELETE")
+            if method == "GET":
+                await self._get_run(conn, parts[0], parts[2])
+            else:
+                await self._delete_run(conn, parts[0], parts[2])
+        elif n == 4 and parts[0] and parts[1] == "runs" and parts[2]:
+            action = parts[3]
+            if action == "join":
+                _allow(conn, "GET")
+                await self._join(conn, parts[0], parts[2])
+            elif action == "stream":
+                _allow(conn, "GET")
+                await self._join_stream(conn, parts[0], parts[2])
+            elif action == "cancel":
+                _allow(conn, "POST")
+                await self._cancel(conn, parts[0], parts[2])
+            else:
+                return False
+        else:
+            return False  # the AG-UI routes: state, events
+        return True
+
+    async def _stateless(self, conn, rest: str) -> bool:
+        if rest not in ("wait", "stream", ""):
+            return False
+        _allow(conn, "POST")
+        await self._create_run(conn, None, rest or "background")
+        return True
+
+    async def _assistants(self, conn, parts: list[str]) -> bool:
+        if parts == ["search"] and conn.method == "POST":
+            _, body = await self._body(conn, "read")
+            limit = _int(body.get("limit"), "limit", 10, 1, MAX_PAGE)
+            offset = _int(body.get("offset"), "offset", 0, 0, 1 << 31)
+            graph = body.get("graph_id")
+            agents = [a for a in self.app._agents.values() if graph in (None, a.agent_id)]
+            found = [_assistant(a) for a in agents[offset : offset + limit]]
+            await conn.respond(200, orjson.dumps(found), JSON)
+            return True
+        if len(parts) == 1 and parts[0]:
+            _allow(conn, "GET")
+            await self._identity(conn, "read")
+            agent = self.app._agents.get(parts[0])
+            if agent is None:
+                raise HttpError(404, "not_found", f"no assistant {parts[0]!r}")
+            await conn.respond(200, orjson.dumps(_assistant(agent)), JSON)
+            return True
+        return False
+
+    # -- requests ------------------------------------------------------------
+
+    async def _identity(self, conn, action: str, raw: bytes | None = None):
+        request = self.handler._request(conn, raw)
+        identity = await self.handler._identity(request)
+        if not (_granted(identity, action) or (action == "read" and _granted(identity, "run"))):
+            raise HttpError(403, "forbidden", f"the {action!r} action is not granted")
+        return identity, request
+
+    async def _body(self, conn, action: str) -> tuple[object, dict]:
+        """The caller, then the JSON object body (an empty POST is ``{}``)."""
+        length = conn.headers.get("content-length")
+        if conn.headers.get("content-type") is None and length in (None, "0"):
+            raw, refused = None, None  # what the SDK's cancel sends
+        else:
+            raw, refused = await self.handler._read_body(conn)
+        identity, request = await self._identity(conn, action, raw)
+        if refused is not None:
+            raise refused
+        if not raw:
+            return identity, {}
+        body = request.body
+        if request._error is not None:
+            raise _unprocessable(f"the body is not JSON: {request._error}", "invalid_json")
+        if not isinstance(body, dict):
+            raise _unprocessable("the body must be a JSON object")
+        try:
+            _check_depth(body)
+        except RunInputError as error:
+            raise _unprocessable(str(error)) from None
+        return identity, body
+
+    async def _thread(self, identity, thread_id: str, agent=None, must_exist: bool = True):
+        """The thread, once the caller may touch it (403 before 404)."""
+        app = self.app
+        thread = await app.store.load(thread_id)
+        await self.handler.authorize_thread(identity, thread_id, thread_guards(app, thread, agent))
+        if thread is None and must_exist:
+            raise HttpError(404, "not_found", f"no thread {thread_id!r}")
+        return thread
+
+    # -- threads -------------------------------------------------------------
+
+    def status(self, thread) -> str:
+        thread_id = thread.thread_id
+        if thread_id in self.app._active or self.registry.pending(thread_id):
+            return "busy"
+        latest = self.registry.latest_log(thread_id)
+        end = terminal_event(latest) if latest is not None else None
+        if end is not None and end.get("type") == "RUN_ERROR":
+            return "error"
+        return "interrupted" if thread.interrupts else "idle"
+
+    def thread_json(self, thread) -> dict:
+        interrupts = interrupts_of(thread.interrupts)
+        return {
+            "thread_id": thread.thread_id,
+            "created_at": iso(thread.created_at or thread.updated_at),
+            "updated_at": iso(thread.updated_at),
+            "metadata": thread.metadata,
+            "status": self.status(thread),
+            "values": values_of(thread.state, thread.messages),
+            "interrupts": {thread.agent_id or "agent": interrupts} if interrupts else {},
+            "config": {},
+        }
+
+    async def _create_thread(self, conn) -> None:
+        identity, body = await self._body(conn, "run")
+        thread_id = body.get("thread_id")
+        if thread_id is None:
+            thread_id = str(uuid.uuid4())
+        elif not isinstance(thread_id, str) or not thread_id or "/" in thread_id:
+            raise _unprocessable("'thread_id' must be a non-empty string without '/'")
+        if_exists = body.get("if_exists", "raise")
+        if if_exists not in ("raise", "do_nothing"):
+            raise _unprocessable("'if_exists' must be 'raise' or 'do_nothing'")
+        metadata = _object(body, "metadata")
+        await self._thread(identity, thread_id, must_exist=False)
+        created = await self.app.store.create(thread_id, metadata)
+        if not created and if_exists == "raise":
+            raise HttpError(409, "thread_exists", f"thread {thread_id!r} already exists")
+        thread = await self.app.store.load(thread_id)
+        await conn.respond(200, orjson.dumps(self.thread_json(thread)), JSON)
+
+    async def _get_thread(self, conn, thread_id: str) -> None:
+        identity, _ = await self._identity(conn, "read")
+        thread = await self._thread(identity, thread_id)
+        await conn.respond(200, orjson.dumps(self.thread_json(thread)), JSON)
+
+    async def _patch_thread(self, conn, thread_id: str) -> None:
+        identity, body = await self._body(conn, "run")
+        metadata = _object(body, "metadata")
+        await self._thread(identity, thread_id)
+        if not await self.app.store.update_metadata(thread_id, metadata):
+            raise HttpError(404, "not_found", f"no thread {thread_id!r}")
+        thread = await self.app.store.load(thread_id)
+        await conn.respond(200, orjson.dumps(self.thread_json(thread)), JSON)
+
+    async def _delete_thread(self, conn, thread_id: str) -> None:
+        identity, _ = await self._identity(conn, "run")
+        thread = await self._thread(identity, thread_id)
+        if self.status(thread) == "busy":
+            raise HttpError(409, "run_active", f"thread {thread_id!r} has an active run")
+        await self.app.store.delete(thread_id)
+        self.registry.forget(thread_id)
+        await conn.respond(204, b"", [("cache-control", "no-cache")])
+
+    async def _search(self, conn) -> None:
+        identity, body = await self._body(conn, "read")
+        metadata = _object(body, "metadata")
+        values = _object(body, "values")
+        limit = _int(body.get("limit"), "limit", 10, 1, MAX_PAGE)
+        offset = _int(body.get("offset"), "offset", 0, 0, MAX_SCAN)
+        status = body.get("status")
+        if status is not None and status not in ("idle", "busy", "interrupted", "error"):
+            raise _unprocessable("'status' must be idle, busy, interrupted or error")
+        ids = body.get("ids")
+        if ids is not None:
+            if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+                raise _unprocessable("'ids' must be a list of strings")
+            ids = set(ids)
+        found = []
+        for thread_id in await self.app.store.search(metadata, ids, MAX_SCAN):
+            thread = await self.app.store.load(thread_id)
+            if thread is None:
+                continue
+            try:
+                await self.handler.authorize_thread(
+                    identity, thread_id, thread_guards(self.app, thread)
+                )
+            except HttpError:
+                continue  # a thread the caller may not see is not found
+            shown = self.thread_json(thread)
+            if status is not None and shown["status"] != status:
+                continue
+            if any(shown["values"].get(k, _ABSENT) != v for k, v in values.items()):
+                continue
+            found.append(shown)
+            if len(found) >= offset + limit:
+                break
+        await conn.respond(200, orjson.dumps(found[offset:]), JSON)
+
+    async def _history(self, conn, thread_id: str) -> None:
+        # No checkpoints are kept: the history is the thread's one current state.
+        if conn.method == "POST":
+            identity, body = await self._body(conn, "read")
+            limit = _int(body.get("limit"), "limit", 10, 1, MAX_PAGE)
+        else:
+            identity, _ = await self._identity(conn, "read")
+            limit = _int(_query(conn).get("limit"), "limit", 10, 1, MAX_PAGE)
+        thread = await self._thread(identity, thread_id)
+        states = [thread_state(thread)][:limit]
+        await conn.respond(200, orjson.dumps(states), JSON)
+
+    # -- runs ----------------------------------------------------------------
+
+    def _run_input(self, body: dict, thread_id: str, run_id: str, thread) -> RunInput:
+        """A RunCreate body as the turn the agent runs on."""
+        run_input = body.get("input")
+        command = body.get("command")
+        if command is not None and not isinstance(command, dict):
+            raise _unprocessable("'command' must be an object")
+        messages: list[dict] = []
+        state = None
+        if isinstance(run_input, dict):
+            sent = run_input.get("messages")
+            if isinstance(sent, (str, dict)):
+                sent = [sent]
+            if sent is not None and not isinstance(sent, list):
+                raise _unprocessable("'input.messages' must be a list of messages")
+            try:
+                messages = [to_agui(m, i) for i, m in enumerate(sent or ())]
+            except MessageError as error:
+                raise _unprocessable(str(error)) from None
+            state = {k: v for k, v in run_input.items() if k != "messages"} or None
+        elif isinstance(run_input, str):
+            messages = [to_agui(run_input, 0)]
+        elif run_input is not None:
+            raise _unprocessable("'input' must be an object (or a message's text)")
+        resume = None
+        if command:
+            unknown = set(command) - {"resume", "update"}
+            if unknown:
+                raise _unprocessable(f"command.{sorted(unknown)[0]} is not supported")
+            update = command.get("update")
+            if update is not None:
+                if isinstance(update, list) and all(
+                    isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) for p in update
+                ):
+                    update = dict(update)
+                if not isinstance(update, dict):
+                    raise _unprocessable("'command.update' must be an object or [key, value] pairs")
+                state = {**(state or {}), **update}
+            if "resume" in command:
+                resume = _resume(command["resume"], thread)
+        users = [m for m in messages if m["role"] == "user"]
+        try:
+            text = _text_of(users[-1].get("content")) if users else ""
+        except RunInputError as error:
+            raise _unprocessable(str(error)) from None
+        extra = {k: body[k] for k in ("config", "context", "metadata") if body.get(k) is not None}
+        return RunInput(
+            thread_id=thread_id,
+            run_id=run_id,
+            input=text,
+            history=[],
+            messages=messages,
+            state=state,
+            forwarded_props={"agent_protocol": extra} if extra else None,
+            resume=resume,
+        )
+
+    async def _create_run(self, conn, thread_id: str | None, kind: str) -> None:
+        identity, body = await self._body(conn, "run")
+        assistant_id = body.get("assistant_id")
+        if not isinstance(assistant_id, str) or not assistant_id:
+            raise _unprocessable("'assistant_id' must be the id of an agent")
+        strategy = body.get("multitask_strategy", "reject")
+        if strategy not in STRATEGIES:
+            raise _unprocessable("'multitask_strategy' must be 'reject' or 'enqueue'")
+        if_not_exists = body.get("if_not_exists", "reject")
+        if if_not_exists not in ("reject", "create"):
+            raise _unprocessable("'if_not_exists' must be 'reject' or 'create'")
+        on_disconnect = body.get("on_disconnect", "continue")
+        if on_disconnect not in ("cancel", "continue"):
+            raise _unprocessable("'on_disconnect' must be 'cancel' or 'continue'")
+        on_completion = body.get("on_completion", "delete")
+        if on_completion not in ("delete", "keep"):
+            raise _unprocessable("'on_completion' must be 'delete' or 'keep'")
+        modes = _modes(body.get("stream_mode", "values")) or ("values",)
+        metadata = _object(body, "metadata")
+        if body.get("input") is not None and body.get("command") is not None:
+            raise _unprocessable("send 'input' or 'command', not both")
+        agent = self.app._agents.get(assistant_id)
+        if agent is None:
+            raise HttpError(404, "not_found", f"no assistant {assistant_id!r}")
+        stateless = thread_id is None
+        if stateless:
+            thread_id = str(uuid.uuid4())
+        elif "/" in thread_id:
+            raise HttpError(404, "not_found", f"no thread {thread_id!r}")
+        thread = await self._thread(identity, thread_id, agent, must_exist=False)
+        if thread is None and not stateless and if_not_exists == "reject":
+            raise HttpError(404, "not_found", f"no thread {thread_id!r}")
+        run_id = str(uuid.uuid4())
+        run_input = self._run_input(body, thread_id, run_id, thread)
+        kwargs = {"input": body.get("input"), "command": body.get("command")}
+        kwargs["stream_mode"] = list(modes)
+        record = RunRecord(thread_id, run_id, assistant_id, metadata, kwargs, strategy)
+        await self._launch(record, agent, run_input, identity)
+
+        location = f"/runs/{run_id}" if stateless else f"/threads/{thread_id}/runs/{run_id}"
+        headers = [("content-location", location)]
+        keep = not stateless or on_completion == "keep"
+        if kind == "background":
+            await conn.respond(200, orjson.dumps(record.as_json()), [*JSON, *headers])
+        elif kind == "wait":
+            try:
+                result = await self._result(record, keep)
+            except asyncio.CancelledError:
+                self._left(record, on_disconnect)
+                if not keep:
+                    self._discard(record)
+                raise
+            await conn.respond(200, orjson.dumps(result), [*JSON, *headers])
+        else:
+            if not stateless:
+                headers.append(("location", location + "/stream"))
+            await self._stream(conn, record, modes, 0, headers, on_disconnect, keep)
+
+    async def _launch(self, record: RunRecord, agent, run_input, identity) -> None:
+        """Starts the run now, or queues it (``enqueue``) behind the thread's active run."""
+        thread_id = record.thread_id
+        busy = thread_id in self.app._active or self.registry.pending(thread_id)
+        if record.strategy == "enqueue" and busy:
+            self._enqueue(record, agent, run_input, identity)
+            return
+        try:
+            run = await self.handler.start(agent, run_input, identity)
+        except HttpError as error:
+            if error.status == 409 and error.code == "run_active" and record.strategy == "enqueue":
+                self._enqueue(record, agent, run_input, identity)
+                return
+            raise
+        record.took(run.log)
+        self.registry.add(record)
+
+    def _enqueue(self, record, agent, run_input, identity) -> None:
+        self.registry.add(record)
+        queue = self.registry.queues.setdefault(record.thread_id, [])
+        queue.append((record, agent, run_input, identity))
+        if len(queue) == 1:
+            task = asyncio.get_running_loop().create_task(self._drain(record.thread_id))
+            self.app._tasks.add(task)
+            task.add_done_callback(self.app._tasks.discard)
+
+    async def _drain(self, thread_id: str) -> None:
+        """Starts the thread's queued runs one after the other, each once the thread is free."""
+        app = self.app
+        queue = self.registry.queues[thread_id]
+        try:
+            while queue:
+                record, agent, run_input, identity = queue[0]
+                if record.cancelled:
+                    queue.pop(0)
+                    continue
+                if thread_id in app._active:
+                    active = app._active[thread_id]
+                    if active is not None and active.task is not None:
+                        await asyncio.wait([active.task])
+                    else:
+                        await asyncio.sleep(0.02)  # being claimed: its run is being prepared
+                    continue
+                try:
+                    run = await self.handler.start(agent, run_input, identity)
+                except HttpError as error:
+                    if error.status == 409 and error.code == "run_active":
+                        await asyncio.sleep(0.1)  # another worker's run holds the lease
+                        continue
+                    record.failed = error.message
+                    record.started.set()
+                    queue.pop(0)
+                    continue
+                except Exception as error:
+                    log.exception("thread %s: a queued run could not start", thread_id)
+                    record.failed = str(error) or type(error).__name__
+                    record.started.set()
+                    queue.pop(0)
+                    continue
+                record.took(run.log)
+                queue.pop(0)
+        finally:
+            if self.registry.queues.get(thread_id) is queue and not queue:
+                del self.registry.queues[thread_id]
+
+    async def _ended(self, record: RunRecord) -> None:
+        await record.started.wait()
+        run_log = record.log
+        while run_log is not None and not run_log.ended:
+            await run_log.waiter()
+
+    async def _result(self, record: RunRecord, keep: bool = True) -> dict:
+        """What ``/wait`` and ``/join`` answer: the thread's values once the run ended,
+        with ``__interrupt__`` when it paused and ``__error__`` when it failed."""
+        await self._ended(record)
+        thread = await self.app.store.load(record.thread_id)
+        if thread is None:
+            values = {}
+        else:
+            values = values_of(thread.state, thread.messages, thread.interrupts)
+        if not keep:
+            self._discard(record)
+        if record.failed is not None:
+            values["__error__"] = {"error": "RunNotStarted", "message": record.failed}
+        end = terminal_event(record.log) if record.log is not None else None
+        if end is not None and end.get("type") == "RUN_ERROR" and not record.cancelled:
+            code = end.get("code")
+            values["__error__"] = {
+                "error": code if isinstance(code, str) and code else "RunError",
+                "message": end.get("message", ""),
+            }
+        return values
+
+    def _left(self, record: RunRecord, on_disconnect: str) -> None:
+        """The client of a stream or a wait left: ``on_disconnect="cancel"`` stops its run."""
+        if on_disconnect != "cancel":
+            return
+        run_log = record.log
+        if run_log is None:
+            self._unqueue(record)
+        elif not run_log.ended and run_log.run is not None and run_log.run.stop():
+            record.cancelled = True
+
+    def _unqueue(self, record: RunRecord) -> None:
+        record.cancelled = True
+        record.started.set()
+        queue = self.registry.queues.get(record.thread_id) or []
+        queue[:] = [entry for entry in queue if entry[0] is not record]
+
+    def _discard(self, record: RunRecord) -> None:
+        """A stateless run's thread goes once the run ended (``on_completion="delete"``)."""
+
+        async def discard():
+            await self._ended(record)
+            await self.app.store.delete(record.thread_id)
+            self.registry.forget(record.thread_id)
+
+        task = asyncio.get_running_loop().create_task(discard())
+        self.app._tasks.add(task)
+        task.add_done_callback(self.app._tasks.discard)
+
+    async def _run_of(self, conn, thread_id: str, run_id: str, action: str):
+        identity, _ = await self._identity(conn, action)
+        await self._thread(identity, thread_id)
+        record = self.registry.get(thread_id, run_id)
+        if record is None:
+            raise HttpError(404, "not_found", f"no run {run_id!r} on thread {thread_id!r}")
+        if record.log is not None:
+            await self.handler._may_read(identity, record.log)
+        return record
+
+    async def _list_runs(self, conn, thread_id: str) -> None:
+        identity, _ = await self._identity(conn, "read")
+        query = _query(conn)
+        limit = _int(query.get("limit"), "limit", 10, 1, MAX_PAGE)
+        offset = _int(query.get("offset"), "offset", 0, 0, 1 << 31)
+        status = query.get("status") or None
+        await self._thread(identity, thread_id)
+        runs = [r.as_json() for r in self.registry.of_thread(thread_id)]
+        if status is not None:
+            runs = [r for r in runs if r["status"] == status]
+        await conn.respond(200, orjson.dumps(runs[offset : offset + limit]), JSON)
+
+    async def _get_run(self, conn, thread_id: str, run_id: str) -> None:
+        record = await self._run_of(conn, thread_id, run_id, "read")
+        await conn.respond(200, orjson.dumps(record.as_json()), JSON)
+
+    async def _delete_run(self, conn, thread_id: str, run_id: str) -> None:
+        record = await self._run_of(conn, thread_id, run_id, "run")
+        if record.status in ("pending", "running"):
+            raise HttpError(409, "run_active", f"run {run_id!r} has not ended; cancel it first")
+        self.registry.delete(record)
+        await conn.respond(204, b"", [("cache-control", "no-cache")])
+
+    async def _join(self, conn, thread_id: str, run_id: str) -> None:
+        record = await self._run_of(conn, thread_id, run_id, "read")
+        await conn.respond(200, orjson.dumps(await self._result(record)), JSON)
+
+    async def _join_stream(self, conn, thread_id: str, run_id: str) -> None:
+        query = _query(conn)
+        after = _after(conn)
+        record = await self._run_of(conn, thread_id, run_id, "read")
+        modes = _modes(query.get("stream_mode"))
+        if not modes:
+            modes = tuple(record.kwargs.get("stream_mode") or ("values",))
+        on_disconnect = "cancel" if query.get("cancel_on_disconnect") == "true" else "continue"
+        await self._stream(conn, record, modes, after, [], on_disconnect, True, first=False)
+
+    async def _cancel(self, conn, thread_id: str, run_id: str) -> None:
+        record = self.registry.get(thread_id, run_id)
+        if record is None or record.log is not None:
+            # A live run: the AG-UI route stops it (the same for both protocols).
+            if record is not None and record.status == "running":
+                record.cancelled = True
+            try:
+                await self.handler._cancel(conn, thread_id, run_id)
+            except BaseException:
+                if record is not None and record.status == "running":
+                    record.cancelled = False
+                raise
+            return
+        identity, _ = await self._body(conn, "run")
+        await self._thread(identity, thread_id)
+        self._unqueue(record)
+        body = orjson.dumps({"threadId": thread_id, "runId": run_id, "status": "cancelled"})
+        await conn.respond(202, body, [("content-type", "application/json")])
+
+    # -- streams -------------------------------------------------------------
+
+    async def _origin(self, record: RunRecord):
+        """The thread's messages and state before the run, for its values."""
+        run_log = record.log
+        run = run_log.run
+        if record.base is None and run is not None:
+            record.base, record.state = run.base, run.ctx.state
+        if record.base is not None:
+            return record.base, record.state or {}
+        # A run first seen after it ended: the stored thread without what it made.
+        thread = await self.app.store.load(record.thread_id)
+        made = History(record.run_id)
+        position = 0
+        with contextlib.suppress(Trimmed):
+            data, _ = run_log.read(position)
+            for frame in data.split(b"\n\n"):
+                event = _event_of(frame) if frame else None
+                if event is not None:
+                    made.record([event])
+        if thread is None:
+            return [], {}
+        return [m for m in thread.messages if m.get("id") not in made.by_id], thread.state
+
+    async def _stream(
+        self, conn, record, modes, after, headers, on_disconnect, keep, first=True
+    ) -> None:
+        app = self.app
+        await conn.start_stream(200, [*STREAM_HEADERS, *headers])
+        gone = asyncio.ensure_future(conn.wait_disconnect())
+        timeout = app.limits.send_timeout
+        try:
+            if first:
+                meta = {"run_id": record.run_id, "thread_id": record.thread_id, "attempt": 1}
+                await _send(conn, _sse("metadata", meta), timeout)
+            started = asyncio.ensure_future(record.started.wait())
+            await asyncio.wait([started, gone], return_when=asyncio.FIRST_COMPLETED)
+            if not started.done():
+                started.cancel()
+                self._left(record, on_disconnect)
+                return
+            if record.failed is not None or record.log is None:
+                message = record.failed or "the run was cancelled before it started"
+                await _send(conn, _sse("error", {"error": "RunNotStarted", "message": message}), 5)
+                return
+            await self._pump(conn, record, modes, after, gone)
+        except Closed:
+            self._left(record, on_disconnect)
+        except Stalled:
+            log.warning("run %s: an Agent Protocol stream stalled; dropped it", record.run_id)
+        finally:
+            if gone.done() and not gone.cancelled():
+                self._left(record, on_disconnect)
+            gone.cancel()
+            if not keep:
+                self._discard(record)
+        await conn.end_stream()
+
+    async def _pump(self, conn, record, modes, after: int, gone) -> None:
+        """Writes the run's events after ``after`` as stream parts until the run ends.
+
+        The projector reads every event from the first (the values need the
+        whole run); the parts of events up to ``after`` are not written. The
+        last part made from event n carries ``id: n``, so a client that
+        resumes after n lost nothing of it.
+        """
+        app = self.app
+        run_log = record.log
+        base, state = await self._origin(record)
+        projector = Projector(
+            modes, record.assistant_id, record.thread_id, record.run_id, base, state
+        )
+        timeout = app.limits.send_timeout
+        position = 0
+        while not gone.done():
+            try:
+                data, last = run_log.read(position, app.limits.max_write)
+            except Trimmed:
+                position = run_log.first - 1  # the oldest events are gone: go on from what is held
+                continue
+            if data:
+                out = []
+                n = position
+                for frame in data.split(b"\n\n"):
+                    if not frame:
+                        continue
+                    n += 1
+                    event = _event_of(frame)
+                    parts = projector.feed(event) if event is not None else []
+                    if n <= after:
+                        continue
+                    for index, (name, payload) in enumerate(parts):
+                        out.append(_sse(name, payload, n if index == len(parts) - 1 else None))
+                position = last
+                if out:
+                    await _send(conn, b"".join(out), timeout)
+                continue
+            if run_log.ended:
+                return
+            waiter = run_log.waiter()
+            try:
+                done, _ = await asyncio.wait(
+                    [waiter, gone], timeout=app.keepalive, return_when=asyncio.FIRST_COMPLETED
+                )
+            finally:
+                run_log.waiters.discard(waiter)
+            if not done:
+                await _send(conn, PING, timeout)
+
+
+_ABSENT = object()
+
+
+def _allow(conn, *methods: str) -> None:
+    if conn.method not in methods:
+        raise HttpError(
+            405,
+            "method_not_allowed",
+            f"{conn.method} is not allowed on {conn.path}; use {' or '.join(methods)}",
+            [("allow", ", ".join(methods))],
+        )
+
+
+def _after(conn) -> int:
+    """The stream position to resume after: ``Last-Event-ID`` (``-1``: from the start)."""
+    value = conn.headers.get("last-event-id")
+    if value is None or value.strip() in ("", "-1"):
+        return 0
+    value = value.strip()
+    if not value.isdigit() or len(value) > 18:
+        raise _unprocessable("Last-Event-ID must be an event id from this run's stream")
+    return int(value)
+
+
+def _resume(value, thread) -> Resume:
+    """``command.resume`` as the resumption of the thread's pending interrupts: a map
+    of interrupt id to value answers each one, anything else answers them all."""
+    if value is None:
+        raise _unprocessable("'command.resume' must not be null")
+    pending = {i.get("id") for i in (thread.interrupts if thread is not None else ())}
+    if isinstance(value, dict) and value and set(value) <= pending:
+        entries = tuple(
+            {"interruptId": k, "status": "resolved", "payload": v} for k, v in value.items()
+        )
+        return Resume(entries=entries)
+    if isinstance(value, dict) and "decision" in value:
+        interrupt_id = value.get("interruptId")
+        if interrupt_id is not None and not isinstance(interrupt_id, str):
+            raise _unprocessable("'command.resume.interruptId' must be a string")
+        return Resume(decision=value["decision"], interrupt_id=interrupt_id)
+    return Resume(decision=value)
+
+
+def _assistant(agent) -> dict:
+    now = iso(time.time())
+    return {
+        "assistant_id": agent.agent_id,
+        "graph_id": agent.agent_id,
+        "config": {},
+        "context": {},
+        "created_at": now,
+        "updated_at": now,
+        "metadata": {},
+        "version": 1,
+        "name": agent.agent_id,
+        "description": None,
+    }

@@ -1,0 +1,67 @@
+"""The app the Agent Protocol suites serve (``tests.agent_protocol_apps:app``).
+
+Agents: ``demo`` (the demo agent, with AGUI_DEMO_DELAY=0: text, a calculator
+tool call, an approval interrupt), ``slow`` (a tick every 50 ms until 60 ticks
+or the word in ``ctx.input`` says fewer: what a cancel or a dropped stream
+needs time for), ``fail`` (some text, then an exception) and ``signals``
+(events dialect: a CUSTOM event and a state snapshot). With
+``AGUI_TEST_AUTH=1`` the caller's ``x-user`` header is the identity, threads
+are guarded by ``authorize_thread`` (a thread id starting with the user's name)
+and ``x-actions`` lists the actions granted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from agui_bridge import crumbs as c
+from agui_bridge.app import App
+from agui_bridge.demo import demo
+
+_auth = os.environ.get("AGUI_TEST_AUTH") == "1"
+
+
+def _authenticate(request):
+    user = request.headers.get("x-user")
+    if not user:
+        return None
+    actions = request.headers.get("x-actions")
+    return {"user": user, "actions": actions.split(",") if actions else ["*"]}
+
+
+def _owns(identity, thread_id: str) -> bool:
+    return thread_id.startswith(identity["user"] + "-")
+
+
+app = App(
+    store=os.environ.get("AGUI_TEST_STORE", "memory://"),
+    authenticate=_authenticate if _auth else None,
+)
+guard = _owns if _auth else None
+
+app.agent("demo", authorize_thread=guard)(demo)
+
+
+@app.agent("slow", authorize_thread=guard)
+async def slow(ctx):
+    words = ctx.input.split()
+    count = int(words[-1]) if words and words[-1].isdigit() else 60
+    for n in range(count):
+        yield c.text_delta(f"tick {n} ")
+        await asyncio.sleep(0.05)
+
+
+@app.agent("fail", authorize_thread=guard)
+async def fail(ctx):
+    yield c.text_delta("about to fail")
+    raise RuntimeError("the agent broke")
+
+
+@app.agent("signals", dialect="events", authorize_thread=guard)
+async def signals(ctx):
+    yield {"type": "CUSTOM", "name": "progress", "value": {"done": 1, "of": 2}}
+    yield {"type": "STATE_SNAPSHOT", "snapshot": {**ctx.state, "phase": "half"}}
+    yield {"type": "TEXT_MESSAGE_START", "messageId": ctx.new_id("reply"), "role": "assistant"}
+    yield {"type": "TEXT_MESSAGE_CONTENT", "messageId": f"{ctx.run_id}:reply", "delta": "ok"}
+    yield {"type": "TEXT_MESSAGE_END", "messageId": f"{ctx.run_id}:reply"}

@@ -1,0 +1,367 @@
+"""The Agent Protocol routes, driven by the real LangGraph SDK (``langgraph-sdk``, async).
+
+One granian server (RSGI) serves ``tests.agent_protocol_apps:app`` for the
+module; ``test_agent_protocol_sync.py`` drives the same calls with the sync
+client over ASGI, and ``test_agent_protocol_mixed.py`` mixes both protocols
+on one thread with the real ``@ag-ui/client``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import httpx
+import pytest
+from langgraph_sdk import get_client
+from langgraph_sdk.errors import ConflictError, NotFoundError, UnprocessableEntityError
+from langgraph_sdk.schema import Command
+
+from tests.servers import serve
+
+ASK = {"messages": [{"role": "user", "content": "what is 6 * 7?"}]}
+
+
+@pytest.fixture(scope="module")
+def base_url():
+    with serve("tests.agent_protocol_apps:app", env={"AGUI_DEMO_DELAY": "0"}) as url:
+        yield url
+
+
+@pytest.fixture
+async def client(base_url):
+    client = get_client(url=base_url, api_key=None)
+    yield client
+    await client.aclose()
+
+
+def _human(text: str) -> dict:
+    return {"messages": [{"role": "human", "content": text}]}
+
+
+async def _thread(client, **metadata) -> str:
+    return (await client.threads.create(metadata=metadata or None))["thread_id"]
+
+
+async def test_threads_create_get_update_search_delete(client):
+    own = f"t-{uuid.uuid4()}"
+    tag = uuid.uuid4().hex
+    thread = await client.threads.create(thread_id=own, metadata={"tag": tag, "n": 1})
+    assert thread["thread_id"] == own and thread["status"] == "idle"
+    assert thread["metadata"] == {"tag": tag, "n": 1} and thread["values"] == {"messages": []}
+    assert thread["created_at"].endswith("Z") and thread["interrupts"] == {}
+    with pytest.raises(ConflictError):
+        await client.threads.create(thread_id=own)
+    same = await client.threads.create(thread_id=own, if_exists="do_nothing")
+    assert same["metadata"] == {"tag": tag, "n": 1}
+    assert (await client.threads.get(own))["thread_id"] == own
+
+    updated = await client.threads.update(own, metadata={"n": 2, "extra": True})
+    assert updated["metadata"] == {"tag": tag, "n": 2, "extra": True}
+
+    other = await client.threads.create(metadata={"tag": tag})
+    found = await client.threads.search(metadata={"tag": tag})
+    assert [t["thread_id"] for t in found] == [other["thread_id"], own]  # newest update first
+    assert [t["thread_id"] for t in await client.threads.search(metadata={"tag": tag, "n": 2})] == [
+        own
+    ]
+    assert len(await client.threads.search(metadata={"tag": tag}, limit=1)) == 1
+    assert len(await client.threads.search(metadata={"tag": tag}, offset=1)) == 1
+    idle = await client.threads.search(metadata={"tag": tag}, status="idle")
+    assert len(idle) == 2
+    assert await client.threads.search(metadata={"tag": tag}, status="busy") == []
+    assert [t["thread_id"] for t in await client.threads.search(ids=[own])] == [own]
+
+    await client.threads.delete(own)
+    with pytest.raises(NotFoundError):
+        await client.threads.get(own)
+    with pytest.raises(NotFoundError):
+        await client.threads.delete(own)
+    assert [t["thread_id"] for t in await client.threads.search(metadata={"tag": tag})] == [
+        other["thread_id"]
+    ]
+
+
+async def test_runs_wait_gives_the_values_and_the_state_follows(client):
+    thread_id = await _thread(client)
+    created = []
+    values = await client.runs.wait(thread_id, "demo", input=ASK, on_run_created=created.append)
+    assert created and created[0]["thread_id"] == thread_id
+    messages = values["messages"]
+    assert [m["type"] for m in messages] == ["human", "ai", "tool", "ai"]
+    assert messages[0]["content"] == "what is 6 * 7?"
+    assert messages[1]["tool_calls"][0]["name"] == "calculate"
+    assert messages[1]["tool_calls"][0]["args"] == {"expression": "6 * 7"}
+    assert messages[2]["tool_call_id"] == messages[1]["tool_calls"][0]["id"]
+    assert messages[-1]["content"] == "6 * 7 = 42."
+    assert values["loop"]["iteration"] == 1  # the agent's own state beside the messages
+
+    state = await client.threads.get_state(thread_id)
+    assert state["values"] == {k: v for k, v in values.items() if k != "messages"}
+    assert [m["role"] for m in state["messages"]] == ["user", "assistant", "tool", "assistant"]
+    assert state["next"] == [] and state["tasks"] == [] and state["interrupts"] == []
+    assert state["checkpoint"]["thread_id"] == thread_id and state["checkpoint"]["checkpoint_id"]
+    assert state["created_at"] and isinstance(state["metadata"], dict)
+    history = await client.threads.get_history(thread_id)
+    assert history[0]["checkpoint"] == state["checkpoint"]
+
+    run = await client.runs.get(thread_id, created[0]["run_id"])
+    assert run["status"] == "success" and run["assistant_id"] == "demo"
+    thread = await client.threads.get(thread_id)
+    assert thread["status"] == "idle" and thread["values"]["messages"] == messages
+
+    # A second turn sees the first one.
+    again = await client.runs.wait(thread_id, "demo", input=_human("hello"))
+    assert "turn 2" in again["messages"][-1]["content"]
+    assert len(again["messages"]) == 6
+
+
+async def _parts(client, thread_id, agent, modes, **kw):
+    return [
+        (p.event, p.data)
+        async for p in client.runs.stream(thread_id, agent, stream_mode=modes, **kw)
+    ]
+
+
+async def test_runs_stream_in_each_mode(client):
+    thread_id = await _thread(client)
+    parts = await _parts(client, thread_id, "demo", "values", input=ASK)
+    assert parts[0][0] == "metadata" and parts[0][1]["run_id"]
+    values = [d for e, d in parts if e == "values"]
+    assert {e for e, _ in parts} == {"metadata", "values"}
+    assert values[-1]["messages"][-1]["content"] == "6 * 7 = 42."
+    # The values grow step by step: the tool call, its result, the answer.
+    counts = [len(v["messages"]) for v in values]
+    assert counts == sorted(counts) and counts[0] <= 2 and counts[-1] == 4
+
+    parts = await _parts(client, thread_id, "demo", ["updates"], input=_human("hello"))
+    updates = [d for e, d in parts if e == "updates"]
+    assert all(list(u) == ["demo"] for u in updates)
+    said = [u["demo"]["messages"][0] for u in updates if "messages" in u["demo"]]
+    assert said[-1]["type"] == "ai" and said[-1]["content"].startswith("You said: 'hello'")
+    assert any("loop" in u["demo"] for u in updates)
+
+    parts = await _parts(client, thread_id, "demo", "messages-tuple", input=ASK)
+    chunks = [d for e, d in parts if e == "messages"]
+    assert all(meta["langgraph_node"] == "demo" for _, meta in chunks)
+    text = "".join(c["content"] for c, _ in chunks if c["type"] == "AIMessageChunk")
+    assert text == "Let me calculate 6 * 7.6 * 7 = 42."
+    calls = [c["tool_call_chunks"][0] for c, _ in chunks if c.get("tool_call_chunks")]
+    assert calls[0]["name"] == "calculate"
+    assert "".join(c["args"] for c in calls) == '{"expression": "6 * 7"}'
+    assert [c["type"] for c, _ in chunks if c["type"] == "tool"] == ["tool"]
+
+    parts = await _parts(client, thread_id, "signals", ["custom", "values"], input=_human("go"))
+    assert ("custom", {"name": "progress", "value": {"done": 1, "of": 2}}) in parts
+    assert [d for e, d in parts if e == "values"][-1]["phase"] == "half"
+
+    parts = await _parts(client, thread_id, "demo", "agui", input=_human("hi"))
+    events = [d["type"] for e, d in parts if e == "agui"]
+    assert events[0] == "RUN_STARTED" and events[-1] == "RUN_FINISHED"
+    assert "TEXT_MESSAGE_CONTENT" in events
+
+
+async def test_runs_create_join_get_and_list(client):
+    thread_id = await _thread(client)
+    run = await client.runs.create(thread_id, "slow", input=_human("count 6"))
+    assert run["status"] in ("pending", "running") and run["thread_id"] == thread_id
+    assert (await client.threads.get(thread_id))["status"] == "busy"
+    assert (await client.runs.get(thread_id, run["run_id"]))["status"] == "running"
+    values = await client.runs.join(thread_id, run["run_id"])
+    assert values["messages"][-1]["content"].strip().endswith("tick 5")
+    listed = await client.runs.list(thread_id)
+    assert [(r["run_id"], r["status"]) for r in listed] == [(run["run_id"], "success")]
+    assert await client.runs.list(thread_id, status="error") == []
+    assert (await client.threads.get(thread_id))["status"] == "idle"
+    await client.runs.delete(thread_id, run["run_id"])
+    with pytest.raises(NotFoundError):
+        await client.runs.get(thread_id, run["run_id"])
+
+
+async def test_join_stream_resumes_after_a_dropped_connection(client):
+    thread_id = await _thread(client)
+    run = await client.runs.create(
+        thread_id, "slow", input=_human("count 20"), stream_mode="messages-tuple"
+    )
+    seen, last_id = [], None
+    async for part in client.runs.join_stream(thread_id, run["run_id"]):
+        # stream_mode empty: the run's own modes
+        assert part.event == "messages"
+        seen.append(part.data[0]["content"])
+        last_id = part.id
+        if len(seen) == 5:
+            break  # the connection drops here
+    rest = [
+        p.data[0]["content"]
+        async for p in client.runs.join_stream(thread_id, run["run_id"], last_event_id=last_id)
+    ]
+    assert seen + rest == [f"tick {n} " for n in range(20)]
+    # From the start, with a mode of the caller's choosing.
+    again = [
+        p.event
+        async for p in client.runs.join_stream(
+            thread_id, run["run_id"], stream_mode="values", last_event_id="-1"
+        )
+    ]
+    assert again and set(again) == {"values"}
+
+
+async def test_runs_cancel_stops_a_running_run(client):
+    thread_id = await _thread(client)
+    run = await client.runs.create(thread_id, "slow", input=_human("count 60"))
+    await asyncio.sleep(0.2)
+    await client.runs.cancel(thread_id, run["run_id"])
+    got = await client.runs.get(thread_id, run["run_id"])
+    assert got["status"] == "interrupted"
+    thread = await client.threads.get(thread_id)
+    assert thread["status"] == "idle"
+    partial = thread["values"]["messages"][-1]["content"]
+    assert partial.startswith("tick 0") and "tick 59" not in partial  # stopped, partial kept
+    with pytest.raises(NotFoundError):
+        await client.runs.cancel(thread_id, str(uuid.uuid4()))
+
+
+async def test_an_interrupt_resumed_with_command(client):
+    thread_id = await _thread(client)
+    paused = await client.runs.wait(thread_id, "demo", input=_human("approve deleting the draft"))
+    (interrupt,) = paused["__interrupt__"]
+    assert interrupt["value"]["reason"] == "approval"
+    assert interrupt["value"]["message"] == "approve deleting the draft"
+    thread = await client.threads.get(thread_id)
+    assert thread["status"] == "interrupted"
+    assert thread["interrupts"] == {"demo": [interrupt]}
+    state = await client.threads.get_state(thread_id)
+    assert state["next"] == ["demo"] and state["interrupts"] == [interrupt]
+    assert state["tasks"][0]["interrupts"] == [interrupt]
+
+    both = ["values", "updates"]
+    parts = await _parts(client, thread_id, "demo", both, command=Command(resume="yes"))
+    assert parts[-1][0] == "values" and "__interrupt__" not in parts[-1][1]
+    assert parts[-1][1]["messages"][-1]["content"] == "Approved: approve deleting the draft. Done."
+    assert (await client.threads.get(thread_id))["status"] == "idle"
+
+    # A stream shows the pause too; a resume by interrupt id answers it.
+    parts = await _parts(client, thread_id, "demo", both, input=_human("approve x"))
+    (pause,) = [d for e, d in parts if e == "updates" and "__interrupt__" in d]
+    assert parts[-1][1]["__interrupt__"] == pause["__interrupt__"]
+    answer = {pause["__interrupt__"][0]["id"]: "no"}
+    done = await client.runs.wait(thread_id, "demo", command={"resume": answer})
+    assert done["messages"][-1]["content"] == "Declined: approve x. Done."
+    with pytest.raises(httpx.HTTPStatusError) as refused:  # nothing pending any more
+        await client.runs.wait(thread_id, "demo", command={"resume": "yes"})
+    assert refused.value.response.status_code == 422
+
+
+async def test_a_failed_run_is_an_error(client):
+    thread_id = await _thread(client)
+    with pytest.raises(Exception, match="the agent broke"):
+        await client.runs.wait(thread_id, "fail", input=_human("x"))
+    values = await client.runs.wait(thread_id, "fail", input=_human("x"), raise_error=False)
+    assert values["__error__"]["message"] == "the agent broke"
+    assert (await client.threads.get(thread_id))["status"] == "error"
+    parts = await _parts(client, thread_id, "fail", "values", input=_human("x"))
+    assert parts[-1] == ("error", {"error": "RuntimeError", "message": "the agent broke"})
+    assert [r["status"] for r in await client.runs.list(thread_id)] == ["error"] * 3
+
+
+async def test_multitask_reject_and_enqueue(client):
+    thread_id = await _thread(client)
+    first = await client.runs.create(thread_id, "slow", input=_human("count 8"))
+    with pytest.raises(ConflictError):
+        await client.runs.create(thread_id, "slow", input=_human("count 2"))
+    with pytest.raises(httpx.HTTPStatusError) as refused:  # wait raises httpx's own errors
+        await client.runs.wait(thread_id, "demo", input=_human("hi"), multitask_strategy="reject")
+    assert refused.value.response.status_code == 409
+    queued = await client.runs.create(
+        thread_id, "slow", input=_human("count 2"), multitask_strategy="enqueue"
+    )
+    assert queued["status"] == "pending"
+    values = await client.runs.wait(
+        thread_id, "demo", input=_human("after"), multitask_strategy="enqueue"
+    )
+    # Each ran once, in order: the slow one, the queued one, then this one.
+    texts = [m["content"] for m in values["messages"] if m["type"] == "ai"]
+    assert texts[0].strip().endswith("tick 7") and texts[1] == "tick 0 tick 1 "
+    assert texts[2].startswith("You said: 'after'") and len(texts) == 3
+    statuses = {r["run_id"]: r["status"] for r in await client.runs.list(thread_id)}
+    assert statuses[first["run_id"]] == statuses[queued["run_id"]] == "success"
+
+
+async def test_a_queued_run_can_be_cancelled_before_it_starts(client):
+    thread_id = await _thread(client)
+    await client.runs.create(thread_id, "slow", input=_human("count 4"))
+    queued = await client.runs.create(
+        thread_id, "demo", input=_human("never"), multitask_strategy="enqueue"
+    )
+    await client.runs.cancel(thread_id, queued["run_id"])
+    assert (await client.runs.get(thread_id, queued["run_id"]))["status"] == "interrupted"
+    values = await client.runs.join(thread_id, queued["run_id"])
+    assert all(m["content"] != "never" for m in values["messages"])
+
+
+async def test_stateless_runs(client):
+    created = []
+    values = await client.runs.wait(None, "demo", input=ASK, on_run_created=created.append)
+    assert values["messages"][-1]["content"] == "6 * 7 = 42."
+    assert created[0]["thread_id"] is None and created[0]["run_id"]
+    parts = [p async for p in client.runs.stream(None, "demo", input=_human("hi"))]
+    assert parts[0].event == "metadata" and parts[-1].event == "values"
+    thread_id = parts[0].data["thread_id"]
+    for _ in range(50):  # the temporary thread goes once the run ended
+        try:
+            await client.threads.get(thread_id)
+        except NotFoundError:
+            break
+        await asyncio.sleep(0.02)
+    else:
+        raise AssertionError("the stateless run's thread is still there")
+
+
+async def test_assistants(client):
+    assistant = await client.assistants.get("demo")
+    assert assistant["assistant_id"] == assistant["graph_id"] == "demo"
+    found = await client.assistants.search()
+    assert {a["assistant_id"] for a in found} == {"demo", "slow", "fail", "signals"}
+    with pytest.raises(NotFoundError):
+        await client.assistants.get("nope")
+
+
+async def test_bad_input_is_422_unknown_is_404_never_500(base_url, client):
+    thread_id = await _thread(client)
+    with pytest.raises(NotFoundError):
+        await client.threads.get(str(uuid.uuid4()))
+    with pytest.raises(NotFoundError):
+        await client.runs.create(str(uuid.uuid4()), "demo", input=ASK)
+    with pytest.raises(NotFoundError):
+        await client.runs.create(thread_id, "nobody", input=ASK)
+    with pytest.raises(NotFoundError):
+        await client.runs.get(thread_id, str(uuid.uuid4()))
+    with pytest.raises(UnprocessableEntityError):
+        await client.runs.create(thread_id, "demo", input=ASK, multitask_strategy="rollback")
+    with pytest.raises(UnprocessableEntityError):
+        await client.runs.create(thread_id, "demo", input=ASK, stream_mode="debug")
+    with pytest.raises(UnprocessableEntityError):
+        await client.runs.create(thread_id, "demo", input={"messages": [{"content": "no role"}]})
+    with pytest.raises(UnprocessableEntityError):
+        await client.threads.create(if_exists="sometimes")
+    async with httpx.AsyncClient(base_url=base_url, timeout=10) as http:
+        bad = [
+            ("POST", f"/threads/{thread_id}/runs/wait", b"{", "application/json", 422),
+            ("POST", f"/threads/{thread_id}/runs/wait", b"[]", "application/json", 422),
+            ("POST", f"/threads/{thread_id}/runs/wait", b'{"input": 1}', "text/plain", 415),
+            ("POST", f"/threads/{thread_id}/runs", b'{"input": {}}', "application/json", 422),
+            ("POST", "/threads/search", b'{"limit": -1}', "application/json", 422),
+            ("POST", "/threads/search", b'{"limit": "x"}', "application/json", 422),
+            ("PUT", f"/threads/{thread_id}", b"{}", "application/json", 405),
+            ("GET", "/threads/x/runs/y/stream/more", b"", None, 404),
+            ("GET", "/assistants/demo/graph", b"", None, 404),
+        ]
+        for method, path, body, kind, status in bad:
+            headers = {"content-type": kind} if kind else {}
+            response = await http.request(method, path, content=body, headers=headers)
+            assert response.status_code == status, (method, path, response.text)
+            assert "error" in response.json()
+        stream = await http.get(
+            f"/threads/{thread_id}/runs/{uuid.uuid4()}/stream", headers={"last-event-id": "x"}
+        )
+        assert stream.status_code in (404, 422)

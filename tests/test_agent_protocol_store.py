@@ -1,0 +1,72 @@
+"""The thread store calls the Agent Protocol's thread routes need, on every store."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from agui_bridge.store import SqliteStore
+
+
+def _msg(i: str) -> dict:
+    return {"id": i, "role": "user", "content": i}
+
+
+async def test_create_metadata_search_delete(make_store):
+    store = make_store()
+    try:
+        assert await store.create("t1", {"owner": "ann", "n": 1})
+        assert not await store.create("t1", {"owner": "bob"})  # exists: nothing changes
+        thread = await store.load("t1")
+        assert thread.metadata == {"owner": "ann", "n": 1}
+        assert thread.agent_id is None and thread.messages == [] and thread.state == {}
+        assert thread.created_at is not None and thread.updated_at >= thread.created_at
+
+        # A run's save keeps what the thread was created with.
+        await store.save("t1", "demo", [_msg("m1")], {"k": 1}, [])
+        thread = await store.load("t1")
+        assert thread.metadata == {"owner": "ann", "n": 1} and thread.agent_id == "demo"
+
+        assert await store.update_metadata("t1", {"n": 2, "tag": [1, 2]})
+        assert (await store.load("t1")).metadata == {"owner": "ann", "n": 2, "tag": [1, 2]}
+        assert not await store.update_metadata("nope", {"n": 1})
+
+        await store.create("t2", {"owner": "bob"})
+        await store.save("t3", "demo", [], {}, [])  # made by a run: empty metadata
+        assert (await store.load("t3")).metadata == {}
+        assert await store.search({}, None, 10) == ["t3", "t2", "t1"]  # newest update first
+        assert await store.search({"owner": "ann"}, None, 10) == ["t1"]
+        assert await store.search({"tag": [1, 2]}, None, 10) == ["t1"]
+        assert await store.search({"owner": "nobody"}, None, 10) == []
+        assert await store.search({}, {"t1", "t2"}, 10) == ["t2", "t1"]
+        assert await store.search({}, None, 2) == ["t3", "t2"]
+
+        assert await store.delete("t1")
+        assert not await store.delete("t1")
+        assert await store.load("t1") is None
+        assert await store.search({}, None, 10) == ["t3", "t2"]
+        # The same id again is a new thread: none of the old messages come back.
+        assert await store.create("t1", {})
+        await store.save("t1", "demo", [_msg("m9")], {}, [])
+        assert [m["id"] for m in (await store.load("t1")).messages] == ["m9"]
+    finally:
+        await store.close()
+
+
+async def test_a_sqlite_file_from_before_gains_the_columns(tmp_path):
+    path = str(tmp_path / "old.sqlite")
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        "CREATE TABLE threads (thread_id TEXT PRIMARY KEY, agent_id TEXT, state BLOB NOT NULL,"
+        " interrupts BLOB NOT NULL, updated_at REAL NOT NULL);"
+        "INSERT INTO threads VALUES ('old', 'demo', '{}', '[]', 1.0);"
+    )
+    conn.commit()
+    conn.close()
+    store = SqliteStore(path)
+    try:
+        thread = await store.load("old")
+        assert thread.metadata == {} and thread.created_at is None and thread.updated_at == 1.0
+        assert await store.update_metadata("old", {"a": 1})
+        assert (await store.load("old")).metadata == {"a": 1}
+    finally:
+        await store.close()
