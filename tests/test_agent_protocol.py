@@ -365,3 +365,28 @@ async def test_bad_input_is_422_unknown_is_404_never_500(base_url, client):
             f"/threads/{thread_id}/runs/{uuid.uuid4()}/stream", headers={"last-event-id": "x"}
         )
         assert stream.status_code in (404, 422)
+
+
+async def test_on_disconnect_cancel_stops_the_run_of_a_dropped_stream(client):
+    thread_id = await _thread(client)
+    created = []
+    stream = client.runs.stream(
+        thread_id,
+        "slow",
+        input=_human("count 60"),
+        stream_mode="messages-tuple",
+        on_disconnect="cancel",
+        on_run_created=created.append,
+    )
+    async for part in stream:
+        if part.event == "messages":
+            break
+    await stream.aclose()  # the connection drops
+    for _ in range(100):
+        run = await client.runs.get(thread_id, created[0]["run_id"])
+        if run["status"] != "running":
+            break
+        await asyncio.sleep(0.05)
+    assert run["status"] == "interrupted"
+    partial = (await client.threads.get(thread_id))["values"]["messages"][-1]["content"]
+    assert partial.startswith("tick 0") and "tick 59" not in partial

@@ -121,11 +121,28 @@ class Registry:
     def __init__(self, app):
         self.app = app
         self.records: dict[str, dict[str, RunRecord]] = {}
-        self.queues: dict[str, list[RunRecord]] = {}
+        self.queues: dict[str, list] = {}
+        self._added = 0
 
     def add(self, record: RunRecord) -> None:
         self.records.setdefault(record.thread_id, {})[record.run_id] = record
         self._prune(record.thread_id)
+        self._added += 1
+        if self._added % 256 == 0:
+            self._sweep()
+
+    def _sweep(self) -> None:
+        """Drops the records of runs whose logs are gone (past the run retention)."""
+        logs = self.app._logs
+        logs.expire()
+        for thread_id, own in list(self.records.items()):
+            for run_id, record in list(own.items()):
+                log = record.log
+                held = logs.by_run.get((thread_id, run_id))
+                if log is not None and log.ended and held is not log:
+                    del own[run_id]
+            if not own:
+                del self.records[thread_id]
 
     def get(self, thread_id: str, run_id: str) -> RunRecord | None:
         record = self.records.get(thread_id, {}).get(run_id)

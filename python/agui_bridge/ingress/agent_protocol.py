@@ -499,14 +499,9 @@ class AgentProtocol:
         if kind == "background":
             await conn.respond(200, orjson.dumps(record.as_json()), [*JSON, *headers])
         elif kind == "wait":
-            try:
-                result = await self._result(record, keep)
-            except asyncio.CancelledError:
-                self._left(record, on_disconnect)
-                if not keep:
-                    self._discard(record)
-                raise
-            await conn.respond(200, orjson.dumps(result), [*JSON, *headers])
+            result = await self._watched(conn, record, on_disconnect, keep)
+            if result is not None:
+                await conn.respond(200, orjson.dumps(result), [*JSON, *headers])
         else:
             if not stateless:
                 headers.append(("location", location + "/stream"))
@@ -667,8 +662,30 @@ class AgentProtocol:
         await conn.respond(204, b"", [("cache-control", "no-cache")])
 
     async def _join(self, conn, thread_id: str, run_id: str) -> None:
+        on_disconnect = "cancel" if _query(conn).get("cancel_on_disconnect") == "true" else ""
         record = await self._run_of(conn, thread_id, run_id, "read")
-        await conn.respond(200, orjson.dumps(await self._result(record)), JSON)
+        result = await self._watched(conn, record, on_disconnect, True)
+        if result is not None:
+            await conn.respond(200, orjson.dumps(result), JSON)
+
+    async def _watched(self, conn, record, on_disconnect: str, keep: bool) -> dict | None:
+        """The run's result; None when the client left first (``on_disconnect="cancel"``
+        then stops the run)."""
+        if on_disconnect != "cancel":
+            return await self._result(record, keep)
+        result = asyncio.ensure_future(self._result(record, keep))
+        gone = asyncio.ensure_future(conn.wait_disconnect())
+        try:
+            await asyncio.wait([result, gone], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            gone.cancel()
+        if result.done():
+            return result.result()
+        result.cancel()
+        self._left(record, on_disconnect)
+        if not keep:
+            self._discard(record)
+        return None
 
     async def _join_stream(self, conn, thread_id: str, run_id: str) -> None:
         query = _query(conn)

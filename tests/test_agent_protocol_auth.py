@@ -1,0 +1,75 @@
+"""Auth on every Agent Protocol route: ``authenticate`` (401), the action (403), then
+the thread's ``authorize_thread`` (403) before anything of the thread is read or
+changed; a search shows only the caller's threads."""
+
+from __future__ import annotations
+
+import uuid
+
+import httpx
+import pytest
+from langgraph_sdk import get_client
+
+from tests.servers import serve
+
+
+@pytest.fixture(scope="module")
+def base_url():
+    env = {"AGUI_DEMO_DELAY": "0", "AGUI_TEST_AUTH": "1"}
+    with serve("tests.agent_protocol_apps:app", env=env, interface="asgi") as url:
+        yield url
+
+
+async def test_every_route_asks_who_and_whose(base_url):
+    ann = get_client(url=base_url, api_key=None, headers={"x-user": "ann"})
+    tag = uuid.uuid4().hex
+    mine = (await ann.threads.create(thread_id=f"ann-{uuid.uuid4()}", metadata={"tag": tag}))[
+        "thread_id"
+    ]
+    run = await ann.runs.create(mine, "demo", input={"messages": ["hi"]})
+    await ann.runs.join(mine, run["run_id"])
+    await ann.aclose()
+
+    run_path = f"/threads/{mine}/runs/{run['run_id']}"
+    routes = [
+        ("POST", "/threads", {"thread_id": mine, "if_exists": "do_nothing"}),
+        ("GET", f"/threads/{mine}", None),
+        ("PATCH", f"/threads/{mine}", {"metadata": {"x": 1}}),
+        ("DELETE", f"/threads/{mine}", None),
+        ("GET", f"/threads/{mine}/state", None),
+        ("POST", f"/threads/{mine}/history", {}),
+        ("GET", f"/threads/{mine}/runs", None),
+        ("POST", f"/threads/{mine}/runs", {"assistant_id": "demo", "input": {}}),
+        ("POST", f"/threads/{mine}/runs/wait", {"assistant_id": "demo", "input": {}}),
+        ("POST", f"/threads/{mine}/runs/stream", {"assistant_id": "demo", "input": {}}),
+        ("GET", run_path, None),
+        ("DELETE", run_path, None),
+        ("GET", f"{run_path}/join", None),
+        ("GET", f"{run_path}/stream", None),
+        ("POST", f"{run_path}/cancel", None),
+    ]
+    async with httpx.AsyncClient(base_url=base_url, timeout=10) as http:
+        for method, path, body in routes:
+            nobody = await http.request(method, path, json=body)
+            assert nobody.status_code == 401, (method, path, nobody.text)
+            bob = await http.request(method, path, json=body, headers={"x-user": "bob"})
+            assert bob.status_code == 403, (method, path, bob.text)
+        assert (await http.get("/assistants/demo")).status_code == 401
+        # A reader may read but not run or change.
+        reader = {"x-user": "ann", "x-actions": "read"}
+        assert (await http.get(f"/threads/{mine}", headers=reader)).status_code == 200
+        assert (await http.get(f"{run_path}/join", headers=reader)).status_code == 200
+        for method, path, body in [routes[2], routes[3], routes[7], routes[14]]:
+            refused = await http.request(method, path, json=body, headers=reader)
+            assert refused.status_code == 403, (method, path, refused.text)
+        # A search shows the caller's threads only.
+        query = {"metadata": {"tag": tag}}
+        found = await http.post("/threads/search", json=query, headers={"x-user": "bob"})
+        assert found.status_code == 200 and found.json() == []
+        found = await http.post("/threads/search", json=query, headers={"x-user": "ann"})
+        assert [t["thread_id"] for t in found.json()] == [mine]
+        # Stateless runs make threads the caller must be allowed on too.
+        stateless = await http.post(
+            "/runs/wait", json={"assistant_id": "demo", "input": {}}, headers={"x-user": "ann"}
+        )
+        assert stateless.status_code == 403
