@@ -113,7 +113,7 @@ async def test_an_interrupt_suspended_over_agui_resumed_over_agent_protocol(
 
 async def test_a_run_of_either_protocol_makes_the_thread_busy_for_the_other(base_url, client):
     thread_id = f"mixed-{uuid.uuid4().hex[:8]}"
-    body = {"threadId": thread_id, "runId": "agui-run", "messages": [_user("count 10")]}
+    body = {"threadId": thread_id, "runId": "agui-run", "messages": [_user("count 40")]}
     async with (
         httpx.AsyncClient(base_url=base_url, timeout=10) as http,
         http.stream("POST", "/agui/slow", json=body) as response,
@@ -128,16 +128,18 @@ async def test_a_run_of_either_protocol_makes_the_thread_busy_for_the_other(base
         with pytest.raises(ConflictError):
             await client.runs.create(thread_id, "demo", input={"messages": ["hi"]})
         values = await client.runs.join(thread_id, "agui-run")  # joins the AG-UI run
-        assert values["messages"][-1]["content"].strip().endswith("tick 9")
+        assert values["messages"][-1]["content"].strip().endswith("tick 39")
         async for _ in lines:
             pass
 
-    run = await client.runs.create(thread_id, "slow", input={"messages": ["count 10"]})
+    run = await client.runs.create(thread_id, "slow", input={"messages": ["count 60"]})
     async with httpx.AsyncClient(base_url=base_url, timeout=10) as http:
         again = {"threadId": thread_id, "messages": [_user("hello")]}
         refused = await http.post("/agui/demo", json=again)
         assert refused.status_code == 409 and refused.json()["error"]["code"] == "run_active"
-        # An AG-UI viewer joins the Agent Protocol run's stream.
+        # AG-UI's cancel stops the Agent Protocol run; an AG-UI reader replays its end.
+        stopped = await http.post(f"/threads/{thread_id}/runs/{run['run_id']}/cancel")
+        assert stopped.status_code == 202
         joined = await http.get(f"/threads/{thread_id}/runs/{run['run_id']}/events")
         assert '"RUN_FINISHED"' in joined.text
-    assert (await client.runs.get(thread_id, run["run_id"]))["status"] == "success"
+    assert (await client.runs.get(thread_id, run["run_id"]))["status"] == "interrupted"
