@@ -19,22 +19,21 @@ and assistants 404, a busy thread under ``multitask_strategy="reject"`` 409.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import time
 import uuid
 from urllib.parse import parse_qs
 
 import orjson
 
 from ..agent_protocol.messages import MessageError, to_agui
+from ..agent_protocol.objects import assistant, thread_state
+from ..agent_protocol.reader import pump, sse
 from ..agent_protocol.runs import Registry, RunRecord, iso, terminal_event
-from ..agent_protocol.stream import MODES, Projector, interrupts_of, values_of
+from ..agent_protocol.stream import MODES, interrupts_of, values_of
 from ..errors import RunInputError
 from ..run_input import Resume, RunInput, _check_depth, _text_of
-from ..runs import PING, STREAM_HEADERS, Stalled, Trimmed
+from ..runs import STREAM_HEADERS, Stalled
 from ..runs.cursor import _send
-from ..runs.history import History
 from .handler import Closed, HttpError, _granted, thread_guards
 
 log = logging.getLogger("agui_bridge.ingress")
@@ -87,59 +86,6 @@ def _modes(value) -> tuple[str, ...]:
             f"stream_mode {unknown[0]!r} is not served; use {', '.join(sorted(MODES))}"
         )
     return tuple(dict.fromkeys(value))
-
-
-def _sse(name: str, data, n: int | None = None) -> bytes:
-    frame = b"event: " + name.encode() + b"\ndata: " + orjson.dumps(data) + b"\n"
-    if n is not None:
-        frame += b"id: %d\n" % n
-    return frame + b"\n"
-
-
-def _event_of(frame: bytes) -> dict | None:
-    at = frame.find(b"data: ")
-    if at < 0:
-        return None
-    try:
-        return orjson.loads(frame[at + 6 :].split(b"\n", 1)[0])
-    except orjson.JSONDecodeError:
-        return None
-
-
-def _checkpoint(thread) -> dict:
-    # No checkpoints are kept: the thread's revision names its one state.
-    seed = f"{thread.thread_id}:{thread.updated_at}:{len(thread.messages)}"
-    return {
-        "thread_id": thread.thread_id,
-        "checkpoint_ns": "",
-        "checkpoint_id": str(uuid.uuid5(uuid.NAMESPACE_URL, seed)),
-        "checkpoint_map": None,
-    }
-
-
-def thread_state(thread) -> dict:
-    """``GET /threads/{id}/state``: AG-UI's ``values`` (the state STATE_SNAPSHOT carries)
-    and ``messages`` (AG-UI messages), with what the LangGraph SDK expects of a
-    ThreadState."""
-    interrupts = interrupts_of(thread.interrupts)
-    node = thread.agent_id or "agent"
-    tasks = []
-    if interrupts:
-        task = {"id": str(uuid.uuid5(uuid.NAMESPACE_URL, interrupts[0]["id"] or node))}
-        task.update(name=node, error=None, interrupts=interrupts, checkpoint=None, state=None)
-        task["result"] = None
-        tasks.append(task)
-    return {
-        "values": thread.state,
-        "messages": thread.messages,
-        "next": [node] if interrupts else [],
-        "checkpoint": _checkpoint(thread),
-        "metadata": {"source": "loop", "step": len(thread.messages), "writes": None},
-        "created_at": iso(thread.updated_at),
-        "parent_checkpoint": None,
-        "tasks": tasks,
-        "interrupts": interrupts,
-    }
 
 
 class AgentProtocol:
@@ -229,7 +175,7 @@ class AgentProtocol:
             offset = _int(body.get("offset"), "offset", 0, 0, 1 << 31)
             graph = body.get("graph_id")
             agents = [a for a in self.app._agents.values() if graph in (None, a.agent_id)]
-            found = [_assistant(a) for a in agents[offset : offset + limit]]
+            found = [assistant(a) for a in agents[offset : offset + limit]]
             await conn.respond(200, orjson.dumps(found), JSON)
             return True
         if len(parts) == 1 and parts[0]:
@@ -238,7 +184,7 @@ class AgentProtocol:
             agent = self.app._agents.get(parts[0])
             if agent is None:
                 raise HttpError(404, "not_found", f"no assistant {parts[0]!r}")
-            await conn.respond(200, orjson.dumps(_assistant(agent)), JSON)
+            await conn.respond(200, orjson.dumps(assistant(agent)), JSON)
             return True
         return False
 
@@ -718,28 +664,6 @@ class AgentProtocol:
 
     # -- streams -------------------------------------------------------------
 
-    async def _origin(self, record: RunRecord):
-        """The thread's messages and state before the run, for its values."""
-        run_log = record.log
-        run = run_log.run
-        if record.base is None and run is not None:
-            record.base, record.state = run.base, run.ctx.state
-        if record.base is not None:
-            return record.base, record.state or {}
-        # A run first seen after it ended: the stored thread without what it made.
-        thread = await self.app.store.load(record.thread_id)
-        made = History(record.run_id)
-        position = 0
-        with contextlib.suppress(Trimmed):
-            data, _ = run_log.read(position)
-            for frame in data.split(b"\n\n"):
-                event = _event_of(frame) if frame else None
-                if event is not None:
-                    made.record([event])
-        if thread is None:
-            return [], {}
-        return [m for m in thread.messages if m.get("id") not in made.by_id], thread.state
-
     async def _stream(
         self, conn, record, modes, after, headers, on_disconnect, keep, first=True
     ) -> None:
@@ -750,7 +674,7 @@ class AgentProtocol:
         try:
             if first:
                 meta = {"run_id": record.run_id, "thread_id": record.thread_id, "attempt": 1}
-                await _send(conn, _sse("metadata", meta), timeout)
+                await _send(conn, sse("metadata", meta), timeout)
             started = asyncio.ensure_future(record.started.wait())
             await asyncio.wait([started, gone], return_when=asyncio.FIRST_COMPLETED)
             if not started.done():
@@ -759,9 +683,9 @@ class AgentProtocol:
                 return
             if record.failed is not None or record.log is None:
                 message = record.failed or "the run was cancelled before it started"
-                await _send(conn, _sse("error", {"error": "RunNotStarted", "message": message}), 5)
+                await _send(conn, sse("error", {"error": "RunNotStarted", "message": message}), 5)
                 return
-            await self._pump(conn, record, modes, after, gone)
+            await pump(self.app, conn, record, modes, after, gone)
         except Closed:
             self._left(record, on_disconnect)
         except Stalled:
@@ -773,57 +697,6 @@ class AgentProtocol:
             if not keep:
                 self._discard(record)
         await conn.end_stream()
-
-    async def _pump(self, conn, record, modes, after: int, gone) -> None:
-        """Writes the run's events after ``after`` as stream parts until the run ends.
-
-        The projector reads every event from the first (the values need the
-        whole run); the parts of events up to ``after`` are not written. The
-        last part made from event n carries ``id: n``, so a client that
-        resumes after n lost nothing of it.
-        """
-        app = self.app
-        run_log = record.log
-        base, state = await self._origin(record)
-        projector = Projector(
-            modes, record.assistant_id, record.thread_id, record.run_id, base, state
-        )
-        timeout = app.limits.send_timeout
-        position = 0
-        while not gone.done():
-            try:
-                data, last = run_log.read(position, app.limits.max_write)
-            except Trimmed:
-                position = run_log.first - 1  # the oldest events are gone: go on from what is held
-                continue
-            if data:
-                out = []
-                n = position
-                for frame in data.split(b"\n\n"):
-                    if not frame:
-                        continue
-                    n += 1
-                    event = _event_of(frame)
-                    parts = projector.feed(event) if event is not None else []
-                    if n <= after:
-                        continue
-                    for index, (name, payload) in enumerate(parts):
-                        out.append(_sse(name, payload, n if index == len(parts) - 1 else None))
-                position = last
-                if out:
-                    await _send(conn, b"".join(out), timeout)
-                continue
-            if run_log.ended:
-                return
-            waiter = run_log.waiter()
-            try:
-                done, _ = await asyncio.wait(
-                    [waiter, gone], timeout=app.keepalive, return_when=asyncio.FIRST_COMPLETED
-                )
-            finally:
-                run_log.waiters.discard(waiter)
-            if not done:
-                await _send(conn, PING, timeout)
 
 
 _ABSENT = object()
@@ -867,19 +740,3 @@ def _resume(value, thread) -> Resume:
             raise _unprocessable("'command.resume.interruptId' must be a string")
         return Resume(decision=value["decision"], interrupt_id=interrupt_id)
     return Resume(decision=value)
-
-
-def _assistant(agent) -> dict:
-    now = iso(time.time())
-    return {
-        "assistant_id": agent.agent_id,
-        "graph_id": agent.agent_id,
-        "config": {},
-        "context": {},
-        "created_at": now,
-        "updated_at": now,
-        "metadata": {},
-        "version": 1,
-        "name": agent.agent_id,
-        "description": None,
-    }

@@ -223,7 +223,7 @@ class Handler:
     # -- GET /threads/{id}/state ------------------------------------------
 
     async def _state(self, conn, thread_id: str) -> None:
-        from .agent_protocol import thread_state
+        from ..agent_protocol.objects import thread_state
 
         app = self.app
         identity = await self._identity(self._request(conn))

@@ -1,0 +1,61 @@
+"""The Agent Protocol's objects for what the bridge keeps: ThreadState, Assistant."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from .runs import iso
+from .stream import interrupts_of
+
+
+def _checkpoint(thread) -> dict:
+    # No checkpoints are kept: the thread's revision names its one state.
+    seed = f"{thread.thread_id}:{thread.updated_at}:{len(thread.messages)}"
+    return {
+        "thread_id": thread.thread_id,
+        "checkpoint_ns": "",
+        "checkpoint_id": str(uuid.uuid5(uuid.NAMESPACE_URL, seed)),
+        "checkpoint_map": None,
+    }
+
+
+def thread_state(thread) -> dict:
+    """``GET /threads/{id}/state``: AG-UI's ``values`` (the state STATE_SNAPSHOT carries)
+    and ``messages`` (AG-UI messages), with what the LangGraph SDK expects of a
+    ThreadState."""
+    interrupts = interrupts_of(thread.interrupts)
+    node = thread.agent_id or "agent"
+    tasks = []
+    if interrupts:
+        task = {"id": str(uuid.uuid5(uuid.NAMESPACE_URL, interrupts[0]["id"] or node))}
+        task.update(name=node, error=None, interrupts=interrupts, checkpoint=None, state=None)
+        task["result"] = None
+        tasks.append(task)
+    return {
+        "values": thread.state,
+        "messages": thread.messages,
+        "next": [node] if interrupts else [],
+        "checkpoint": _checkpoint(thread),
+        "metadata": {"source": "loop", "step": len(thread.messages), "writes": None},
+        "created_at": iso(thread.updated_at),
+        "parent_checkpoint": None,
+        "tasks": tasks,
+        "interrupts": interrupts,
+    }
+
+
+def assistant(agent) -> dict:
+    now = iso(time.time())
+    return {
+        "assistant_id": agent.agent_id,
+        "graph_id": agent.agent_id,
+        "config": {},
+        "context": {},
+        "created_at": now,
+        "updated_at": now,
+        "metadata": {},
+        "version": 1,
+        "name": agent.agent_id,
+        "description": None,
+    }
