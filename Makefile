@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 export VIRTUAL_ENV := $(abspath $(VENV))
 INTEROP := tests/interop
 
-.PHONY: dev build build-release test test-rust test-py test-pure test-wheel dist bench-abi3 postgresql chromium lint bench bench-server demo clean
+.PHONY: dev build build-release test test-rust test-py test-pure test-wheel dist bench-abi3 postgresql chromium redis lint bench bench-server demo clean
 
 dev: $(VENV)/.deps build $(INTEROP)/node_modules/.installed
 
@@ -24,7 +24,7 @@ $(INTEROP)/node_modules/.installed: $(wildcard $(INTEROP)/package*.json)
 	if [ -f $(INTEROP)/package.json ]; then cd $(INTEROP) && SCARF_ANALYTICS=false npm ci --no-audit --no-fund; fi
 	mkdir -p $(INTEROP)/node_modules && touch $@
 
-test: dev postgresql chromium test-rust test-py test-pure test-wheel
+test: dev postgresql chromium redis test-rust test-py test-pure test-wheel
 
 # The tests start their own PostgreSQL (the thread store's); its server package
 # is installed once, as root (CI): a no-op when it is there.
@@ -42,6 +42,13 @@ chromium:
 	elif [ "$$(id -u)" = 0 ]; then \
 		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; \
 	else echo "chromium: not installed and not root; the browser tests skip (CI fails them)" >&2; fi
+
+# The tests start their own redis-server (shared run logs) the same way.
+redis:
+	@if command -v redis-server >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server; \
+	else echo "redis: redis-server not installed and not root; its tests skip (CI fails them)" >&2; fi
 
 test-rust:
 	cargo test --workspace -q

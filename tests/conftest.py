@@ -97,3 +97,36 @@ def make_store(request, tmp_path):
     make.kind = kind
     make.url = url
     return make
+
+
+# -- Redis (shared run logs): one server per session, a database per test --------
+
+
+@pytest.fixture(scope="session")
+def redis_server():
+    """One redis-server for the whole session (a failure in CI when missing)."""
+    from tests.redis_server import RedisServer, Unavailable
+
+    def unavailable(reason: str):
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"redis-server is required in CI: {reason}", pytrace=False)
+        pytest.skip(f"Redis unavailable: {reason}")
+
+    try:
+        import redis  # noqa: F401
+    except ImportError:
+        unavailable("redis-py is not installed (make dev)")
+    try:
+        server = RedisServer().start()
+    except (Unavailable, OSError) as error:
+        unavailable(str(error))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def redis_url(redis_server):
+    """The URL of a flushed database of the session's redis-server."""
+    return redis_server.url(redis_server.fresh_db())

@@ -4,7 +4,7 @@ AGUI_TEST_STORE (default memory://), AGUI_TEST_KEEPALIVE (s),
 AGUI_TEST_ON_DISCONNECT, AGUI_TEST_BODY_LIMIT, AGUI_TEST_BODY_TIMEOUT,
 AGUI_TEST_EVENTS (a file: every on_event call is appended as a JSON line),
 AGUI_TEST_MARKS (a directory: agents touch files there to show progress),
-AGUI_TEST_LEASE_TTL (s), AGUI_TEST_DRAIN (s).
+AGUI_TEST_LEASE_TTL (s), AGUI_TEST_DRAIN (s), AGUI_TEST_RUNS (default memory://).
 
 What the "echo" agent (crumbs) does is chosen by the user's words.
 """
@@ -36,6 +36,7 @@ def make_app(**overrides) -> App:
         body_timeout=float(_env("AGUI_TEST_BODY_TIMEOUT", "15")),
         lease_ttl=float(_env("AGUI_TEST_LEASE_TTL", "10")),
         drain_timeout=float(_env("AGUI_TEST_DRAIN", "20")),
+        runs=_env("AGUI_TEST_RUNS", "memory://"),
     )
     for name, kind in (
         ("send_timeout", float),

@@ -21,7 +21,8 @@ from urllib.parse import quote
 from .ingress.asgi import serve_asgi
 from .ingress.handler import Handler, HttpError
 from .ingress.rsgi import RsgiConn
-from .runs import Limits, Logs
+from .runs import Limits
+from .runs.backend import open_runs
 from .store import DEFAULT_STORE, open_store
 from .store.lease import keep
 
@@ -102,6 +103,12 @@ class App:
     ``lease_ttl``: seconds a run's lease on its thread lasts unless renewed (it
     is renewed every third of that while the run lives): after a worker dies,
     its threads take new runs again within that time.
+    ``runs``: where run logs live, ``"memory://"`` (default: each worker its
+    own) or ``"redis://host:port/db"`` (shared by every worker and node: a run
+    is read, joined and cancelled from any of them; a node that dies mid-run
+    has its runs ended with ``run_lost`` within ``lease_ttl`` + 1 s). The
+    forms are documented in ``agui_bridge.runs.backend``. Across nodes the
+    thread store must be shared too (PostgreSQL): the run leases live there.
     """
 
     def __init__(
@@ -120,6 +127,7 @@ class App:
         send_timeout: float | None = None,
         lease_ttl: float = 10.0,
         drain_timeout: float = 20.0,
+        runs: Any = "memory://",
     ):
         if on_disconnect not in ("continue", "cancel"):
             raise ValueError("on_disconnect must be 'continue' or 'cancel'")
@@ -139,8 +147,9 @@ class App:
         }
         self.limits = Limits(**{k: v for k, v in given.items() if v is not None})
         self.event_ids = event_ids
-        self._logs = Logs(self.limits)
         self.lease_ttl = lease_ttl
+        self.runs = open_runs(runs, self.limits, event_ids, lease_ttl)
+        self._logs = getattr(self.runs, "logs", None)  # this worker's logs
         self.drain_timeout = drain_timeout
         self.closing = False  # the worker is shutting down: no new runs
         self._drain_task: asyncio.Task | None = None
@@ -220,10 +229,13 @@ class App:
         self._listeners.append(callback if _takes_two(callback) else _event_only(callback))
         return callback
 
-    def _hold(self, thread_id: str, lease) -> None:
-        """Keeps renewing a run's lease until ``_release``."""
-        if lease is not None:
-            keeper = asyncio.get_running_loop().create_task(keep(self.store, lease, self.lease_ttl))
+    def _hold(self, thread_id: str, lease, run=None) -> None:
+        """Keeps renewing a run's lease (and its log's, shared) until ``_release``."""
+        renewed = self.runs.renewer(run) if run is not None and run.out is not run.log else None
+        if lease is not None or renewed is not None:
+            keeper = asyncio.get_running_loop().create_task(
+                keep(self.store, lease, self.lease_ttl, renewed)
+            )
             self._leases[thread_id] = (lease, keeper)
 
     async def _release(self, thread_id: str, run) -> None:
@@ -236,6 +248,8 @@ class App:
             return
         lease, keeper = held
         keeper.cancel()
+        if lease is None:
+            return
         try:
             await self.store.release(lease)
         except Exception:
@@ -245,6 +259,7 @@ class App:
         drain = self._drain_task
         if drain is not None and not drain.done():
             drain.cancel()
+        await self.runs.aclose()
         if self._store is not None:
             await self._store.close()
             self._store = None if isinstance(self._store_spec, str) else self._store

@@ -27,8 +27,26 @@ class ServerShutdown(AguiBridgeError):
     """Ends a run the server stopped while shutting down (see ``App``'s ``drain_timeout``)."""
 
 
+class RunsUnavailable(AguiBridgeError):
+    """The shared run log (Redis) cannot be reached: no run starts (503), and a
+    run going on ends with this code for its readers."""
+
+
+class RunLost(AguiBridgeError):
+    """Ends a run whose node stopped renewing its lease (it died mid-run)."""
+
+
 # A run's RUN_ERROR code is the class name of the exception it failed with.
 ServerShutdown.__name__ = ServerShutdown.__qualname__ = "server_shutdown"
+RunsUnavailable.__name__ = RunsUnavailable.__qualname__ = "runs_unavailable"
+RunLost.__name__ = RunLost.__qualname__ = "run_lost"
 
 
-__all__ = ["AguiBridgeError", "CrumbError", "RunInputError", "ServerShutdown"]
+__all__ = [
+    "AguiBridgeError",
+    "CrumbError",
+    "RunInputError",
+    "RunLost",
+    "RunsUnavailable",
+    "ServerShutdown",
+]

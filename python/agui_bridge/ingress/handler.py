@@ -12,7 +12,6 @@ its flow control and what a slow reader costs are in ``runs.cursor``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import logging
 from typing import Any
@@ -21,6 +20,7 @@ import orjson
 
 from .. import RunInputError, map_run_input
 from ..context import Resumption, RunContext
+from ..errors import RunsUnavailable
 from ..runs import (
     STREAM_HEADERS,
     Cursor,
@@ -140,6 +140,14 @@ class Handler:
             )
         except (Closed, asyncio.CancelledError):
             raise
+        except RunsUnavailable as error:
+            if conn.streaming:
+                raise
+            await conn.respond(
+                503,
+                error_body("runs_unavailable", str(error)),
+                [("content-type", "application/json"), ("retry-after", "1")],
+            )
         except Exception:
             if conn.streaming:
                 raise
@@ -303,7 +311,7 @@ class Handler:
         thread_id = run_input.thread_id
         # The run's own agent first; the thread's owner once the thread is loaded.
         await self.authorize_thread(identity, thread_id, (agent,))
-        done = app._logs.get(thread_id, run_input.run_id)
+        done = await app.runs.get(thread_id, run_input.run_id)
         # A retry: the same runId with nothing new gets that run's stream from
         # its first event; the agent never runs twice (and a retry is a read of
         # that stream: the thread's guards and authorize_stream apply). With
@@ -346,21 +354,21 @@ class Handler:
                     raise HttpError(
                         409, "run_active", f"thread {thread_id!r} already has an active run"
                     )
-            run = await self._prepare(agent, run_input, identity)
+            run = await self._prepare(agent, run_input, identity, lease)
         except BaseException:
             app._active.pop(thread_id, None)
             if lease is not None:
                 await store.release(lease)
             raise
         app._active[thread_id] = run
-        app._hold(thread_id, lease)
+        app._hold(thread_id, lease, run)
         run.begin()
         run.task = asyncio.get_running_loop().create_task(run.run())
         app._tasks.add(run.task)
         run.task.add_done_callback(app._tasks.discard)
         return run
 
-    async def _prepare(self, agent, run_input, identity) -> Run:
+    async def _prepare(self, agent, run_input, identity, lease=None) -> Run:
         app = self.app
         thread = await app.store.load(run_input.thread_id)
         if thread is not None:
@@ -442,15 +450,35 @@ class Handler:
             held=_thread_ids(held, known_calls, pending),
             input_message=new_user,
         )
-        if new:
-            # The user's turn is stored before the agent starts, so a crash
-            # mid-run loses only the answer.
-            await app.store.save(run_input.thread_id, agent.agent_id, new, dict(state), pending)
-        run_log = app._logs.create(run_input.thread_id, run_input.run_id, agent.agent_id)
-        run_log.input_ids = _carried(messages)
-        if thread is not None:
-            run_log.owner_id = thread.agent_id
-        return Run(app, agent, ctx, new, pending, run_log, list(stored) + new)
+        # The log first: where it cannot start (a newer claim of the thread, the
+        # shared log unreachable) nothing is stored.
+        started = await app.runs.start(
+            run_input.thread_id,
+            run_input.run_id,
+            agent.agent_id,
+            thread.agent_id if thread is not None else agent.agent_id,
+            _carried(messages),
+            lease.fence if lease is not None else 0,
+            state,
+        )
+        if started is None:
+            raise HttpError(
+                409, "run_active", f"thread {run_input.thread_id!r} already has an active run"
+            )
+        run_log, sink = started
+        try:
+            if new:
+                # The user's turn is stored before the agent starts, so a crash
+                # mid-run loses only the answer.
+                await app.store.save(run_input.thread_id, agent.agent_id, new, dict(state), pending)
+        except BaseException:
+            if sink is not None:
+                sink.end()
+            else:
+                run_log.end()
+                app.runs.ended(run_log)
+            raise
+        return Run(app, agent, ctx, new, pending, run_log, list(stored) + new, sink)
 
     # -- streams of a run ---------------------------------------------------
 
@@ -491,9 +519,9 @@ class Handler:
         granted = _granted(identity, action) or (action == "read" and _granted(identity, "run"))
         if not granted:
             raise HttpError(403, "forbidden", f"the {action!r} action is not granted")
-        run_log = app._logs.get(thread_id, run_id) if run_id is not None else None
+        run_log = await app.runs.get(thread_id, run_id) if run_id is not None else None
         if run_log is None and run_id is None:
-            run_log = app._logs.active_of(thread_id)
+            run_log = await app.runs.active_of(thread_id)
         if run_log is None:
             return None  # 404 (or 204): nothing of a thread's runs is told
         await self._may_read(identity, run_log)
@@ -548,14 +576,10 @@ class Handler:
         run_log = await self._stream_access(conn, thread_id, run_id, "run")
         if run_log is None:
             raise HttpError(404, "not_found", f"no run {run_id!r} on thread {thread_id!r}")
-        run = run_log.run
-        if run_log.ended or run is None or not run.stop():
+        # The run (on this node or another) closes what is open, ends its log
+        # and saves the partial turn; once that is done the thread takes a new run.
+        if not await app.runs.cancel(run_log):
             raise HttpError(409, "run_ended", f"run {run_id!r} has already ended")
-        # The run closes what is open, ends its log and saves the partial turn;
-        # once that is done the thread takes a new run.
-        with contextlib.suppress(TimeoutError, asyncio.CancelledError):
-            async with asyncio.timeout(app.limits.send_timeout):
-                await asyncio.shield(run.task)
         body = orjson.dumps({"threadId": thread_id, "runId": run_id, "status": "cancelled"})
         await conn.respond(202, body, [("content-type", "application/json")])
 

@@ -26,6 +26,7 @@ import logging
 import orjson
 
 from .log import RunLog, Trimmed
+from .replay import replay
 
 log = logging.getLogger("agui_bridge.runs")
 
@@ -71,6 +72,20 @@ def snapshot_prelude(run_log: RunLog, ids: bool, thread=None) -> tuple[bytes, in
         opens = run_log.open_at(after)
         if run.t.finished:
             after -= 1  # the terminal event is in: the cursor reads it next
+    elif not run_log.ended:
+        # A run read from a shared log (another node's, or this node's through
+        # the log): the prelude is rebuilt from the frames held and the thread
+        # as stored (which holds the user's turn), the same on every node.
+        played = replay(run_log)
+        own = played.history.snapshot_messages()
+        mine = {m["id"] for m in own}
+        stored = thread.messages if thread is not None else []
+        messages = [m for m in stored if m.get("id") not in mine] + own
+        state = played.state if played.state is not None else getattr(run_log, "state0", {})
+        after = run_log.last
+        opens = run_log.open_at(after)
+        if played.terminal:
+            after -= 1
     else:
         messages = thread.messages if thread is not None else []
         state = thread.state if thread is not None else {}

@@ -38,6 +38,7 @@ class RunLog:
         "input_ids",
         "last",
         "max_bytes",
+        "open_spans",
         "owner",
         "owner_id",
         "run",
@@ -68,14 +69,22 @@ class RunLog:
         self.run = None  # the live Run, while it runs
         # What the run opened: [start id, end id or None, START frame without id]
         self.spans: list[list] = []
+        self.open_spans: dict[tuple, list] = {}  # what is open now, by (kind, id)
         self.started = b""  # the RUN_STARTED frame, without id
         self.waiters: set[asyncio.Future] = set()
         self.owner: Logs | None = None  # counts every log's bytes against a total
 
     # -- writing -----------------------------------------------------------
 
-    def append(self, data: bytes, last_id: int) -> None:
-        """Adds a batch of frames whose last event has id ``last_id``."""
+    def append(self, data: bytes, last_id: int, spans=()) -> None:
+        """Adds a batch of frames whose last event has id ``last_id``.
+
+        ``spans``: what the batch opens ``("o", n, kind, id, START frame)`` and
+        closes ``("c", n, kind, id)``, in order (the run computes them once; a
+        log on another node receives them with the frames).
+        """
+        for op in spans:
+            self._span(op)
         if not data:
             return
         self.chunks.append(data)
@@ -90,6 +99,17 @@ class RunLog:
         if owner is not None and owner.total > owner.limits.max_total_bytes:
             owner.relieve(self)
         self._wake()
+
+    def _span(self, op) -> None:
+        key = (op[2], op[3])
+        if op[0] == "o":
+            span = [op[1], None, op[4]]
+            self.spans.append(span)
+            self.open_spans[key] = span
+        else:
+            span = self.open_spans.pop(key, None)
+            if span is not None:
+                span[1] = op[1]
 
     def _trim(self, target: int) -> None:
         # Whole chunks go, oldest first; the newest one always stays.
@@ -181,13 +201,14 @@ class Logs:
         self.finished: dict[tuple[str, str], RunLog] = {}
         self.total = 0  # the bytes of every log held
 
-    def create(self, thread_id: str, run_id: str, agent_id: str = "") -> RunLog:
+    def create(self, thread_id: str, run_id: str, agent_id: str = "", cls=None) -> RunLog:
         self.expire()
         old = self.by_run.pop((thread_id, run_id), None)
         if old is not None:
             self.finished.pop((thread_id, run_id), None)
             self.total -= old.size
-        log = RunLog(thread_id, run_id, self.limits.max_log_bytes, agent_id)
+            old.owner = None
+        log = (cls or RunLog)(thread_id, run_id, self.limits.max_log_bytes, agent_id)
         log.owner = self
         self.by_run[(thread_id, run_id)] = log
         self.active[thread_id] = log

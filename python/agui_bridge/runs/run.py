@@ -23,7 +23,7 @@ import orjson
 
 from .. import create_agui_repairer, create_agui_transformer, create_agui_translator
 from ..context import RunContext, RunInfo
-from ..errors import ServerShutdown
+from ..errors import RunsUnavailable, ServerShutdown
 from .history import History
 from .log import RunLog
 
@@ -60,6 +60,7 @@ class Run:
         pending: list[dict],
         run_log: RunLog | None = None,
         base: list[dict] | None = None,
+        sink=None,
     ):
         self.app = app
         self.agent = agent
@@ -84,8 +85,16 @@ class Run:
         )
         self.history = History(ctx.run_id, held)
         self.log = run_log if run_log is not None else RunLog(ctx.thread_id, ctx.run_id)
-        self.log.run = self
-        self._spans: dict[tuple, list] = {}
+        # Where the frames go: the log itself (memory), or a writer to a log
+        # shared by several nodes, which feeds this node's log back (runs.redis).
+        self.out = sink if sink is not None else self.log
+        if sink is None:
+            self.log.run = self
+        else:
+            sink.bind(self)
+        self._spans: list = []  # what the frames not yet flushed open and close
+        self.lost = False  # the log refused this run's frames (its lease was taken over)
+        self.unavailable: BaseException | None = None  # the shared log is unreachable
         self.cancelled = False  # the client left and on_disconnect="cancel"
         self.stopping = False  # POST …/cancel
         self.shutting_down = False  # the server is stopping
@@ -127,6 +136,17 @@ class Run:
         self.task.cancel()
         return True
 
+    def log_failed(self, lost: bool, error: BaseException | None = None) -> None:
+        """The shared log refused the frames (``lost``: the lease was taken over)
+        or cannot be reached: the agent stops; nothing more reaches the log."""
+        if self.t.finished or self.task is None or self.task.done():
+            return
+        if lost:
+            self.lost = True
+        else:
+            self.unavailable = error or RunsUnavailable("the run log is unreachable")
+        self.task.cancel()
+
     def snapshot(self) -> tuple[list[dict], dict]:
         """The thread's messages with this run's progress so far, and the state."""
         return self.base + self.history.snapshot_messages(), self.t.state
@@ -146,15 +166,11 @@ class Run:
             kind = event["type"]
             opens = _OPENS.get(kind)
             if opens is not None:
-                span = [n, None, data]
-                spans[(opens[0], event.get(opens[1]))] = span
-                self.log.spans.append(span)
+                spans.append(("o", n, opens[0], event.get(opens[1]), data))
             else:
                 closes = _CLOSES.get(kind)
                 if closes is not None:
-                    span = spans.pop((closes[0], event.get(closes[1])), None)
-                    if span is not None:
-                        span[1] = n
+                    spans.append(("c", n, closes[0], event.get(closes[1])))
             out.append(b"id: %d\n" % n + data if ids else data)
         return b"".join(out)
 
@@ -181,17 +197,20 @@ class Run:
         data = b"".join(pending) if len(pending) > 1 else pending[0]
         self._pending = []
         self._pending_size = 0
-        self.log.append(data, self.t.last_id)
+        spans = self._spans
+        if spans:
+            self._spans = []
+        self.out.append(data, self.t.last_id, spans)
 
     def _end_log(self) -> None:
         self.flush()
-        if self.log.ended:
+        if self.out.ended:
             return
         self.history.close_text()
-        self.log.end()
-        logs = getattr(self.app, "_logs", None)
-        if logs is not None:
-            logs.ended(self.log)
+        self.out.end()
+        runs = getattr(self.app, "runs", None)
+        if runs is not None and self.out is self.log:
+            runs.ended(self.log)
 
     # -- the run -------------------------------------------------------------
 
@@ -246,7 +265,10 @@ class Run:
         events = self.t(self._first)
         self.history.record(events)
         self.log.started = b"data: " + orjson.dumps(events[0]) + b"\n\n"
-        self.log.append(self._frames(events), self.t.last_id)
+        frames = self._frames(events)
+        spans = self._spans
+        self._spans = []
+        self.out.append(frames, self.t.last_id, spans)
 
     async def run(self) -> None:
         """The whole run; the task the ingress starts. Never raises but for shutdown."""
@@ -290,7 +312,27 @@ class Run:
                 await self._notify(_FINISH)
         except asyncio.CancelledError:
             task = asyncio.current_task()
-            if self.stopping:
+            if self.lost:
+                # Another node ended this run in the log (run_lost) and the
+                # thread may have a new run: nothing of this one is written.
+                if task is not None:
+                    task.uncancel()
+                log.error("run %s of thread %s: its lease was lost", ctx.run_id, ctx.thread_id)
+                self._pending = []
+                await app._release(ctx.thread_id, self)
+                self._end_log()
+                return
+            if self.unavailable is not None:
+                # The readers got RUN_ERROR runs_unavailable from their nodes;
+                # the partial answer is stored as they saw it.
+                if task is not None:
+                    task.uncancel()
+                log.error(
+                    "run %s of thread %s ended: %s", ctx.run_id, ctx.thread_id, self.unavailable
+                )
+                self.history.errored = True
+                self._terminal(self.t.fail(RunsUnavailable(str(self.unavailable))))
+            elif self.stopping:
                 # A stop is not an error: what is open is closed, RUN_FINISHED,
                 # and the partial answer is stored.
                 if task is not None:
@@ -316,7 +358,7 @@ class Run:
             else:
                 # Cancelled from outside (the server is stopping): end the log.
                 self.flush()
-                self.log.end()
+                self.out.end()
                 await app._release(ctx.thread_id, self)
                 raise
         except Exception as error:

@@ -35,15 +35,22 @@ class Lease:
     fence: int
 
 
-async def keep(store, lease: Lease, ttl: float) -> None:
-    """Renews ``lease`` every third of ``ttl`` until cancelled (the run ended)."""
+async def keep(store, lease: Lease | None, ttl: float, renewed=None) -> None:
+    """Renews ``lease`` every third of ``ttl`` until cancelled (the run ended);
+    ``renewed()`` (the run log's heartbeat) is awaited after each renewal, so
+    what it marks alive expires after the lease does."""
     while True:
         await asyncio.sleep(ttl / 3)
+        if lease is None:
+            await renewed()
+            continue
         try:
             held = await store.renew(lease, ttl)
         except Exception:
             log.exception("renewing the run lease of thread %s failed", lease.thread_id)
             continue
+        if held and renewed is not None:
+            await renewed()
         if not held:
             log.error(
                 "thread %s: the run lease expired and was taken over (fence %d)",

@@ -1,0 +1,91 @@
+"""Run-log backends, named by URL (``App(runs=...)``; this is the one place the
+forms are documented):
+
+``memory://``
+    the default: each worker keeps the logs of its own runs. A reader must
+    reach the worker that runs the run (one worker, or sticky routing).
+``redis://host:port/db`` (``rediss://`` for TLS, ``redis://:password@host…``)
+    Redis Streams (``runs.redis``), shared by every worker and node on that
+    Redis: a run started anywhere is read, joined, resumed and cancelled from
+    anywhere, and a node that dies mid-run has its runs ended (``run_lost``)
+    for every reader. Needs the ``redis`` extra (redis-py). One Redis server
+    (or a primary with replicas), not Redis Cluster.
+
+Either way a run's frames are encoded once, every response is a cursor on a
+``RunLog`` of its own node (``runs.log``) and the SSE ``id:`` is the event's
+number n. A backend implements:
+
+``await runs.start(thread_id, run_id, agent_id, owner_id, input_ids, fence, state)``
+    -> ``(log, sink)`` (``sink`` None: the run appends to ``log``), or None
+    when a newer claim of the thread (``fence``) exists;
+``await runs.get(thread_id, run_id)`` / ``await runs.active_of(thread_id)`` -> log or None;
+``await runs.cancel(log)`` -> False when the run had already ended;
+``runs.renewer(run)`` -> what to call each time the run's lease is renewed, or None;
+``runs.ended(log)``, ``await runs.aclose()``.
+Calls that need the backend raise ``RunsUnavailable`` when it is unreachable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from .limits import Limits
+from .log import Logs, RunLog
+
+
+class MemoryRuns:
+    """Each worker's own run logs (the zero-setup default)."""
+
+    def __init__(self, limits: Limits, ids: bool = True):
+        self.logs = Logs(limits)
+        self.limits = limits
+
+    async def start(self, thread_id, run_id, agent_id, owner_id, input_ids, fence, state):
+        log = self.logs.create(thread_id, run_id, agent_id)
+        log.input_ids = input_ids
+        log.owner_id = owner_id
+        return log, None
+
+    async def get(self, thread_id: str, run_id: str) -> RunLog | None:
+        return self.logs.get(thread_id, run_id)
+
+    async def active_of(self, thread_id: str) -> RunLog | None:
+        return self.logs.active_of(thread_id)
+
+    def ended(self, log: RunLog) -> None:
+        self.logs.ended(log)
+
+    async def cancel(self, log: RunLog) -> bool:
+        run = log.run
+        if log.ended or run is None or not run.stop():
+            return False
+        await _settled(run.task, self.limits.send_timeout)
+        return True
+
+    def renewer(self, run):
+        return None
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def _settled(task, timeout: float) -> None:
+    """Waits (bounded) for a stopped run to close what is open, end its log and save."""
+    with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+        async with asyncio.timeout(timeout):
+            await asyncio.shield(task)
+
+
+def open_runs(spec, limits: Limits, ids: bool = True, lease_ttl: float = 10.0):
+    """A backend from a URL (the forms above) or a backend object as is."""
+    if not isinstance(spec, str):
+        return spec
+    if spec in ("memory://", "memory:"):
+        return MemoryRuns(limits, ids)
+    if spec.startswith(("redis://", "rediss://", "unix://")):
+        # Imported here: the default and the demo need neither redis-py nor a server.
+        from .redis import RedisRuns
+
+        return RedisRuns(spec, limits, ids=ids, lease_ttl=lease_ttl)
+    raise ValueError(f"unknown runs URL {spec!r} (use memory:// or redis://host:port/db)")

@@ -1,0 +1,203 @@
+"""Run logs on Redis across gateway nodes: granian nodes (subprocesses) on one
+redis-server and one PostgreSQL (the thread store, which holds the leases).
+
+A run started on node A is read, joined, resumed and cancelled through node
+B; a node killed mid-run has its run ended (``run_lost``) for every reader;
+Redis stopped mid-run ends the streams with ``runs_unavailable`` and the
+nodes recover when it is back.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.ingress_apps import parse_sse, run_body
+from tests.servers import serve, server_process
+from tests.test_ingress_http import thread
+
+LEASE_TTL = 2.0
+APP = "tests.ingress_apps:app"
+
+
+def frames_of(body: bytes) -> list[bytes]:
+    return [f + b"\n\n" for f in body[:-2].split(b"\n\n") if f and f != b": ping"]
+
+
+def id_of(frame: bytes) -> int | None:
+    return int(frame[4 : frame.index(b"\n")]) if frame.startswith(b"id: ") else None
+
+
+def split_prelude(frames: list[bytes]) -> tuple[list[bytes], list[bytes]]:
+    """A reader's frames: the prelude (up to the first frame with an id, which
+    carries the cursor) and the log's frames after it."""
+    for index, frame in enumerate(frames):
+        if id_of(frame) is not None:
+            return frames[: index + 1], frames[index + 1 :]
+    return frames, []
+
+
+def wait_for(path: Path, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path.name} never appeared"
+        time.sleep(0.01)
+
+
+def node_env(redis_url: str, pg_url: str, marks: Path, **extra) -> dict:
+    return {
+        "AGUI_TEST_RUNS": redis_url,
+        "AGUI_TEST_STORE": pg_url,
+        "AGUI_TEST_MARKS": str(marks),
+        "AGUI_TEST_LEASE_TTL": str(LEASE_TTL),
+        **extra,
+    }
+
+
+@pytest.fixture(scope="module")
+def shared(redis_server, pg_server, tmp_path_factory):
+    """A Redis database, a PostgreSQL database and a marks directory for one module."""
+    database = pg_server.create_database()
+    marks = tmp_path_factory.mktemp("marks")
+    try:
+        yield redis_server.url(redis_server.fresh_db()), pg_server.url(database), marks
+    finally:
+        pg_server.drop_database(database)
+
+
+@pytest.fixture(scope="module")
+def nodes(shared):
+    redis_url, pg_url, marks = shared
+    env = node_env(redis_url, pg_url, marks)
+    with serve(APP, env=env) as a, serve(APP, env=env) as b:
+        yield a, b, marks
+
+
+class Reader(threading.Thread):
+    """Reads a whole stream in the background (the POST that starts a run)."""
+
+    def __init__(self, method: str, url: str, **kwargs):
+        super().__init__(daemon=True)
+        self.method, self.url, self.kwargs = method, url, kwargs
+        self.status = None
+        self.body = b""
+        self.error = None
+
+    def run(self) -> None:
+        try:
+            with httpx.stream(self.method, self.url, timeout=30, **self.kwargs) as response:
+                self.status = response.status_code
+                for chunk in response.iter_raw():
+                    self.body += chunk
+        except Exception as error:  # reported by the test
+            self.error = error
+
+    def result(self, timeout: float = 30) -> bytes:
+        self.join(timeout)
+        assert not self.is_alive(), "the stream did not end"
+        assert self.error is None, self.error
+        return self.body
+
+
+def read_some(url: str, frames: int, headers=None) -> list[bytes]:
+    """The first ``frames`` frames after the prelude of a stream (fewer if it ends)."""
+    body = b""
+    with httpx.stream("GET", url, headers=headers or {}, timeout=30) as response:
+        assert response.status_code == 200, response.read()
+        for chunk in response.iter_raw():
+            body += chunk
+            got = frames_of(body[: body.rfind(b"\n\n") + 2]) if b"\n\n" in body else []
+            _, tail = split_prelude(got)
+            if len(tail) >= frames:
+                return got
+    return frames_of(body)
+
+
+def start_run(base_url: str, tid: str, rid: str, text: str) -> Reader:
+    reader = Reader("POST", base_url + "/ag-ui/run", json=run_body(tid, text, run_id=rid))
+    reader.start()
+    return reader
+
+
+def test_a_viewer_on_b_joins_and_resumes_alternately_on_a_and_b(nodes):
+    a, b, marks = nodes
+    tid, rid = thread("x"), f"r-{time.monotonic_ns()}"
+    source = start_run(a, tid, rid, "slow 40")
+    wait_for(marks / f"started-{rid}")
+    # the join on B: the prelude, then the log's frames
+    got = read_some(f"{b}/threads/{tid}/events", 3)
+    prelude, tail = split_prelude(got)
+    kinds = [f.split(b'"type":"', 1)[1].split(b'"', 1)[0] for f in prelude]
+    assert kinds[:3] == [b"RUN_STARTED", b"MESSAGES_SNAPSHOT", b"STATE_SNAPSHOT"]
+    seen = tail
+    cursor = id_of(prelude[-1]) if not tail else id_of(tail[-1])
+    hops = 0
+    while True:
+        node = a if hops % 2 == 0 else b
+        hops += 1
+        got = read_some(
+            f"{node}/threads/{tid}/runs/{rid}/events", 4, {"last-event-id": str(cursor)}
+        )
+        prelude, tail = split_prelude(got)
+        assert id_of(prelude[-1]) == cursor  # an exact resume, on either node
+        seen += tail
+        if not tail:
+            break
+        cursor = id_of(tail[-1])
+        last = tail[-1]
+        if b'"type":"RUN_FINISHED"' in last or b'"type":"RUN_ERROR"' in last:
+            break
+    assert hops >= 4
+    body = source.result()
+    assert source.status == 200
+    truth = frames_of(body)
+    first = id_of(seen[0])
+    ids = [id_of(f) for f in seen]
+    assert ids == list(range(first, first + len(seen)))  # contiguous, each once
+    assert seen == truth[first - 1 :]  # byte-identical to the reader on A
+    assert b'"type":"RUN_FINISHED"' in seen[-1]
+
+
+def test_a_finished_run_reads_the_same_on_both_nodes(nodes):
+    a, b, _ = nodes
+    tid, rid = thread("f"), f"r-{time.monotonic_ns()}"
+    response = httpx.post(a + "/ag-ui/run", json=run_body(tid, "tool", run_id=rid), timeout=20)
+    assert response.status_code == 200
+    for node in (a, b):
+        replay = httpx.get(
+            f"{node}/threads/{tid}/runs/{rid}/events", headers={"last-event-id": "0"}
+        )
+        assert replay.headers["agui-resume"] == "exact"
+        assert replay.content == response.content
+    joined = [httpx.get(f"{node}/threads/{tid}/runs/{rid}/events") for node in (a, b)]
+    assert joined[0].content == joined[1].content
+    events, _ = parse_sse(joined[1].text)
+    assert [e["type"] for e in events][-1] == "RUN_FINISHED"
+
+
+def test_two_workers_of_one_node_share_runs(shared):
+    """With runs on Redis, a reconnect that lands on the other worker of the
+    node finds the run (with memory logs it got 404)."""
+    redis_url, pg_url, marks = shared
+    with serve(APP, env=node_env(redis_url, pg_url, marks), workers=2) as url:
+        tid, rid = thread("w"), f"r-{time.monotonic_ns()}"
+        response = httpx.post(url + "/ag-ui/run", json=run_body(tid, "hello", run_id=rid))
+        assert response.status_code == 200
+        # fresh connections are spread over both workers
+        for _ in range(12):
+            with httpx.Client() as client:
+                replay = client.get(
+                    f"{url}/threads/{tid}/runs/{rid}/events", headers={"last-event-id": "0"}
+                )
+            assert replay.status_code == 200
+            assert replay.content == response.content
+
+
+def kill(base_url: str) -> None:
+    os.killpg(server_process(base_url).pid, signal.SIGKILL)
