@@ -98,6 +98,15 @@ class Reader(threading.Thread):
         except Exception as error:  # reported by the test
             self.error = error
 
+    def reading(self, timeout: float = 10) -> Reader:
+        """Returns once the stream has delivered its first frame."""
+        deadline = time.monotonic() + timeout
+        while b"\n\n" not in self.body:
+            assert self.error is None, self.error
+            assert time.monotonic() < deadline, "no frame arrived"
+            time.sleep(0.01)
+        return self
+
     def result(self, timeout: float = 30) -> bytes:
         self.join(timeout)
         assert not self.is_alive(), "the stream did not end"
@@ -201,3 +210,149 @@ def test_two_workers_of_one_node_share_runs(shared):
 
 def kill(base_url: str) -> None:
     os.killpg(server_process(base_url).pid, signal.SIGKILL)
+
+
+def events_in(frames: list[bytes]) -> list[dict]:
+    events, _ = parse_sse(b"".join(frames).decode())
+    return events
+
+
+def test_cross_node_recovery_20_live_and_30_missed(nodes):
+    """Centrifuge's redisCrossNodeRecovery: events appended on A reach a reader
+    on B live (20), then while it is away (30): each exactly once."""
+    a, b, marks = nodes
+    tid, rid = thread("cr"), f"r-{time.monotonic_ns()}"
+    source = start_run(a, tid, rid, "slow 60")
+    wait_for(marks / f"started-{rid}")
+    url = f"{b}/threads/{tid}/runs/{rid}/events"
+    live = read_some(url, 20, {"last-event-id": "1"})
+    _, live = split_prelude(live)
+    live = live[:20]
+    cursor = id_of(live[-1])
+    # away until 30 more events are in the log (read on A, the source)
+    deadline = time.monotonic() + 20
+    while len(frames_of(source.body[: source.body.rfind(b"\n\n") + 2])) < cursor + 30:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    missed = read_some(url, 30, {"last-event-id": str(cursor)})
+    prelude, missed = split_prelude(missed)
+    assert id_of(prelude[-1]) == cursor
+    missed = missed[:30]
+    got = [id_of(f) for f in live + missed]
+    assert got == list(range(2, 52))  # 50 events, each once, in order
+    truth = frames_of(source.result())
+    assert live + missed == truth[1:51]
+
+
+def test_concurrent_posts_on_one_thread_via_both_nodes_exactly_one_runs(nodes):
+    a, b, _ = nodes
+    for round_ in range(2):
+        tid = thread(f"cc{round_}")
+        readers = [
+            Reader("POST", f"{node}/ag-ui/run", json=run_body(tid, "slow 30", run_id=f"{tid}-{i}"))
+            for i, node in enumerate((a, b, a, b))
+        ]
+        for reader in readers:
+            reader.start()
+        for reader in readers:
+            reader.result()
+        statuses = sorted(reader.status for reader in readers)
+        assert statuses == [200, 409, 409, 409], statuses
+        for reader in readers:
+            if reader.status == 409:
+                assert b'"run_active"' in reader.body
+
+
+def test_cancel_through_the_other_node(nodes):
+    a, b, marks = nodes
+    tid, rid = thread("cx"), f"r-{time.monotonic_ns()}"
+    source = start_run(a, tid, rid, "slow 100")
+    wait_for(marks / f"started-{rid}")
+    viewer = Reader("GET", f"{b}/threads/{tid}/events")
+    viewer.start()
+    viewer.reading()
+    response = httpx.post(f"{b}/threads/{tid}/runs/{rid}/cancel", timeout=20)
+    assert response.status_code == 202, response.text
+    for reader in (source, viewer):
+        events = events_in(frames_of(reader.result()))
+        assert events[-1]["type"] == "RUN_FINISHED"  # a stop is not an error
+    assert not (marks / f"ended-{rid}").exists()  # the agent was stopped
+    # the thread takes a new run at once, on either node
+    again = httpx.post(b + "/ag-ui/run", json=run_body(tid, "hello"), timeout=20)
+    assert again.status_code == 200
+    again = httpx.post(f"{b}/threads/{tid}/runs/{rid}/cancel", timeout=20)
+    assert again.status_code in (404, 409)
+
+
+def test_a_node_killed_mid_run_ends_its_run_with_run_lost(shared):
+    redis_url, pg_url, marks = shared
+    env = node_env(redis_url, pg_url, marks)
+    with serve(APP, env=env) as b:
+        with serve(APP, env=env) as a:
+            tid, rid = thread("k"), f"r-{time.monotonic_ns()}"
+            source = start_run(a, tid, rid, "slow 200")
+            wait_for(marks / f"started-{rid}")
+            viewer = Reader("GET", f"{b}/threads/{tid}/events")
+            viewer.start()
+            viewer.reading()
+            killed = time.monotonic()
+            kill(a)
+            body = viewer.result(timeout=LEASE_TTL + 10)
+            lost_after = time.monotonic() - killed
+        events = events_in(frames_of(body))
+        assert events[-1]["type"] == "RUN_ERROR" and events[-1]["code"] == "run_lost"
+        assert lost_after <= LEASE_TTL + 1.0, lost_after
+        # every construct the viewer saw open was closed before the error
+        opened = {e["messageId"] for e in events if e["type"] == "TEXT_MESSAGE_START"}
+        closed = {e["messageId"] for e in events if e["type"] == "TEXT_MESSAGE_END"}
+        assert opened and opened == closed
+        # appended once: a replay of the whole log ends the same way, once
+        replay = httpx.get(f"{b}/threads/{tid}/runs/{rid}/events", headers={"last-event-id": "0"})
+        replayed = events_in(frames_of(replay.content))
+        assert [e.get("code") for e in replayed if e["type"] == "RUN_ERROR"] == ["run_lost"]
+        assert replay.content.endswith(frames_of(body)[-1])
+        # the user's turn is stored and the thread takes a new run at once
+        state = httpx.get(f"{b}/threads/{tid}/state").json()
+        assert any(m["role"] == "user" and m["content"] == "slow 200" for m in state["messages"])
+        again = httpx.post(b + "/ag-ui/run", json=run_body(tid, "hello"), timeout=20)
+        assert again.status_code == 200, again.text
+        assert source.status in (None, 200)
+
+
+def test_redis_stopped_mid_run_then_back(pg_server, tmp_path):
+    """A redis-server of its own: readers get runs_unavailable, a new run 503,
+    and once Redis is back the nodes take runs again without a restart."""
+    from tests.redis_server import RedisServer
+
+    database = pg_server.create_database()
+    server = RedisServer().start()
+    try:
+        env = node_env(server.url(), pg_server.url(database), tmp_path)
+        with serve(APP, env=env) as a, serve(APP, env=env) as b:
+            tid, rid = thread("rd"), f"r-{time.monotonic_ns()}"
+            source = start_run(a, tid, rid, "slow 100")
+            wait_for(tmp_path / f"started-{rid}")
+            viewer = Reader("GET", f"{b}/threads/{tid}/events")
+            viewer.start()
+            viewer.reading()
+            server.stop_process()
+            for reader in (source, viewer):
+                events = events_in(frames_of(reader.result()))
+                assert events[-1]["type"] == "RUN_ERROR"
+                assert events[-1]["code"] == "runs_unavailable"
+            for node in (a, b):
+                refused = httpx.post(node + "/ag-ui/run", json=run_body(thread("rd2"), "hello"))
+                assert refused.status_code == 503
+                assert refused.json()["error"]["code"] == "runs_unavailable"
+            # what the reader saw is stored (the user's turn and the partial answer)
+            stored = httpx.get(f"{a}/threads/{tid}/state").json()["messages"]
+            assert [m["role"] for m in stored] == ["user", "assistant"]
+            server.restart()
+            for node in (a, b):
+                ok = httpx.post(node + "/ag-ui/run", json=run_body(thread("rd3"), "hello"))
+                assert ok.status_code == 200, ok.text
+            again = httpx.post(b + "/ag-ui/run", json=run_body(tid, "hello"), timeout=20)
+            assert again.status_code == 200, again.text
+    finally:
+        server.stop()
+        pg_server.drop_database(database)

@@ -231,6 +231,17 @@ class Logs:
             self.finished[key] = log
         self.expire()
 
+    def discard(self, log: RunLog) -> None:
+        """Forgets a log at once (a copy that can no longer be trusted)."""
+        key = (log.thread_id, log.run_id)
+        if self.by_run.get(key) is log:
+            del self.by_run[key]
+            self.finished.pop(key, None)
+            self.total -= log.size
+            log.owner = None
+        if self.active.get(log.thread_id) is log:
+            del self.active[log.thread_id]
+
     def expire(self) -> None:
         """Drops finished logs past retention, then the oldest ones past the total bound."""
         if not self.finished:

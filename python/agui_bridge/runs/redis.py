@@ -585,9 +585,7 @@ class RedisRuns:
                 data = frames_of(events, mirror.last + 1, self.ids)
                 mirror.append(data, mirror.last + len(events))
             mirror.end()
-        self.logs.ended(mirror)
-        self.logs.by_run.pop((mirror.thread_id, mirror.run_id), None)
-        self.logs.finished.pop((mirror.thread_id, mirror.run_id), None)
+        self.logs.discard(mirror)
         run = self.local.get((mirror.thread_id, mirror.run_id))
         if run is not None:
             run.log_failed(False, RunsUnavailable("the run log is unreachable"))
