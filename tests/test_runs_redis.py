@@ -137,13 +137,17 @@ def start_run(base_url: str, tid: str, rid: str, text: str) -> Reader:
 def test_a_viewer_on_b_joins_and_resumes_alternately_on_a_and_b(nodes):
     a, b, marks = nodes
     tid, rid = thread("x"), f"r-{time.monotonic_ns()}"
-    source = start_run(a, tid, rid, "slow 40")
+    source = start_run(a, tid, rid, "slow 60")
     wait_for(marks / f"started-{rid}")
+    while source.body.count(b"\n\n") < 4:  # the answer has begun
+        time.sleep(0.01)
     # the join on B: the prelude, then the log's frames
     got = read_some(f"{b}/threads/{tid}/events", 3)
     prelude, tail = split_prelude(got)
     kinds = [f.split(b'"type":"', 1)[1].split(b'"', 1)[0] for f in prelude]
     assert kinds[:3] == [b"RUN_STARTED", b"MESSAGES_SNAPSHOT", b"STATE_SNAPSHOT"]
+    joined = events_in(prelude)
+    joined_at = id_of(prelude[-1])
     seen = tail
     cursor = id_of(prelude[-1]) if not tail else id_of(tail[-1])
     hops = 0
@@ -155,6 +159,7 @@ def test_a_viewer_on_b_joins_and_resumes_alternately_on_a_and_b(nodes):
         )
         prelude, tail = split_prelude(got)
         assert id_of(prelude[-1]) == cursor  # an exact resume, on either node
+        tail = tail[:4]  # what came past them is read again after the next hop
         seen += tail
         if not tail:
             break
@@ -171,6 +176,13 @@ def test_a_viewer_on_b_joins_and_resumes_alternately_on_a_and_b(nodes):
     assert ids == list(range(first, first + len(seen)))  # contiguous, each once
     assert seen == truth[first - 1 :]  # byte-identical to the reader on A
     assert b'"type":"RUN_FINISHED"' in seen[-1]
+    # the join's snapshot: the stored user turn, then the answer so far, as on A
+    so_far = events_in(truth[:joined_at])
+    text = "".join(e["delta"] for e in so_far if e["type"] == "TEXT_MESSAGE_CONTENT")
+    messages = joined[1]["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    assert messages[0]["content"] == "slow 60" and messages[1]["content"] == text
+    assert joined[-1]["type"] == "TEXT_MESSAGE_START"  # re-opened, then the tail
 
 
 def test_a_finished_run_reads_the_same_on_both_nodes(nodes):

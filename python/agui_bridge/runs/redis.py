@@ -15,9 +15,11 @@ Keys (one Redis; ``T`` = JSON ``[threadId]``, ``R`` = JSON ``[threadId, runId]``
   the run started from, the node running it, its fence, ``ended``.
 - ``agui:run:R:alive`` — set for ``lease_ttl`` and renewed with the run's
   lease: when it expires the node is gone.
-- ``agui:thread:T:fence`` — the fence of the thread's newest run lease; an
-  append whose fence is not this one is refused (a node that lost its lease
-  writes nothing more).
+- ``agui:thread:T:fence`` — the token of the thread's newest run: its
+  lease's fence (from the thread store), node and run id. Each run's start
+  sets it; an append or a renewal whose token is not this one is refused, so
+  a node that lost its lease writes nothing more. A start whose fence is
+  older than the one held while that run is still active is refused.
 - ``agui:thread:T:active`` — the thread's running run (``GET …/events``).
 - ``agui:node:ID:cancel`` — a node's control channel (pub/sub): a cancel
   from any node reaches the node that runs the run.
@@ -76,12 +78,19 @@ BLOCK_MS = 500
 READ_COUNT = 1000
 _DOWN = (RedisConnectionError, RedisTimeoutError, OSError)
 
+# KEYS: meta, log, fence, active, alive
+# ARGV: fence, retention, ttl ms, run id, token, then the meta's fields
 _START = """
-local cur = tonumber(redis.call('GET', KEYS[3]) or '0')
-if cur > tonumber(ARGV[1]) then return 0 end
+local cur = redis.call('GET', KEYS[3])
+if cur then
+  local held = tonumber(string.match(cur, '^(%d+)'))
+  if held and held > tonumber(ARGV[1]) and redis.call('EXISTS', KEYS[4]) == 1 then
+    return 0
+  end
+end
 redis.call('DEL', KEYS[1], KEYS[2])
-redis.call('SET', KEYS[3], ARGV[1], 'EX', ARGV[2])
-redis.call('HSET', KEYS[1], unpack(ARGV, 5))
+redis.call('SET', KEYS[3], ARGV[5], 'EX', ARGV[2])
+redis.call('HSET', KEYS[1], unpack(ARGV, 6))
 redis.call('EXPIRE', KEYS[1], ARGV[2])
 redis.call('SET', KEYS[4], ARGV[4], 'EX', ARGV[2])
 redis.call('SET', KEYS[5], '1', 'PX', ARGV[3])
@@ -167,7 +176,7 @@ class Mirror(RunLog):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.keys = Keys(self.thread_id, self.run_id)
-        self.fence = 0
+        self.fence = b""  # the run's token (a reused runId is another run)
         self.node = ""
         self.state0: dict = {}
         self.position = b"0-0"  # the id of the last entry read
@@ -219,7 +228,7 @@ class RedisSink:
         "thread_id",
     )
 
-    def __init__(self, runs: RedisRuns, thread_id: str, run_id: str, fence: int):
+    def __init__(self, runs: RedisRuns, thread_id: str, run_id: str, fence: bytes):
         self.runs = runs
         self.thread_id = thread_id
         self.run_id = run_id
@@ -235,7 +244,7 @@ class RedisSink:
 
     def bind(self, run) -> None:
         self.run = run
-        self.runs.local[(self.thread_id, self.run_id)] = run
+        self.runs.local[(self.thread_id, self.run_id)] = self
 
     def append(self, data: bytes, last_id: int, spans=()) -> None:
         if self.ended or not data:
@@ -321,7 +330,7 @@ class RedisRuns:
         self.retention = max(1, int(limits.run_retention + 0.999))
         self.logs = Logs(limits)  # this node's mirrors
         self.node = uuid.uuid4().hex
-        self.local: dict[tuple[str, str], object] = {}  # the runs this node runs
+        self.local: dict[tuple[str, str], RedisSink] = {}  # the runs this node runs
         self.round_trips = 0  # commands sent (the batching's measure)
         self._client = None
         self._blocking = None
@@ -371,15 +380,16 @@ class RedisRuns:
 
     async def start(self, thread_id, run_id, agent_id, owner_id, input_ids, fence, state):
         keys = Keys(thread_id, run_id)
+        token = b"%d:%s:%s" % (fence, self.node.encode(), run_id.encode())
         meta = [
             b"agent", agent_id,
             b"owner", owner_id or "",
             b"inputs", _inputs_to(input_ids),
             b"state", orjson.dumps(state),
             b"node", self.node,
-            b"fence", fence,
+            b"fence", token,
         ]  # fmt: skip
-        args = [fence, self.retention, int(self.lease_ttl * 1000), run_id, *meta]
+        args = [fence, self.retention, int(self.lease_ttl * 1000), run_id, token, *meta]
         try:
             started = await self._script(
                 "start", [keys.meta, keys.log, keys.fence, keys.active, keys.alive], args
@@ -394,9 +404,9 @@ class RedisRuns:
         mirror.input_ids = input_ids
         mirror.state0 = state
         mirror.node = self.node
-        mirror.fence = fence
+        mirror.fence = token
         self._read(mirror)
-        return mirror, RedisSink(self, thread_id, run_id, fence)
+        return mirror, RedisSink(self, thread_id, run_id, token)
 
     async def get(self, thread_id: str, run_id: str) -> RunLog | None:
         key = (thread_id, run_id)
@@ -424,7 +434,7 @@ class RedisRuns:
         meta = await self._call("hgetall", keys.meta)
         if not meta:
             return held  # an ended run this node still holds is served from here
-        fence = int(meta.get(b"fence") or 0)
+        fence = meta.get(b"fence") or b""
         if held is not None and held.fence == fence:
             return held
         mirror = self._mirror(thread_id, run_id)
@@ -451,8 +461,9 @@ class RedisRuns:
     async def cancel(self, mirror: Mirror) -> bool:
         if mirror.ended:
             return False
-        run = self.local.get((mirror.thread_id, mirror.run_id))
-        if run is not None:
+        sink = self.local.get((mirror.thread_id, mirror.run_id))
+        if sink is not None:
+            run = sink.run
             if not run.stop():
                 return False
             await _settled(run.task, self.limits.send_timeout)
@@ -488,8 +499,7 @@ class RedisRuns:
         return renewed
 
     async def aclose(self) -> None:
-        for run in list(self.local.values()):
-            sink = run.out
+        for sink in list(self.local.values()):
             if sink.task is not None:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(asyncio.shield(sink.task), 5)
@@ -586,9 +596,9 @@ class RedisRuns:
                 mirror.append(data, mirror.last + len(events))
             mirror.end()
         self.logs.discard(mirror)
-        run = self.local.get((mirror.thread_id, mirror.run_id))
-        if run is not None:
-            run.log_failed(False, RunsUnavailable("the run log is unreachable"))
+        sink = self.local.get((mirror.thread_id, mirror.run_id))
+        if sink is not None:
+            sink.run.log_failed(False, RunsUnavailable("the run log is unreachable"))
 
     # -- control ---------------------------------------------------------------
 
@@ -603,9 +613,9 @@ class RedisRuns:
                     if message.get("type") != "message":
                         continue
                     thread_id, run_id = orjson.loads(message["data"])
-                    run = self.local.get((thread_id, run_id))
-                    if run is not None:
-                        run.stop()
+                    sink = self.local.get((thread_id, run_id))
+                    if sink is not None:
+                        sink.run.stop()
             except asyncio.CancelledError:
                 raise
             except RedisError as error:

@@ -1,0 +1,99 @@
+"""The Redis run-log backend in one process: two ``RedisRuns`` play two nodes
+on one redis-server (the fence, batching, the entry layout, unreachable)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from agui_bridge.errors import RunsUnavailable
+from agui_bridge.runs import Limits
+from agui_bridge.runs.backend import open_runs
+from agui_bridge.runs.redis import Keys
+
+from tests.servers import free_port
+
+
+class FakeRun:
+    """What a sink reports to: the run whose frames it writes."""
+
+    def __init__(self):
+        self.failed = None
+        self.out = None
+
+    def log_failed(self, lost, error=None):
+        self.failed = "lost" if lost else "unavailable"
+
+
+def frame(n: int, text: str) -> bytes:
+    return b'id: %d\ndata: {"type":"CUSTOM","name":"n","value":"%s"}\n\n' % (n, text.encode())
+
+
+async def until(condition, timeout: float = 5.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not condition():
+            await asyncio.sleep(0.01)
+
+
+@pytest.fixture
+async def two_nodes(redis_url):
+    nodes = [open_runs(redis_url, Limits(), lease_ttl=2.0) for _ in range(2)]
+    try:
+        yield nodes
+    finally:
+        for node in nodes:
+            await node.aclose()
+
+
+async def test_batches_are_entries_with_n0_ids_and_read_the_same_on_another_node(
+    two_nodes, redis_url
+):
+    a, b = two_nodes
+    log_a, sink = await a.start("t", "r", "echo", "echo", frozenset({"m1"}), 1, {"k": 1})
+    run = FakeRun()
+    sink.bind(run)
+    sink.append(frame(1, "a") + frame(2, "b"), 2)
+    sink.append(frame(3, "c"), 3, [("o", 3, "t", "x", b"data: {}\n\n")])
+    sink.end()
+    await until(lambda: log_a.ended)
+    client = a._clients()
+    entries = await client.xrange(Keys("t", "r").log)
+    assert [e[0] for e in entries] == [b"2-0", b"3-0", b"3-1"]
+    assert [e[1].get(b"a") for e in entries] == [b"1", b"3", b"0"]
+    assert entries[-1][1][b"e"] == b"1"
+    log_b = await b.get("t", "r")
+    assert log_b.ended and log_b.read(0) == log_a.read(0)
+    assert log_b.open_at(3) == [b"data: {}\n\n"]
+    assert log_b.input_ids == frozenset({"m1"}) and log_b.state0 == {"k": 1}
+    assert log_b.started == b'data: {"type":"CUSTOM","name":"n","value":"a"}\n\n'
+    assert run.failed is None
+
+
+async def test_a_node_that_lost_its_lease_cannot_append(two_nodes):
+    a, b = two_nodes
+    log_a, old = await a.start("t", "r1", "echo", "echo", frozenset(), 1, {})
+    stale = FakeRun()
+    old.bind(stale)
+    old.append(frame(1, "a"), 1)
+    await until(lambda: log_a.last == 1)
+    # the lease expired and another node claimed the thread (fence 2)
+    _, new = await b.start("t", "r2", "echo", "echo", frozenset(), 2, {})
+    new.bind(FakeRun())
+    old.append(frame(2, "late"), 2)
+    await until(lambda: stale.failed is not None)
+    assert stale.failed == "lost"
+    await asyncio.sleep(0.1)
+    assert log_a.last == 1  # nothing of the stale run reached the log
+    # a start with an older fence while the newer run is active is refused
+    assert await a.start("t", "r3", "echo", "echo", frozenset(), 1, {}) is None
+
+
+async def test_redis_unreachable_is_runs_unavailable():
+    runs = open_runs(f"redis://127.0.0.1:{free_port()}/0", Limits())
+    try:
+        with pytest.raises(RunsUnavailable):
+            await runs.start("t", "r", "echo", "echo", frozenset(), 1, {})
+        with pytest.raises(RunsUnavailable):
+            await runs.get("t", "r")
+    finally:
+        await runs.aclose()
