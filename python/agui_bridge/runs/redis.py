@@ -551,6 +551,7 @@ class RedisRuns:
                     mirror.primed.set()
                 if not entries and block is not None and not mirror.ended:
                     await self._check_alive(mirror)
+            mirror.primed.set()
             self.logs.ended(mirror)
         except asyncio.CancelledError:
             raise
