@@ -4,8 +4,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 export VIRTUAL_ENV := $(abspath $(VENV))
 INTEROP := tests/interop
+CKEXAMPLE := examples/copilotkit
 
-.PHONY: dev build build-release test test-rust test-py test-pure test-wheel dist bench-abi3 postgresql chromium redis lint bench bench-server demo clean
+.PHONY: dev build build-release test test-rust test-py test-pure test-wheel dist bench-abi3 postgresql chromium redis copilotkit-example lint bench bench-server demo clean
 
 dev: $(VENV)/.deps build $(INTEROP)/node_modules/.installed
 
@@ -24,7 +25,15 @@ $(INTEROP)/node_modules/.installed: $(wildcard $(INTEROP)/package*.json)
 	if [ -f $(INTEROP)/package.json ]; then cd $(INTEROP) && SCARF_ANALYTICS=false npm ci --no-audit --no-fund; fi
 	mkdir -p $(INTEROP)/node_modules && touch $@
 
-test: dev postgresql chromium redis test-rust test-py test-pure test-wheel
+test: dev postgresql chromium redis copilotkit-example test-rust test-py test-pure test-wheel
+
+# The CopilotKit example app's pinned packages, from its lockfile (its browser
+# test builds and serves it); reinstalled when the lockfile changes.
+copilotkit-example: $(CKEXAMPLE)/node_modules/.installed
+
+$(CKEXAMPLE)/node_modules/.installed: $(CKEXAMPLE)/package.json $(CKEXAMPLE)/package-lock.json
+	cd $(CKEXAMPLE) && SCARF_ANALYTICS=false npm ci --no-audit --no-fund
+	touch $@
 
 # The tests start their own PostgreSQL (the thread store's); its server package
 # is installed once, as root (CI): a no-op when it is there.
@@ -100,4 +109,4 @@ demo: dev
 	$(BIN)/agui-bridge demo
 
 clean:
-	rm -rf $(VENV) target dist python/agui_bridge/_native*.so $(INTEROP)/node_modules
+	rm -rf $(VENV) target dist python/agui_bridge/_native*.so $(INTEROP)/node_modules $(CKEXAMPLE)/node_modules $(CKEXAMPLE)/dist
