@@ -1,0 +1,211 @@
+"""The CopilotKit example app (``examples/copilotkit``) in headless Chromium.
+
+The whole stack of seed 001, each piece real: the example's React page
+(``@copilotkit/react-core`` v2: ``CopilotChat``, ``useAgent``, ``useInterrupt``)
+built with its pinned esbuild, its Node server (the page plus the v2
+``CopilotRuntime`` route whose ``HttpAgent`` points at agui-bridge), and
+``agui_bridge.demo:app`` on granian; the browser is Debian's Chromium driven by
+``tests/browser.py`` (a console error or warning fails the test; screenshots
+of each step go under the folder pytest prints at the end).
+
+The example's npm packages come from its lockfile (``make copilotkit-example``,
+part of ``make test``); the page is rebuilt when its sources or lockfile change.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import httpx
+import pytest
+
+from tests.servers import serve
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "copilotkit"
+# What the built page depends on: a change to any of them rebuilds it.
+BUILD_INPUTS = ("package-lock.json", "build.mjs", "src")
+QUIET = {"COPILOTKIT_TELEMETRY_DISABLED": "true", "DO_NOT_TRACK": "1"}
+ASKED = "I need your approval to deleting the draft."
+APPROVED = "Approved: approve deleting the draft. Done."
+
+
+def _unavailable(reason: str):
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"the CopilotKit example is required in CI: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def _inputs_digest() -> str:
+    digest = hashlib.sha256()
+    for name in BUILD_INPUTS:
+        path = EXAMPLE / name
+        for file in sorted(path.rglob("*")) if path.is_dir() else [path]:
+            if file.is_file():
+                digest.update(str(file.relative_to(EXAMPLE)).encode() + b"\0")
+                digest.update(file.read_bytes())
+    return digest.hexdigest()
+
+
+@pytest.fixture(scope="module")
+def built():
+    """The example's page, built by its own `npm run build` (skipped when up to date)."""
+    node = shutil.which("node")
+    if not node:
+        _unavailable("node is not installed")
+    if not (EXAMPLE / "node_modules" / ".package-lock.json").is_file():
+        _unavailable("its npm packages are not installed: run `make copilotkit-example`")
+    stamp = EXAMPLE / "dist" / ".inputs"
+    digest = _inputs_digest()
+    if not stamp.is_file() or stamp.read_text() != digest:
+        done = subprocess.run(
+            [node, "build.mjs"], cwd=EXAMPLE, capture_output=True, text=True, timeout=180
+        )
+        assert done.returncode == 0, f"the example did not build:\n{done.stdout}{done.stderr}"
+        assert not done.stderr, f"the example's build warned:\n{done.stderr}"
+        stamp.write_text(digest)
+    return node
+
+
+@pytest.fixture(scope="module")
+def demo():
+    with serve("agui_bridge.demo:app", env={"AGUI_DEMO_STORE": "memory://"}) as base_url:
+        yield base_url
+
+
+class Example:
+    """The running example server: its page URL and what it wrote on stderr."""
+
+    def __init__(self, url: str, log):
+        self.url = url
+        self._log = log
+
+    def stderr(self) -> str:
+        self._log.seek(0)
+        return self._log.read()
+
+
+@contextlib.contextmanager
+def example_server(node, agent_url: str, timeout: float = 30.0):
+    env = {**os.environ, **QUIET, "HOST": "127.0.0.1", "PORT": "0", "AGUI_BRIDGE_URL": agent_url}
+    with tempfile.TemporaryFile(mode="w+") as log:
+        proc = subprocess.Popen(
+            [node, "server.mjs"],
+            cwd=EXAMPLE,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            with selectors.DefaultSelector() as selector:
+                selector.register(proc.stdout, selectors.EVENT_READ)
+                ready = selector.select(timeout)
+            if not ready or proc.poll() is not None:
+                log.seek(0)
+                raise RuntimeError(f"the example server did not start in {timeout}s: {log.read()}")
+            yield Example(json.loads(proc.stdout.readline())["url"], log)
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(5)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait(5)
+            proc.stdout.close()
+
+
+@pytest.fixture(scope="module")
+def example(built, demo):
+    with example_server(built, demo + "/ag-ui/run") as server:
+        yield server
+        assert not server.stderr(), f"the example server logged a problem: {server.stderr()}"
+
+
+def send(page, text: str) -> None:
+    box = page.get_by_test_id("copilot-chat-textarea")
+    box.fill(text)
+    box.press("Enter")
+
+
+def shown(page) -> list[tuple[str, str]]:
+    """The conversation as the page shows it: (role, text) per message."""
+    messages = page.locator(
+        "[data-testid=copilot-user-message], [data-testid=copilot-assistant-message]"
+    )
+    out = []
+    for index in range(messages.count()):
+        message = messages.nth(index)
+        user = message.get_attribute("data-testid") == "copilot-user-message"
+        role = "user" if user else "assistant"
+        text = message.locator(".cpk\\:prose").first.inner_text().strip()
+        out.append((role, text))
+    return out
+
+
+def stored(demo, thread_id) -> list[tuple[str, str]]:
+    response = httpx.get(f"{demo}/threads/{thread_id}/state", timeout=10)
+    assert response.status_code == 200, response.text
+    return [(m["role"], m["content"]) for m in response.json()["messages"]]
+
+
+def test_chat_approve_and_reload(page, shots, example, demo):
+    from playwright.sync_api import expect  # after `page`: a missing Playwright fails in CI
+
+    started = time.monotonic()
+    page.goto(example.url)
+    box = page.get_by_test_id("copilot-chat-textarea")
+    expect(box).to_be_editable()
+    thread_id = parse_qs(urlparse(page.url).query)["thread"][0]
+    shots("loaded")
+
+    assistant = page.get_by_test_id("copilot-assistant-message")
+    send(page, "hello there")
+    expect(assistant).to_have_count(1)
+    expect(assistant.first).to_contain_text(
+        "You said: 'hello there'. This is turn 1 of this thread"
+    )
+    shots("answered")
+
+    # The demo suspends; useInterrupt renders its question with buttons in the chat.
+    send(page, "approve deleting the draft")
+    approval = page.get_by_role("group", name="approval")
+    expect(approval).to_contain_text("approve deleting the draft")
+    expect(assistant.last).to_have_text(ASKED)
+    expect(page.locator("[data-field=task]")).to_have_text("-")
+    shots("approval asked")
+
+    approval.get_by_role("button", name="Approve").click()
+    expect(assistant.last).to_have_text(APPROVED)
+    expect(approval).to_have_count(0)
+    expect(page.locator("[data-field=task]")).to_have_text("approval: approved")
+    expect(page.locator("[data-field=running]")).to_have_text("idle")
+    before = shown(page)
+    assert [role for role, _ in before] == ["user", "assistant", "user", "assistant", "assistant"]
+    # The page shows exactly what agui-bridge stored for the thread.
+    assert before == stored(demo, thread_id)
+    shots("approved")
+
+    # A reload reconnects to the thread in the URL and shows it again, resolved.
+    page.reload()
+    expect(assistant).to_have_count(3)
+    expect(assistant.last).to_have_text(APPROVED)
+    assert parse_qs(urlparse(page.url).query)["thread"] == [thread_id]
+    assert shown(page) == before
+    expect(page.locator("[data-field=task]")).to_have_text("approval: approved")
+    expect(page.get_by_role("group", name="approval")).to_have_count(0)
+    shots("reloaded")
+    print(f"copilotkit example: chat, approval and reload in {time.monotonic() - started:.1f}s")
