@@ -8,17 +8,20 @@ and granian nodes serving benches/redis_app.py (RSGI, one worker each):
 1. One stream of ``--deltas`` text deltas, POSTed to a node with memory run
    logs and to one with Redis run logs, alternately ``--repeats`` times: the
    median events/s of each (the whole response read by an httpx client).
-2. Cross-node lag: a run on node A whose deltas carry the wall clock at the
-   agent's yield (10 per loop tick, 2 ms apart), read on node B from event 1:
-   receive time minus yield time for each of ``--deltas`` events, p50/p99.
-3. Redis round trips of one run of ``--deltas`` deltas on a node alone (its
-   POST the only reader): Redis ``INFO commandstats`` before and after.
+2. Lag: a run whose deltas carry the wall clock at the agent's yield (10 per
+   loop tick, 2 ms apart), read from event 1 by a GET on the run's node and
+   (Redis) on node B at once: receive time minus yield time for each of
+   ``--deltas`` events, p50/p99; the memory node's reader is the baseline.
+3. Redis round trips of one run of ``--deltas`` deltas on an in-process node
+   (its POST the only reader): every command the backend sends, a script
+   call counting one (the appends, the node's XREADs, the retry lookup).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import time
@@ -71,9 +74,10 @@ async def throughput(urls: dict, deltas: int, repeats: int) -> dict:
     return {name: (counts[name] / statistics.median(t), t) for name, t in times.items()}
 
 
-async def lag(a: str, b: str, deltas: int) -> list[float]:
+async def lag(a: str, readers: dict[str, str], deltas: int) -> dict[str, list[float]]:
+    """Yield on node ``a`` → received by a reader on each of ``readers``, side by side."""
     rid = f"lag-{time.monotonic_ns()}"
-    lags: list[float] = []
+    lags: dict[str, list[float]] = {name: [] for name in readers}
     async with httpx.AsyncClient(timeout=120) as client:
         started = asyncio.Event()
 
@@ -83,44 +87,42 @@ async def lag(a: str, b: str, deltas: int) -> list[float]:
                 async for _ in r.aiter_raw():
                     started.set()
 
+        async def reader(name: str, node: str):
+            url = f"{node}/threads/{rid}/runs/{rid}/events"
+            buffer = b""
+            async with client.stream("GET", url, headers={"last-event-id": "0"}) as r:
+                async for chunk in r.aiter_raw():
+                    now = time.time_ns()
+                    buffer += chunk
+                    *frames, buffer = buffer.split(b"\n\n")
+                    for frame in frames:
+                        at = frame.find(b'"delta":"')
+                        if at >= 0:
+                            stamp = int(frame[at + 9 : frame.index(b" ", at + 9)])
+                            lags[name].append((now - stamp) / 1e6)
+
         task = asyncio.create_task(source())
         await started.wait()
-        url = f"{b}/threads/{rid}/runs/{rid}/events"
-        buffer = b""
-        async with client.stream("GET", url, headers={"last-event-id": "0"}) as r:
-            async for chunk in r.aiter_raw():
-                now = time.time_ns()
-                buffer += chunk
-                *frames, buffer = buffer.split(b"\n\n")
-                for frame in frames:
-                    at = frame.find(b'"delta":"')
-                    if at >= 0:
-                        stamp = int(frame[at + 9 : frame.index(b" ", at + 9)])
-                        lags.append((now - stamp) / 1e6)
+        await asyncio.gather(*(reader(name, node) for name, node in readers.items()))
         await task
     return lags
 
 
-def commandstats(server: RedisServer) -> dict:
-    import redis
+async def round_trips(deltas: int) -> tuple[int, dict]:
+    """Redis round trips of one run on an in-process node (its POST the only reader):
+    the backend counts every command it sends (a script call is one)."""
+    from benches.redis_app import app
 
-    client = redis.Redis(port=server.port)
-    try:
-        return {k: v["calls"] for k, v in client.info("commandstats").items()}
-    finally:
-        client.close()
-
-
-def round_trips(server: RedisServer, url: str, deltas: int) -> tuple[dict, int]:
-    before = commandstats(server)
-    rid = f"rt-{time.monotonic_ns()}"
-    response = httpx.post(url + "/ag-ui/run", json=body(rid, rid, deltas=deltas), timeout=120)
-    events = response.content.count(b"\n\n")
-    time.sleep(0.3)  # the end marker and the reader's last XREAD
-    after = commandstats(server)
-    diff = {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}
-    diff.pop("cmdstat_info", None)
-    return diff, events
+    before = dict(app.runs.calls)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://node") as client:
+        rid = f"rt-{time.monotonic_ns()}"
+        response = await client.post("/ag-ui/run", json=body(rid, rid, deltas=deltas))
+        events = response.content.count(b"\n\n")
+        await asyncio.sleep(0.3)  # the end marker's append
+        calls = {k: v - before.get(k, 0) for k, v in app.runs.calls.items()}
+    await app.aclose()
+    return events, {k: v for k, v in calls.items() if v}
 
 
 def pct(values: list[float], q: float) -> float:
@@ -144,22 +146,30 @@ def main(argv=None) -> int:
             rates = asyncio.run(
                 throughput({"memory": memory, "redis": a}, args.deltas, args.repeats)
             )
-            lags = asyncio.run(lag(a, b, args.deltas))
-            trips, events = round_trips(server, a, args.deltas)
+            lags = asyncio.run(lag(memory, {"memory logs, the same node": memory}, args.deltas))
+            lags.update(
+                asyncio.run(
+                    lag(a, {"redis logs, the same node A": a, "redis logs, node B": b}, args.deltas)
+                )
+            )
+        os.environ["BENCH_RUNS"] = server.url(0)
+        events, calls = asyncio.run(round_trips(args.deltas))
     finally:
         server.stop()
     mem, red = rates["memory"][0], rates["redis"][0]
     print(f"one stream of {args.deltas} deltas, median of {args.repeats} (alternating):")
     print(f"  memory run logs: {mem:,.0f} events/s")
     print(f"  redis run logs:  {red:,.0f} events/s  ({red / mem:.0%} of memory)")
+    for name, values in lags.items():
+        print(
+            f"lag, yield -> a reader ({name}), {len(values)} events: "
+            f"p50 {pct(values, 0.5):.2f} ms, p99 {pct(values, 0.99):.2f} ms, "
+            f"max {max(values):.2f} ms"
+        )
+    trips = sum(calls.values())
     print(
-        f"cross-node lag over {len(lags)} events: p50 {pct(lags, 0.5):.2f} ms, "
-        f"p99 {pct(lags, 0.99):.2f} ms, max {max(lags):.2f} ms"
-    )
-    total = sum(trips.values())
-    print(
-        f"redis commands for one run of {events} events: {total} "
-        f"({total / (events / 1000):.1f} per 1,000 events): {trips}"
+        f"redis round trips for one run of {events} events: {trips}"
+        f" ({trips / (events / 1000):.2f} per 1,000 events): {calls}"
     )
     return 0
 

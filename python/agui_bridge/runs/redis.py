@@ -49,6 +49,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
+from collections import Counter
 
 import orjson
 
@@ -331,7 +332,8 @@ class RedisRuns:
         self.logs = Logs(limits)  # this node's mirrors
         self.node = uuid.uuid4().hex
         self.local: dict[tuple[str, str], RedisSink] = {}  # the runs this node runs
-        self.round_trips = 0  # commands sent (the batching's measure)
+        # Commands sent, by name (a script call is one round trip): the batching's measure.
+        self.calls: Counter = Counter()
         self._client = None
         self._blocking = None
         self._scripts: dict = {}
@@ -365,12 +367,12 @@ class RedisRuns:
 
     async def _script(self, name: str, keys, args):
         self._clients()
-        self.round_trips += 1
+        self.calls[name] += 1
         return await self._scripts[name](keys=keys, args=args)
 
     async def _call(self, method: str, *args):
         client = self._clients()
-        self.round_trips += 1
+        self.calls[method] += 1
         try:
             return await getattr(client, method)(*args)
         except _DOWN as error:
@@ -542,7 +544,7 @@ class RedisRuns:
         try:
             while not mirror.ended:
                 block = self.block_ms if mirror.primed.is_set() else None
-                self.round_trips += 1
+                self.calls["xread"] += 1
                 reply = await blocking.xread({key: mirror.position}, count=READ_COUNT, block=block)
                 entries = reply[0][1] if reply else []
                 for entry_id, fields in entries:
