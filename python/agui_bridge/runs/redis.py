@@ -338,6 +338,7 @@ class RedisRuns:
         self._blocking = None
         self._scripts: dict = {}
         self._control: asyncio.Task | None = None
+        self._listening: asyncio.Event | None = None  # the control channel is subscribed
         self._opening: dict[tuple[str, str], asyncio.Future] = {}
 
     # -- connections ---------------------------------------------------------
@@ -362,6 +363,7 @@ class RedisRuns:
             ):
                 self._scripts[name] = self._client.register_script(source)
         if self._control is None or self._control.done():
+            self._listening = asyncio.Event()
             self._control = asyncio.get_running_loop().create_task(self._listen())
         return self._client
 
@@ -400,6 +402,11 @@ class RedisRuns:
             raise RunsUnavailable(f"the run log is unreachable: {error}") from None
         if not started:
             return None
+        if not self._listening.is_set():
+            # A cancel sent from another node must find this node listening.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(2):
+                    await self._listening.wait()
         mirror = self._mirror(thread_id, run_id)
         mirror.agent_id = agent_id
         mirror.owner_id = owner_id
@@ -612,6 +619,7 @@ class RedisRuns:
             pubsub = self._blocking.pubsub()
             try:
                 await pubsub.subscribe(channel)
+                self._listening.set()
                 async for message in pubsub.listen():
                     if message.get("type") != "message":
                         continue
@@ -626,6 +634,7 @@ class RedisRuns:
             except Exception:
                 log.exception("the control channel failed")
             finally:
+                self._listening.clear()
                 with contextlib.suppress(Exception):
                     await pubsub.aclose()
             await asyncio.sleep(0.5)
