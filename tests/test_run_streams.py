@@ -25,9 +25,15 @@ ENV = {"AGUI_TEST_MARKS": str(MARKS)}
 RESUMED = {"AGUI204": "info", "AGUI207": "info"}
 
 
-@pytest.fixture(scope="module", params=["rsgi", "asgi"])
+@pytest.fixture(scope="module", params=["rsgi", "asgi", "rsgi-redis"])
 def base_url(request):
-    with serve("tests.ingress_apps:app", env=ENV, interface=request.param) as url:
+    """The same semantics on memory run logs and (rsgi-redis) on Redis run logs."""
+    interface, _, runs = request.param.partition("-")
+    env = dict(ENV)
+    if runs:
+        server = request.getfixturevalue("redis_server")
+        env["AGUI_TEST_RUNS"] = server.url(server.fresh_db())
+    with serve("tests.ingress_apps:app", env=env, interface=interface) as url:
         yield url
 
 
