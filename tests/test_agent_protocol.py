@@ -390,3 +390,16 @@ async def test_on_disconnect_cancel_stops_the_run_of_a_dropped_stream(client):
     assert run["status"] == "interrupted"
     partial = (await client.threads.get(thread_id))["values"]["messages"][-1]["content"]
     assert partial.startswith("tick 0") and "tick 59" not in partial
+
+
+async def test_multitask_interrupt_stops_the_active_run_and_goes_on_from_it(client):
+    thread_id = await _thread(client)
+    first = await client.runs.create(thread_id, "slow", input=_human("count 60"))
+    await asyncio.sleep(0.2)
+    values = await client.runs.wait(
+        thread_id, "demo", input=_human("instead"), multitask_strategy="interrupt"
+    )
+    texts = [m["content"] for m in values["messages"] if m["type"] == "ai"]
+    assert len(texts) == 2 and texts[0].startswith("tick 0") and "tick 59" not in texts[0]
+    assert texts[1].startswith("You said: 'instead'")
+    assert (await client.runs.get(thread_id, first["run_id"]))["status"] == "interrupted"

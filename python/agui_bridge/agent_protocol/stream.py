@@ -83,8 +83,10 @@ class Projector:
         if kind in _STEP_ENDS:
             if kind == "TOOL_CALL_RESULT":
                 message = self.history.by_id.get(event.get("messageId"))
-                if message is not None and "messages-tuple" in modes:
-                    parts.append(("messages", [to_langgraph(message), self.meta]))
+                if message is not None:
+                    if "messages-tuple" in modes:
+                        parts.append(("messages", [to_langgraph(message), self.meta]))
+                    update = {"messages": [to_langgraph(message)]}
             else:
                 update = self._message_update(event, kind, update)
             if update and "updates" in modes:

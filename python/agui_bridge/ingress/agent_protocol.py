@@ -39,7 +39,7 @@ from .handler import Closed, HttpError, _granted, thread_guards
 log = logging.getLogger("agui_bridge.ingress")
 
 JSON = [("content-type", "application/json"), ("cache-control", "no-cache")]
-STRATEGIES = ("reject", "enqueue")
+STRATEGIES = ("reject", "enqueue", "interrupt")
 MAX_PAGE = 1000
 # Thread ids a search reads at most (ids only; threads are loaded a page at a time).
 MAX_SCAN = 10_000
@@ -407,7 +407,10 @@ class AgentProtocol:
             raise _unprocessable("'assistant_id' must be the id of an agent")
         strategy = body.get("multitask_strategy", "reject")
         if strategy not in STRATEGIES:
-            raise _unprocessable("'multitask_strategy' must be 'reject' or 'enqueue'")
+            raise _unprocessable(
+                "'multitask_strategy' must be 'reject', 'enqueue' or 'interrupt'"
+                " (rollback is not served: no checkpoints are kept)"
+            )
         if_not_exists = body.get("if_not_exists", "reject")
         if if_not_exists not in ("reject", "create"):
             raise _unprocessable("'if_not_exists' must be 'reject' or 'create'")
@@ -457,23 +460,41 @@ class AgentProtocol:
         """Starts the run now, or queues it (``enqueue``) behind the thread's active run."""
         thread_id = record.thread_id
         busy = thread_id in self.app._active or self.registry.pending(thread_id)
+        if record.strategy == "interrupt" and busy:
+            self._interrupt(thread_id)
+            self._enqueue(record, agent, run_input, identity, first=True)
+            return
         if record.strategy == "enqueue" and busy:
             self._enqueue(record, agent, run_input, identity)
             return
         try:
             run = await self.handler.start(agent, run_input, identity)
         except HttpError as error:
-            if error.status == 409 and error.code == "run_active" and record.strategy == "enqueue":
+            if error.status == 409 and error.code == "run_active" and record.strategy != "reject":
                 self._enqueue(record, agent, run_input, identity)
                 return
             raise
         record.took(run.log)
         self.registry.add(record)
 
-    def _enqueue(self, record, agent, run_input, identity) -> None:
+    def _interrupt(self, thread_id: str) -> None:
+        """``multitask_strategy="interrupt"``: the active run stops (``interrupted``); what
+        it made so far is kept, and the new run goes on from there."""
+        active = self.app._active.get(thread_id)
+        if active is None:
+            return  # being claimed: the new run waits for it instead
+        record = self.registry.get(thread_id, active.ctx.run_id)
+        if active.stop() and record is not None:
+            record.cancelled = True
+
+    def _enqueue(self, record, agent, run_input, identity, first: bool = False) -> None:
         self.registry.add(record)
         queue = self.registry.queues.setdefault(record.thread_id, [])
-        queue.append((record, agent, run_input, identity))
+        entry = (record, agent, run_input, identity)
+        if first:
+            queue.insert(0, entry)
+        else:
+            queue.append(entry)
         if len(queue) == 1:
             task = asyncio.get_running_loop().create_task(self._drain(record.thread_id))
             self.app._tasks.add(task)
@@ -485,9 +506,10 @@ class AgentProtocol:
         queue = self.registry.queues[thread_id]
         try:
             while queue:
-                record, agent, run_input, identity = queue[0]
+                entry = queue[0]
+                record, agent, run_input, identity = entry
                 if record.cancelled:
-                    queue.pop(0)
+                    _drop(queue, entry)
                     continue
                 if thread_id in app._active:
                     active = app._active[thread_id]
@@ -504,16 +526,16 @@ class AgentProtocol:
                         continue
                     record.failed = error.message
                     record.started.set()
-                    queue.pop(0)
+                    _drop(queue, entry)
                     continue
                 except Exception as error:
                     log.exception("thread %s: a queued run could not start", thread_id)
                     record.failed = str(error) or type(error).__name__
                     record.started.set()
-                    queue.pop(0)
+                    _drop(queue, entry)
                     continue
                 record.took(run.log)
-                queue.pop(0)
+                _drop(queue, entry)
         finally:
             if self.registry.queues.get(thread_id) is queue and not queue:
                 del self.registry.queues[thread_id]
@@ -700,6 +722,12 @@ class AgentProtocol:
 
 
 _ABSENT = object()
+
+
+def _drop(queue: list, entry) -> None:
+    # By identity: an interrupting run may have gone in front meanwhile.
+    if entry in queue:
+        queue.remove(entry)
 
 
 def _allow(conn, *methods: str) -> None:
