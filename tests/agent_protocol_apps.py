@@ -7,7 +7,8 @@ needs time for), ``fail`` (some text, then an exception) and ``signals``
 (events dialect: a CUSTOM event and a state snapshot). With
 ``AGUI_TEST_AUTH=1`` the caller's ``x-user`` header is the identity, threads
 are guarded by ``authorize_thread`` (a thread id starting with the user's name)
-and ``x-actions`` lists the actions granted.
+and ``x-actions`` lists the actions granted. AGUI_TEST_STORE and AGUI_TEST_RUNS
+name the thread store and the run logs (memory by default).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ def _owns(identity, thread_id: str) -> bool:
 
 app = App(
     store=os.environ.get("AGUI_TEST_STORE", "memory://"),
+    runs=os.environ.get("AGUI_TEST_RUNS", "memory://"),
     authenticate=_authenticate if _auth else None,
 )
 guard = _owns if _auth else None

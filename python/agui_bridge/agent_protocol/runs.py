@@ -2,7 +2,7 @@
 
 A run started over the Agent Protocol has a record from the moment it is
 asked for (``pending`` while it waits its turn); once started it is a run
-like any other, with its log in ``app._logs``. A run started over AG-UI has
+like any other, with its log in ``app.runs``. A run started over AG-UI has
 no record of ours: its log is enough to show it as a Run (``running`` while
 its log is live), so both protocols see one set of runs per thread. Records
 live as long as their run's log (the run retention), or while pending.
@@ -134,6 +134,8 @@ class Registry:
     def _sweep(self) -> None:
         """Drops the records of runs whose logs are gone (past the run retention)."""
         logs = self.app._logs
+        if logs is None:
+            return
         logs.expire()
         for thread_id, own in list(self.records.items()):
             for run_id, record in list(own.items()):
@@ -144,18 +146,19 @@ class Registry:
             if not own:
                 del self.records[thread_id]
 
-    def get(self, thread_id: str, run_id: str) -> RunRecord | None:
+    async def get(self, thread_id: str, run_id: str) -> RunRecord | None:
         record = self.records.get(thread_id, {}).get(run_id)
         if record is not None:
             return record
-        log = self.app._logs.get(thread_id, run_id)
+        # A run of another worker or node, where the run logs are shared.
+        log = await self.app.runs.get(thread_id, run_id)
         return self._of_log(log) if log is not None else None
 
     def of_thread(self, thread_id: str) -> list[RunRecord]:
         """The thread's runs, newest first."""
         own = self.records.get(thread_id, {})
         runs = list(own.values())
-        for (tid, run_id), log in list(self.app._logs.by_run.items()):
+        for (tid, run_id), log in list(self._local().items()):
             if tid == thread_id and run_id not in own:
                 runs.append(self._of_log(log))
         runs.sort(key=lambda r: r.created_at, reverse=True)
@@ -167,7 +170,7 @@ class Registry:
     def latest_log(self, thread_id: str):
         """The log of the thread's newest run this worker holds."""
         latest = None
-        for (tid, _), log in self.app._logs.by_run.items():
+        for (tid, _), log in self._local().items():
             if tid == thread_id:
                 latest = log
         return latest
@@ -177,8 +180,13 @@ class Registry:
         self.records.get(record.thread_id, {}).pop(record.run_id, None)
         logs = self.app._logs
         key = (record.thread_id, record.run_id)
-        if record.log is not None and logs.finished.get(key) is record.log:
+        if logs is not None and record.log is not None and logs.finished.get(key) is record.log:
             logs._drop(key, record.log)
+
+    def _local(self) -> dict:
+        """This worker's logs (of its runs, and its copies of shared ones) by (thread, run)."""
+        logs = self.app._logs
+        return logs.by_run if logs is not None else {}
 
     def forget(self, thread_id: str) -> None:
         self.records.pop(thread_id, None)
@@ -194,10 +202,10 @@ class Registry:
         own = self.records.get(thread_id)
         if own is None or len(own) <= self.KEEP:
             return
-        logs = self.app._logs
+        held = self._local()
         for run_id, record in list(own.items()):
             if len(own) <= self.KEEP:
                 break
-            gone = record.log is not None and logs.get(thread_id, run_id) is not record.log
+            gone = record.log is not None and held.get((thread_id, run_id)) is not record.log
             if gone or (record.log is None and record.started.is_set()):
                 del own[run_id]

@@ -231,9 +231,12 @@ class AgentProtocol:
 
     # -- threads -------------------------------------------------------------
 
-    def status(self, thread) -> str:
+    async def status(self, thread) -> str:
         thread_id = thread.thread_id
         if thread_id in self.app._active or self.registry.pending(thread_id):
+            return "busy"
+        # A run of another worker or node, where the run logs are shared.
+        if await self.app.runs.active_of(thread_id) is not None:
             return "busy"
         latest = self.registry.latest_log(thread_id)
         end = terminal_event(latest) if latest is not None else None
@@ -241,14 +244,14 @@ class AgentProtocol:
             return "error"
         return "interrupted" if thread.interrupts else "idle"
 
-    def thread_json(self, thread) -> dict:
+    async def thread_json(self, thread) -> dict:
         interrupts = interrupts_of(thread.interrupts)
         return {
             "thread_id": thread.thread_id,
             "created_at": iso(thread.created_at or thread.updated_at),
             "updated_at": iso(thread.updated_at),
             "metadata": thread.metadata,
-            "status": self.status(thread),
+            "status": await self.status(thread),
             "values": values_of(thread.state, thread.messages),
             "interrupts": {thread.agent_id or "agent": interrupts} if interrupts else {},
             "config": {},
@@ -270,12 +273,12 @@ class AgentProtocol:
         if not created and if_exists == "raise":
             raise HttpError(409, "thread_exists", f"thread {thread_id!r} already exists")
         thread = await self.app.store.load(thread_id)
-        await conn.respond(200, orjson.dumps(self.thread_json(thread)), JSON)
+        await conn.respond(200, orjson.dumps(await self.thread_json(thread)), JSON)
 
     async def _get_thread(self, conn, thread_id: str) -> None:
         identity, _ = await self._identity(conn, "read")
         thread = await self._thread(identity, thread_id)
-        await conn.respond(200, orjson.dumps(self.thread_json(thread)), JSON)
+        await conn.respond(200, orjson.dumps(await self.thread_json(thread)), JSON)
 
     async def _patch_thread(self, conn, thread_id: str) -> None:
         identity, body = await self._body(conn, "run")
@@ -284,12 +287,12 @@ class AgentProtocol:
         if not await self.app.store.update_metadata(thread_id, metadata):
             raise HttpError(404, "not_found", f"no thread {thread_id!r}")
         thread = await self.app.store.load(thread_id)
-        await conn.respond(200, orjson.dumps(self.thread_json(thread)), JSON)
+        await conn.respond(200, orjson.dumps(await self.thread_json(thread)), JSON)
 
     async def _delete_thread(self, conn, thread_id: str) -> None:
         identity, _ = await self._identity(conn, "run")
         thread = await self._thread(identity, thread_id)
-        if self.status(thread) == "busy":
+        if await self.status(thread) == "busy":
             raise HttpError(409, "run_active", f"thread {thread_id!r} has an active run")
         await self.app.store.delete(thread_id)
         self.registry.forget(thread_id)
@@ -320,7 +323,7 @@ class AgentProtocol:
                 )
             except HttpError:
                 continue  # a thread the caller may not see is not found
-            shown = self.thread_json(thread)
+            shown = await self.thread_json(thread)
             if status is not None and shown["status"] != status:
                 continue
             if any(shown["values"].get(k, _ABSENT) != v for k, v in values.items()):
@@ -483,7 +486,7 @@ class AgentProtocol:
         active = self.app._active.get(thread_id)
         if active is None:
             return  # being claimed: the new run waits for it instead
-        record = self.registry.get(thread_id, active.ctx.run_id)
+        record = self.registry.records.get(thread_id, {}).get(active.ctx.run_id)
         if active.stop() and record is not None:
             record.cancelled = True
 
@@ -599,7 +602,7 @@ class AgentProtocol:
     async def _run_of(self, conn, thread_id: str, run_id: str, action: str):
         identity, _ = await self._identity(conn, action)
         await self._thread(identity, thread_id)
-        record = self.registry.get(thread_id, run_id)
+        record = await self.registry.get(thread_id, run_id)
         if record is None:
             raise HttpError(404, "not_found", f"no run {run_id!r} on thread {thread_id!r}")
         if record.log is not None:
@@ -666,7 +669,7 @@ class AgentProtocol:
         await self._stream(conn, record, modes, after, [], on_disconnect, True, first=False)
 
     async def _cancel(self, conn, thread_id: str, run_id: str) -> None:
-        record = self.registry.get(thread_id, run_id)
+        record = await self.registry.get(thread_id, run_id)
         if record is None or record.log is not None:
             # A live run: the AG-UI route stops it (the same for both protocols).
             if record is not None and record.status == "running":
