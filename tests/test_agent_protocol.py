@@ -403,3 +403,36 @@ async def test_multitask_interrupt_stops_the_active_run_and_goes_on_from_it(clie
     assert len(texts) == 2 and texts[0].startswith("tick 0") and "tick 59" not in texts[0]
     assert texts[1].startswith("You said: 'instead'")
     assert (await client.runs.get(thread_id, first["run_id"]))["status"] == "interrupted"
+
+
+async def test_update_state_writes_values_and_messages_but_not_during_a_run(client):
+    thread_id = await _thread(client)
+    await client.runs.wait(thread_id, "demo", input=ASK)
+    note = {"role": "user", "content": "noted", "id": "note-1"}
+    result = await client.threads.update_state(thread_id, {"topic": "math", "messages": [note]})
+    state = await client.threads.get_state(thread_id)
+    assert state["values"]["topic"] == "math" and state["values"]["loop"]["iteration"] == 1
+    assert state["messages"][-1] == {"id": "note-1", "role": "user", "content": "noted"}
+    assert state["checkpoint"] == result["checkpoint"]
+    run = await client.runs.create(thread_id, "slow", input=_human("count 40"))
+    with pytest.raises(ConflictError):
+        await client.threads.update_state(thread_id, {"x": 1})
+    await client.runs.cancel(thread_id, run["run_id"])
+    assert "x" not in (await client.threads.get_state(thread_id))["values"]
+
+
+async def test_odd_bodies_never_get_a_500(base_url, client):
+    thread_id = await _thread(client)
+    keys = ["assistant_id", "input", "command", "stream_mode", "metadata", "multitask_strategy"]
+    keys += ["if_not_exists", "on_disconnect", "on_completion", "limit", "offset", "status"]
+    keys += ["ids", "values", "thread_id", "if_exists"]
+    odd = [None, -1.5, True, "", {"a": [None]}]
+    paths = ["/threads", "/threads/search", f"/threads/{thread_id}/runs/wait", "/runs/wait"]
+    async with httpx.AsyncClient(base_url=base_url, timeout=10) as http:
+        for path in paths:
+            for key in keys:
+                for value in odd:
+                    body = {"assistant_id": "demo", key: value}
+                    response = await http.post(path, json=body)
+                    assert response.status_code < 500, (path, body, response.text)
+                    assert response.content, (path, body)

@@ -9,7 +9,7 @@ from .runs import iso
 from .stream import interrupts_of
 
 
-def _checkpoint(thread) -> dict:
+def checkpoint(thread) -> dict:
     # No checkpoints are kept: the thread's revision names its one state.
     seed = f"{thread.thread_id}:{thread.updated_at}:{len(thread.messages)}"
     return {
@@ -36,7 +36,7 @@ def thread_state(thread) -> dict:
         "values": thread.state,
         "messages": thread.messages,
         "next": [node] if interrupts else [],
-        "checkpoint": _checkpoint(thread),
+        "checkpoint": checkpoint(thread),
         "metadata": {"source": "loop", "step": len(thread.messages), "writes": None},
         "created_at": iso(thread.updated_at),
         "parent_checkpoint": None,

@@ -26,7 +26,7 @@ from urllib.parse import parse_qs
 import orjson
 
 from ..agent_protocol.messages import MessageError, to_agui
-from ..agent_protocol.objects import assistant, thread_state
+from ..agent_protocol.objects import assistant, checkpoint, thread_state
 from ..agent_protocol.reader import pump, sse
 from ..agent_protocol.runs import Registry, RunRecord, iso, terminal_event
 from ..agent_protocol.stream import MODES, interrupts_of, values_of
@@ -126,6 +126,8 @@ class AgentProtocol:
             await {"GET": self._get_thread, "PATCH": self._patch_thread}.get(
                 method, self._delete_thread
             )(conn, parts[0])
+        elif n == 2 and parts[0] and parts[1] == "state" and method == "POST":
+            await self._update_state(conn, parts[0])
         elif n == 2 and parts[0] and parts[1] == "history":
             _allow(conn, "GET", "POST")
             await self._history(conn, parts[0])
@@ -332,6 +334,44 @@ class AgentProtocol:
             if len(found) >= offset + limit:
                 break
         await conn.respond(200, orjson.dumps(found[offset:]), JSON)
+
+    async def _update_state(self, conn, thread_id: str) -> None:
+        """``POST /threads/{id}/state``: ``values`` update the state (``messages`` in it
+        are appended, as new input messages); refused (409) while a run is active."""
+        app = self.app
+        identity, body = await self._body(conn, "run")
+        values = body.get("values")
+        if isinstance(values, list) and len(values) == 1 and isinstance(values[0], dict):
+            values = values[0]
+        if values is not None and not isinstance(values, dict):
+            raise _unprocessable("'values' must be an object")
+        values = dict(values or {})
+        try:
+            added = [to_agui(m, i) for i, m in enumerate(_listed(values.pop("messages", [])))]
+        except MessageError as error:
+            raise _unprocessable(str(error)) from None
+        thread = await self._thread(identity, thread_id)
+        if thread_id in app._active or self.registry.pending(thread_id):
+            raise HttpError(409, "run_active", f"thread {thread_id!r} has an active run")
+        app._active[thread_id] = None  # no run starts while the state is written
+        lease = None
+        try:
+            if hasattr(app.store, "claim"):
+                lease = await app.store.claim(thread_id, app.lease_ttl)
+                if lease is None:
+                    raise HttpError(409, "run_active", f"thread {thread_id!r} has an active run")
+            thread = await app.store.load(thread_id)
+            held = {m.get("id") for m in thread.messages}
+            added = [m for m in added if m["id"] not in held]
+            state = {**thread.state, **values}
+            await app.store.save(thread_id, thread.agent_id, added, state, thread.interrupts)
+        finally:
+            if app._active.get(thread_id, _ABSENT) is None:
+                del app._active[thread_id]
+            if lease is not None:
+                await app.store.release(lease)
+        thread = await app.store.load(thread_id)
+        await conn.respond(200, orjson.dumps({"checkpoint": checkpoint(thread)}), JSON)
 
     async def _history(self, conn, thread_id: str) -> None:
         # No checkpoints are kept: the history is the thread's one current state.
@@ -725,6 +765,14 @@ class AgentProtocol:
 
 
 _ABSENT = object()
+
+
+def _listed(value) -> list:
+    if isinstance(value, (str, dict)):
+        return [value]
+    if not isinstance(value, list):
+        raise _unprocessable("'values.messages' must be a list of messages")
+    return value
 
 
 def _drop(queue: list, entry) -> None:
