@@ -157,22 +157,24 @@ def shown(page) -> list[tuple[str, str]]:
 
 
 def stored(demo, thread_id) -> list[tuple[str, str]]:
+    """The thread's messages as agui-bridge stored them (tool results are not shown as messages)."""
     response = httpx.get(f"{demo}/threads/{thread_id}/state", timeout=10)
     assert response.status_code == 200, response.text
-    return [(m["role"], m["content"]) for m in response.json()["messages"]]
+    messages = response.json()["messages"]
+    return [(m["role"], m["content"]) for m in messages if m["role"] in ("user", "assistant")]
 
 
-def test_chat_approve_and_reload(page, shots, example, demo):
+def test_chat_tool_call_approval_and_reload(page, shots, example, demo):
     from playwright.sync_api import expect  # after `page`: a missing Playwright fails in CI
 
     started = time.monotonic()
     page.goto(example.url)
-    box = page.get_by_test_id("copilot-chat-textarea")
-    expect(box).to_be_editable()
+    expect(page.get_by_test_id("copilot-chat-textarea")).to_be_editable()
     thread_id = parse_qs(urlparse(page.url).query)["thread"][0]
     shots("loaded")
 
     assistant = page.get_by_test_id("copilot-assistant-message")
+    task = page.locator("[data-field=task]")
     send(page, "hello there")
     expect(assistant).to_have_count(1)
     expect(assistant.first).to_contain_text(
@@ -180,32 +182,53 @@ def test_chat_approve_and_reload(page, shots, example, demo):
     )
     shots("answered")
 
+    # The calculator runs on the agent's side; useRenderTool shows the call and its result.
+    send(page, "what is 6 * 7?")
+    expect(assistant.last).to_have_text("6 * 7 = 42.")
+    expect(page.locator(".tool-call[data-status=complete]")).to_have_text("calculate 6 * 7 → 42")
+    expect(task).to_have_text("calculate: completed")
+    shots("tool call")
+
     # The demo suspends; useInterrupt renders its question with buttons in the chat.
-    send(page, "approve deleting the draft")
     approval = page.get_by_role("group", name="approval")
+    send(page, "approve deleting the draft")
     expect(approval).to_contain_text("approve deleting the draft")
     expect(assistant.last).to_have_text(ASKED)
-    expect(page.locator("[data-field=task]")).to_have_text("-")
     shots("approval asked")
+
+    # A reload while the question is open shows the thread and the question again.
+    page.reload()
+    expect(assistant.last).to_have_text(ASKED)
+    expect(approval).to_contain_text("approve deleting the draft")
+    shots("reloaded while asked")
 
     approval.get_by_role("button", name="Approve").click()
     expect(assistant.last).to_have_text(APPROVED)
     expect(approval).to_have_count(0)
-    expect(page.locator("[data-field=task]")).to_have_text("approval: approved")
-    expect(page.locator("[data-field=running]")).to_have_text("idle")
-    before = shown(page)
-    assert [role for role, _ in before] == ["user", "assistant", "user", "assistant", "assistant"]
-    # The page shows exactly what agui-bridge stored for the thread.
-    assert before == stored(demo, thread_id)
+    expect(task).to_have_text("approval: approved")
     shots("approved")
 
-    # A reload reconnects to the thread in the URL and shows it again, resolved.
+    send(page, "approve archiving the notes")
+    approval.get_by_role("button", name="Decline").click()
+    expect(assistant.last).to_have_text("Declined: approve archiving the notes. Done.")
+    expect(task).to_have_text("approval: declined")
+    expect(page.locator("[data-field=running]")).to_have_text("idle")
+    before = shown(page)
+    # hello, the calculation (text, tool call, text), approved, declined
+    roles = "UA" + "UAA" * 3
+    assert [role for role, _ in before] == [{"U": "user", "A": "assistant"}[r] for r in roles]
+    # The page shows exactly what agui-bridge stored for the thread.
+    assert before == stored(demo, thread_id)
+    shots("declined")
+
+    # A reload reconnects to the thread in the URL and shows all of it, resolved.
     page.reload()
-    expect(assistant).to_have_count(3)
-    expect(assistant.last).to_have_text(APPROVED)
+    expect(assistant).to_have_count(sum(role == "assistant" for role, _ in before))
+    expect(assistant.last).to_have_text("Declined: approve archiving the notes. Done.")
     assert parse_qs(urlparse(page.url).query)["thread"] == [thread_id]
     assert shown(page) == before
-    expect(page.locator("[data-field=task]")).to_have_text("approval: approved")
-    expect(page.get_by_role("group", name="approval")).to_have_count(0)
+    expect(task).to_have_text("approval: declined")
+    expect(page.locator(".tool-call[data-status=complete]")).to_have_text("calculate 6 * 7 → 42")
+    expect(approval).to_have_count(0)
     shots("reloaded")
-    print(f"copilotkit example: chat, approval and reload in {time.monotonic() - started:.1f}s")
+    print(f"copilotkit example: the whole scenario in {time.monotonic() - started:.1f}s")

@@ -8,7 +8,9 @@ import {
   UseAgentUpdate,
   useAgent,
   useInterrupt,
+  useRenderTool,
 } from "@copilotkit/react-core/v2";
+import { z } from "zod";
 import "./app.css";
 
 // The thread lives in the URL, so a reload reconnects to it (CopilotChat's
@@ -40,6 +42,37 @@ function Approval() {
       </div>
     ),
   });
+  return null;
+}
+
+// The demo's calculator runs on the agent's side; the chat shows the call as
+// its arguments stream, then its result (a JSON string).
+const CALCULATE = z.object({ expression: z.string() });
+
+function CalculatorCalls() {
+  useRenderTool(
+    {
+      name: "calculate",
+      parameters: CALCULATE,
+      render: ({ status, parameters, result }) => {
+        const expression = parameters?.expression ?? "…";
+        let value = "…";
+        if (status === "complete") {
+          try {
+            value = JSON.parse(result).value ?? result;
+          } catch {
+            value = result;
+          }
+        }
+        return (
+          <div className="tool-call" data-status={status}>
+            <span className="tool-name">calculate</span> <code>{expression}</code> → <strong>{String(value)}</strong>
+          </div>
+        );
+      },
+    },
+    [],
+  );
   return null;
 }
 
@@ -75,6 +108,7 @@ function App() {
   return (
     <CopilotKitProvider runtimeUrl="/api/copilotkit" enableInspector={false}>
       <Approval />
+      <CalculatorCalls />
       <main className="layout">
         <CopilotChat
           threadId={thread}
