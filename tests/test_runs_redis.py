@@ -368,3 +368,32 @@ def test_redis_stopped_mid_run_then_back(pg_server, tmp_path):
     finally:
         server.stop()
         pg_server.drop_database(database)
+
+
+def test_one_blocking_reader_per_run_per_node_whatever_the_viewers(nodes, shared):
+    """20 viewers of a run on B and 5 on A: Redis sees one XREAD per node."""
+    import redis
+
+    a, b, marks = nodes
+    tid, rid = thread("fan"), f"r-{time.monotonic_ns()}"
+    source = start_run(a, tid, rid, "slow 400")  # cancelled once counted
+    wait_for(marks / f"started-{rid}")
+    viewers = [Reader("GET", f"{node}/threads/{tid}/events") for node in [b] * 20 + [a] * 5]
+    for viewer in viewers:
+        viewer.start()
+    for viewer in viewers:
+        viewer.reading()
+    client = redis.Redis.from_url(shared[0])
+    counts = []
+    try:
+        for _ in range(10):  # blocked in XREAD now (a reader between two reads is not)
+            clients = client.client_list()
+            counts.append(sum(c["cmd"] == "xread" and "b" in c["flags"] for c in clients))
+            time.sleep(0.05)
+    finally:
+        client.close()
+    assert max(counts) == 2, counts
+    assert httpx.post(f"{b}/threads/{tid}/runs/{rid}/cancel", timeout=20).status_code == 202
+    truth = source.result()
+    for viewer in viewers:
+        assert viewer.result().endswith(frames_of(truth)[-1])
