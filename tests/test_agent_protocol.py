@@ -72,9 +72,16 @@ async def test_threads_create_get_update_search_delete(client):
     assert await client.threads.search(metadata={"tag": tag}, status="busy") == []
     assert [t["thread_id"] for t in await client.threads.search(ids=[own])] == [own]
 
+    await client.runs.wait(own, "fail", input=_human("x"), raise_error=False)
+    assert (await client.threads.get(own))["status"] == "error"
     await client.threads.delete(own)
     with pytest.raises(NotFoundError):
         await client.threads.get(own)
+    # Made again, the id is a new thread: no runs, no error, no messages.
+    again = await client.threads.create(thread_id=own)
+    assert again["status"] == "idle" and again["values"] == {"messages": []}
+    assert await client.runs.list(own) == []
+    await client.threads.delete(own)
     with pytest.raises(NotFoundError):
         await client.threads.delete(own)
     assert [t["thread_id"] for t in await client.threads.search(metadata={"tag": tag})] == [

@@ -66,6 +66,18 @@ def test_wait_stream_state_and_resume(client):
     assert done["messages"][-1]["content"] == "Approved: approve the plan. Done."
 
 
+def test_stream_in_every_mode_at_once(client):
+    thread_id = client.threads.create()["thread_id"]
+    modes = ["values", "updates", "messages-tuple", "custom", "agui"]
+    parts = list(client.runs.stream(thread_id, "signals", input=_human("go"), stream_mode=modes))
+    names = [p.event for p in parts]
+    assert names[0] == "metadata" and set(names) == {"metadata", *modes[:2], "messages", *modes[3:]}
+    assert ("custom", {"name": "progress", "value": {"done": 1, "of": 2}}) in [
+        (p.event, p.data) for p in parts
+    ]
+    assert parts[-1].event == "values" and parts[-1].data["messages"][-1]["content"] == "ok"
+
+
 def test_create_join_join_stream_and_cancel(client):
     thread_id = client.threads.create()["thread_id"]
     modes = ["messages-tuple", "values"]

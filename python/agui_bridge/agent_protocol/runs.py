@@ -189,7 +189,14 @@ class Registry:
         return logs.by_run if logs is not None else {}
 
     def forget(self, thread_id: str) -> None:
+        """A deleted thread: its records and its ended runs' logs go (a thread made
+        again under that id starts with no runs)."""
         self.records.pop(thread_id, None)
+        logs = self.app._logs
+        if logs is not None:
+            for key, log in list(logs.finished.items()):
+                if key[0] == thread_id:
+                    logs._drop(key, log)
 
     def _of_log(self, log) -> RunRecord:
         """A Run for a run started over AG-UI (its log is all there is), kept from
