@@ -443,3 +443,67 @@ async def test_odd_bodies_never_get_a_500(base_url, client):
                     response = await http.post(path, json=body)
                     assert response.status_code < 500, (path, body, response.text)
                     assert response.content, (path, body)
+
+
+class _CuttingProxy:
+    """A TCP proxy to the server that cuts the first ``POST …/runs/stream`` response
+    after a few ``messages`` frames: a stream dropped mid-run, as a proxy or a
+    restart drops it."""
+
+    def __init__(self, target: str, frames: int = 3):
+        host, port = target.removeprefix("http://").split(":")
+        self.target = (host, int(port))
+        self.frames = frames
+        self.cut = 0
+
+    async def __aenter__(self):
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+
+    async def __aexit__(self, *exc):
+        self.server.close()
+
+    async def _serve(self, reader, writer):
+        upstream_reader, upstream_writer = await asyncio.open_connection(*self.target)
+        state = {"cut": False, "seen": 0}
+
+        async def up():
+            while data := await reader.read(65536):
+                if b"/runs/stream" in data and data.startswith(b"POST ") and not self.cut:
+                    self.cut = 1
+                    state["cut"] = True
+                upstream_writer.write(data)
+                await upstream_writer.drain()
+
+        async def down():
+            while data := await upstream_reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+                if state["cut"]:
+                    state["seen"] += data.count(b"event: messages")
+                    if state["seen"] >= self.frames:
+                        break
+
+        tasks = [asyncio.ensure_future(up()), asyncio.ensure_future(down())]
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in tasks:
+            task.cancel()
+        writer.close()
+        upstream_writer.close()
+
+
+async def test_the_sdk_reconnects_a_dropped_stream_through_location(base_url):
+    async with _CuttingProxy(base_url) as url:
+        client = get_client(url=url, api_key=None)
+        try:
+            thread_id = await _thread(client)
+            ticks = [
+                p.data[0]["content"]
+                async for p in client.runs.stream(
+                    thread_id, "slow", input=_human("count 30"), stream_mode="messages-tuple"
+                )
+                if p.event == "messages"
+            ]
+        finally:
+            await client.aclose()
+    assert ticks == [f"tick {n} " for n in range(30)]  # nothing lost, nothing twice
