@@ -351,6 +351,10 @@ async def test_bad_input_is_422_unknown_is_404_never_500(base_url, client):
         await client.runs.create(thread_id, "demo", input={"messages": [{"content": "no role"}]})
     with pytest.raises(UnprocessableEntityError):
         await client.threads.create(if_exists="sometimes")
+    with pytest.raises(UnprocessableEntityError):  # refused, not silently ignored
+        await client.runs.create(thread_id, "demo", input=ASK, interrupt_before=["demo"])
+    with pytest.raises(UnprocessableEntityError):
+        await client.runs.create(thread_id, "demo", input=ASK, checkpoint_id="c1")
     async with httpx.AsyncClient(base_url=base_url, timeout=10) as http:
         bad = [
             ("POST", f"/threads/{thread_id}/runs/wait", b"{", "application/json", 422),

@@ -40,6 +40,16 @@ log = logging.getLogger("agui_bridge.ingress")
 
 JSON = [("content-type", "application/json"), ("cache-control", "no-cache")]
 STRATEGIES = ("reject", "enqueue", "interrupt")
+# RunCreate fields this bridge cannot honour: refused rather than ignored.
+_NOT_SERVED = (
+    "checkpoint",
+    "checkpoint_id",
+    "interrupt_before",
+    "interrupt_after",
+    "webhook",
+    "after_seconds",
+    "stream_subgraphs",
+)
 MAX_PAGE = 1000
 # Thread ids a search reads at most (ids only; threads are loaded a page at a time).
 MAX_SCAN = 10_000
@@ -467,6 +477,9 @@ class AgentProtocol:
         metadata = _object(body, "metadata")
         if body.get("input") is not None and body.get("command") is not None:
             raise _unprocessable("send 'input' or 'command', not both")
+        for key in _NOT_SERVED:
+            if body.get(key) not in (None, False, []):
+                raise _unprocessable(f"'{key}' is not served (no checkpoints are kept)")
         agent = self.app._agents.get(assistant_id)
         if agent is None:
             raise HttpError(404, "not_found", f"no assistant {assistant_id!r}")
