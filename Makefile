@@ -87,8 +87,9 @@ test-wheel: dist
 	$(BIN)/python tests/wheel_smoke.py dist
 
 lint: $(VENV)/.deps
-	$(BIN)/ruff check python tests benches examples
-	$(BIN)/ruff format --check python tests benches examples
+	$(BIN)/ruff check python tests benches examples tools
+	$(BIN)/ruff format --check python tests benches examples tools
+	$(BIN)/python tools/field_table.py --check
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
 

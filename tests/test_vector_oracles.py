@@ -9,8 +9,8 @@ against them alone could be a tautology. Here they meet judges of their own:
   (rule 11, orjson) agree: events whose values hold no float (float text and
   non-ASCII escaping are where pydantic writes differently). With floats the
   frame must still parse to the same JSON;
-- the validator: each vector's full stream (ended where the vector leaves it
-  open) passes ``ag-ui-validate``;
+- the validator (``test_vectors.py``): each vector's stream passes
+  ``ag-ui-validate``;
 - hand-written expectations: a few frames written out here by hand from the
   contract, not drafted by any build.
 """

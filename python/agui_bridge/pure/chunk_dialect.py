@@ -3,21 +3,14 @@
 from __future__ import annotations
 
 from ..errors import CrumbError
-from .fields import STRING, parse_fields
+from .fields import parse_fields
 from .framing import Framer, check_text
 from .json_values import compact, is_unicode
 from .stream import EventStream
+from .table import CHUNKS
 
 # Chunks type only the fields of their own row; everything else is a JSON value.
-_ROWS = {
-    "token": (("content",), {"content": STRING}),
-    "chunk": (("content",), {"content": STRING}),
-    "tool_call": (("name",), {"id": STRING, "name": STRING}),
-    "tool_result": (("id",), {"id": STRING}),
-    "plan_update": ((), {}),
-    "interrupt": ((), {}),
-    "done": ((), {}),
-}
+_ROWS = CHUNKS
 
 _TEXT = "text"
 _IGNORED = "ignored"

@@ -7,28 +7,10 @@ from .fields import check_error_object, parse_fields
 from .framing import Framer
 from .json_values import compact, copy_json, is_unicode
 from .stream import EventStream
+from .table import CRUMBS, LOOP_REQUIRED
 
-_REQUIRED = {
-    "agent:run:start": (),
-    "text:delta": ("delta",),
-    "file:generated": ("uri", "mimeType"),
-    "tool:input:start": ("toolCallId", "toolName"),
-    "tool:input:delta": ("toolCallId", "delta"),
-    "tool:input:end": ("toolCallId",),
-    "tool:call": ("toolCallId", "toolName", "input"),
-    "tool:result": ("toolCallId", "result"),
-    "tool:error": ("toolCallId", "error"),
-    "agent:run:end": (),
-    "agent:error": ("message",),
-    "human:required": (),
-    "pipeline:step:start": ("stepName",),
-    "pipeline:step:end": ("stepName",),
-    "subagent:run:start": ("subagentId", "parentAgentId"),
-    "subagent:run:end": ("subagentId", "parentAgentId"),
-    "task:start": ("taskRunId", "taskId"),
-    "task:end": ("taskRunId", "taskId"),
-}
-_LOOP_REQUIRED = ("loopId",)
+_REQUIRED = CRUMBS
+_LOOP_REQUIRED = LOOP_REQUIRED
 # The agent-supplied ids that open something (contract section 6); a result
 # may still answer a call the thread holds (rule 6 drops it in this run).
 _FRESH_IDS = {

@@ -9,32 +9,15 @@ from __future__ import annotations
 
 from ..errors import CrumbError
 from ..event_models import event_dict
-from .fields import JSON, OBJECT, STRING, parse_fields
+from .fields import parse_fields
 from .framing import Framer
 from .json_values import is_unicode
 from .stream import EventStream
+from .table import EVENTS
 
-_S = STRING
 # Each row: its required fields, and every field it reads with its kind.
 # Fields a row does not list (timestamp, rawEvent, …) are not read at all.
-_ROWS = {
-    "RUN_STARTED": ((), {"threadId": _S, "runId": _S}),
-    "RUN_FINISHED": ((), {"result": JSON, "outcome": OBJECT}),
-    "RUN_ERROR": (("message",), {"message": _S, "code": _S}),
-    "TEXT_MESSAGE_START": (("messageId",), {"messageId": _S}),
-    "TEXT_MESSAGE_CONTENT": (("messageId", "delta"), {"messageId": _S, "delta": _S}),
-    "TEXT_MESSAGE_END": (("messageId",), {"messageId": _S}),
-    "TEXT_MESSAGE_CHUNK": ((), {"messageId": _S, "delta": _S}),
-    "TOOL_CALL_START": (("toolCallId", "toolCallName"), {"toolCallId": _S, "toolCallName": _S}),
-    "TOOL_CALL_ARGS": (("toolCallId", "delta"), {"toolCallId": _S, "delta": _S}),
-    "TOOL_CALL_END": (("toolCallId",), {"toolCallId": _S}),
-    "TOOL_CALL_CHUNK": ((), {"toolCallId": _S, "toolCallName": _S, "delta": _S}),
-    "TOOL_CALL_RESULT": (("toolCallId", "content"), {"toolCallId": _S, "content": _S}),
-    "STATE_SNAPSHOT": (("snapshot",), {"snapshot": OBJECT}),
-    "STEP_STARTED": (("stepName",), {"stepName": _S}),
-    "STEP_FINISHED": (("stepName",), {"stepName": _S}),
-    "CUSTOM": (("name",), {"name": _S, "value": JSON}),
-}
+_ROWS = EVENTS
 
 
 class EventRepairer(EventStream):

@@ -4,48 +4,18 @@ from __future__ import annotations
 
 from ..errors import CrumbError
 from .json_values import NotJson, is_unicode, normalize
-
-STRING = "a string"
-INTEGER = "an integer"
-OBJECT = "an object"
-JSON = "a JSON value"
-
-_INTEGER_FIELDS = frozenset({"iteration", "durationMs"})
-_OBJECT_FIELDS = frozenset({"error", "responseSchema", "usage"})
-_STRING_FIELDS = frozenset(
-    {
-        "delta",
-        "uri",
-        "mimeType",
-        "message",
-        "code",
-        "reason",
-        "status",
-        "stepName",
-        "loopId",
-        "content",
-    }
-)
+from .table import INTEGER, JSON, NAMED_KINDS, OBJECT, STRING, STRING_SUFFIXES
 
 _I64_MIN = -(2**63)
 _U64_MAX = 2**64 - 1
 
 
 def kind_by_name(field: str) -> str:
-    """Rule 12 types a crumb field by its name, whatever the crumb."""
-    if field in _INTEGER_FIELDS:
-        return INTEGER
-    if field in _OBJECT_FIELDS:
-        return OBJECT
-    if (
-        field in _STRING_FIELDS
-        or field == "id"
-        or field.endswith("Id")
-        or field == "name"
-        or field.endswith("Name")
-    ):
-        return STRING
-    return JSON
+    """Rule 12 types a crumb field by its name, whatever the crumb (the field table's rule)."""
+    kind = NAMED_KINDS.get(field)
+    if kind is not None:
+        return kind
+    return STRING if field.endswith(STRING_SUFFIXES) else JSON
 
 
 def _wrong(item_type: str, field: str, kind: str) -> CrumbError:

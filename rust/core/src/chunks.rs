@@ -8,6 +8,7 @@ use crate::fields::{self, Input, Kind, Kinds, parse_fields};
 use crate::framing::{Framer, IdKind};
 use crate::json::{Map, Value, compact};
 use crate::stream::Dialect;
+use crate::table;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Row {
@@ -19,28 +20,26 @@ pub enum Row {
     Done,
 }
 
-const CONTENT: &[(&str, Kind)] = &[("content", Kind::Str)];
-const TOOL_CALL: &[(&str, Kind)] = &[("id", Kind::Str), ("name", Kind::Str)];
-const TOOL_RESULT: &[(&str, Kind)] = &[("id", Kind::Str)];
-
-// Chunks type only the fields of their own row; everything else is a JSON value.
-/// A row, its required fields and the kinds of its typed fields.
+/// A row, its required fields and the kinds of its typed fields (from the field table).
 type RowSpec = (
     Row,
     &'static [&'static str],
     &'static [(&'static str, Kind)],
 );
 
+// Chunks type only the fields of their own row; everything else is a JSON value.
 fn row(chunk_type: &str) -> Option<RowSpec> {
-    Some(match chunk_type {
-        "token" | "chunk" => (Row::Token, &["content"], CONTENT),
-        "tool_call" => (Row::ToolCall, &["name"], TOOL_CALL),
-        "tool_result" => (Row::ToolResult, &["id"], TOOL_RESULT),
-        "plan_update" => (Row::PlanUpdate, &[], &[]),
-        "interrupt" => (Row::Interrupt, &[], &[]),
-        "done" => (Row::Done, &[], &[]),
+    let (_, required, kinds) = table::row(table::CHUNKS, chunk_type)?;
+    let row = match chunk_type {
+        "token" | "chunk" => Row::Token,
+        "tool_call" => Row::ToolCall,
+        "tool_result" => Row::ToolResult,
+        "plan_update" => Row::PlanUpdate,
+        "interrupt" => Row::Interrupt,
+        "done" => Row::Done,
         _ => return None,
-    })
+    };
+    Some((row, required, kinds))
 }
 
 /// A frequent chunk read straight from the caller's dict, its fields borrowed.

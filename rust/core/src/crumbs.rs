@@ -6,6 +6,7 @@ use crate::fields::{self, Input, Kinds, check_error_object, parse_fields};
 use crate::framing::{Framer, HashSet, IdKind};
 use crate::json::{Map, Value, compact};
 use crate::stream::Dialect;
+use crate::table;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Known {
@@ -30,27 +31,29 @@ pub enum Known {
 }
 
 fn known(crumb_type: &str) -> Option<(Known, &'static [&'static str])> {
-    Some(match crumb_type {
-        "agent:run:start" => (Known::RunStart, &[]),
-        "text:delta" => (Known::Text, &["delta"]),
-        "file:generated" => (Known::File, &["uri", "mimeType"]),
-        "tool:input:start" => (Known::InputStart, &["toolCallId", "toolName"]),
-        "tool:input:delta" => (Known::InputDelta, &["toolCallId", "delta"]),
-        "tool:input:end" => (Known::InputEnd, &["toolCallId"]),
-        "tool:call" => (Known::Call, &["toolCallId", "toolName", "input"]),
-        "tool:result" => (Known::Result, &["toolCallId", "result"]),
-        "tool:error" => (Known::Error, &["toolCallId", "error"]),
-        "agent:run:end" => (Known::RunEnd, &[]),
-        "agent:error" => (Known::AgentError, &["message"]),
-        "human:required" => (Known::Human, &[]),
-        "pipeline:step:start" => (Known::StepStart, &["stepName"]),
-        "pipeline:step:end" => (Known::StepEnd, &["stepName"]),
-        "subagent:run:start" => (Known::SubagentStart, &["subagentId", "parentAgentId"]),
-        "subagent:run:end" => (Known::SubagentEnd, &["subagentId", "parentAgentId"]),
-        "task:start" => (Known::TaskStart, &["taskRunId", "taskId"]),
-        "task:end" => (Known::TaskEnd, &["taskRunId", "taskId"]),
+    let (_, required, _) = table::row(table::CRUMBS, crumb_type)?;
+    let known = match crumb_type {
+        "agent:run:start" => Known::RunStart,
+        "text:delta" => Known::Text,
+        "file:generated" => Known::File,
+        "tool:input:start" => Known::InputStart,
+        "tool:input:delta" => Known::InputDelta,
+        "tool:input:end" => Known::InputEnd,
+        "tool:call" => Known::Call,
+        "tool:result" => Known::Result,
+        "tool:error" => Known::Error,
+        "agent:run:end" => Known::RunEnd,
+        "agent:error" => Known::AgentError,
+        "human:required" => Known::Human,
+        "pipeline:step:start" => Known::StepStart,
+        "pipeline:step:end" => Known::StepEnd,
+        "subagent:run:start" => Known::SubagentStart,
+        "subagent:run:end" => Known::SubagentEnd,
+        "task:start" => Known::TaskStart,
+        "task:end" => Known::TaskEnd,
         _ => return None,
-    })
+    };
+    Some((known, required))
 }
 
 /// The agent-supplied id that opens something (contract section 6); a result
@@ -393,7 +396,7 @@ impl Dialect for Crumbs {
         let crumb_type = crumb_type.as_str();
         let (parsed_kind, required): (Option<Known>, &[&str]) = match known(crumb_type) {
             Some((kind, required)) => (Some(kind), required),
-            None if crumb_type.starts_with("loop:") => (None, &["loopId"]),
+            None if crumb_type.starts_with("loop:") => (None, table::LOOP_REQUIRED),
             None => return Ok(Parsed::Unknown),
         };
         let fields = parse_fields(crumb_type, &mut entries, required, Kinds::ByName, false)?;

@@ -9,6 +9,7 @@ use crate::fields::{self, Input, Kind, Kinds, parse_fields};
 use crate::framing::{Framer, HashSet, IdKind};
 use crate::json::{Map, Value};
 use crate::stream::Dialect;
+use crate::table;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Row {
@@ -30,64 +31,36 @@ pub enum Row {
     Custom,
 }
 
-/// A row, its required fields, and every field it reads with its kind.
+/// A row, its required fields, and every field it reads with its kind (from the field table).
 type RowSpec = (
     Row,
     &'static [&'static str],
     &'static [(&'static str, Kind)],
 );
 
-use Kind::{Json, Object, Str};
-
 // Fields a row does not list (timestamp, rawEvent, …) are not read at all.
 fn row(event_type: &str) -> Option<RowSpec> {
-    Some(match event_type {
-        "RUN_STARTED" => (Row::RunStarted, &[], &[("threadId", Str), ("runId", Str)]),
-        "RUN_FINISHED" => (
-            Row::RunFinished,
-            &[],
-            &[("result", Json), ("outcome", Object)],
-        ),
-        "RUN_ERROR" => (
-            Row::RunError,
-            &["message"],
-            &[("message", Str), ("code", Str)],
-        ),
-        "TEXT_MESSAGE_START" => (Row::TextStart, &["messageId"], &[("messageId", Str)]),
-        "TEXT_MESSAGE_CONTENT" => (
-            Row::TextContent,
-            &["messageId", "delta"],
-            &[("messageId", Str), ("delta", Str)],
-        ),
-        "TEXT_MESSAGE_END" => (Row::TextEnd, &["messageId"], &[("messageId", Str)]),
-        "TEXT_MESSAGE_CHUNK" => (Row::TextChunk, &[], &[("messageId", Str), ("delta", Str)]),
-        "TOOL_CALL_START" => (
-            Row::ToolStart,
-            &["toolCallId", "toolCallName"],
-            &[("toolCallId", Str), ("toolCallName", Str)],
-        ),
-        "TOOL_CALL_ARGS" => (
-            Row::ToolArgs,
-            &["toolCallId", "delta"],
-            &[("toolCallId", Str), ("delta", Str)],
-        ),
-        "TOOL_CALL_END" => (Row::ToolEnd, &["toolCallId"], &[("toolCallId", Str)]),
-        "TOOL_CALL_CHUNK" => (
-            Row::ToolChunk,
-            &[],
-            &[("toolCallId", Str), ("toolCallName", Str), ("delta", Str)],
-        ),
-        "TOOL_CALL_RESULT" => (
-            Row::ToolResult,
-            &["toolCallId", "content"],
-            &[("toolCallId", Str), ("content", Str)],
-        ),
-        "STATE_SNAPSHOT" => (Row::StateSnapshot, &["snapshot"], &[("snapshot", Object)]),
-        "STEP_STARTED" => (Row::StepStarted, &["stepName"], &[("stepName", Str)]),
-        "STEP_FINISHED" => (Row::StepFinished, &["stepName"], &[("stepName", Str)]),
-        "CUSTOM" => (Row::Custom, &["name"], &[("name", Str), ("value", Json)]),
+    let (_, required, kinds) = table::row(table::EVENTS, event_type)?;
+    let row = match event_type {
+        "RUN_STARTED" => Row::RunStarted,
+        "RUN_FINISHED" => Row::RunFinished,
+        "RUN_ERROR" => Row::RunError,
+        "TEXT_MESSAGE_START" => Row::TextStart,
+        "TEXT_MESSAGE_CONTENT" => Row::TextContent,
+        "TEXT_MESSAGE_END" => Row::TextEnd,
+        "TEXT_MESSAGE_CHUNK" => Row::TextChunk,
+        "TOOL_CALL_START" => Row::ToolStart,
+        "TOOL_CALL_ARGS" => Row::ToolArgs,
+        "TOOL_CALL_END" => Row::ToolEnd,
+        "TOOL_CALL_CHUNK" => Row::ToolChunk,
+        "TOOL_CALL_RESULT" => Row::ToolResult,
+        "STATE_SNAPSHOT" => Row::StateSnapshot,
+        "STEP_STARTED" => Row::StepStarted,
+        "STEP_FINISHED" => Row::StepFinished,
+        "CUSTOM" => Row::Custom,
         _ => return None,
-    })
+    };
+    Some((row, required, kinds))
 }
 
 #[derive(Debug)]

@@ -173,16 +173,9 @@ pub fn take_type(entries: &mut [(Option<Key>, Loose)]) -> Option<String> {
     }
 }
 
-/// Rule 12 types a crumb field by its name, whatever the crumb.
+/// Rule 12 types a crumb field by its name, whatever the crumb (the field table's rule).
 pub fn kind_by_name(field: &str) -> Kind {
-    match field {
-        "iteration" | "durationMs" => Kind::Int,
-        "error" | "responseSchema" | "usage" => Kind::Object,
-        "delta" | "uri" | "mimeType" | "message" | "code" | "reason" | "status" | "stepName"
-        | "loopId" | "content" | "id" | "name" => Kind::Str,
-        _ if field.ends_with("Id") || field.ends_with("Name") => Kind::Str,
-        _ => Kind::Json,
-    }
+    crate::table::kind_by_name(field)
 }
 
 #[cold]

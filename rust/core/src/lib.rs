@@ -13,5 +13,6 @@ pub mod framing;
 pub mod json;
 pub mod sse;
 pub mod stream;
+pub mod table;
 
 pub use error::CrumbError;

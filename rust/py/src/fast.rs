@@ -169,6 +169,39 @@ pub struct Recognizer<'py> {
     known_args: Option<Bound<'py, PyString>>,
 }
 
+// A recognized item has exactly `type` and the fields below, each a string:
+// the field table must require exactly those, typed so, or the build fails.
+const _: () = {
+    use agui_bridge_core::fields::Kind;
+    use agui_bridge_core::table::{self, CHUNKS, CRUMBS};
+    assert!(table::same_names(
+        table::required(CRUMBS, "text:delta"),
+        &["delta"]
+    ));
+    assert!(table::same_names(
+        table::required(CRUMBS, "tool:input:delta"),
+        &["toolCallId", "delta"]
+    ));
+    assert!(matches!(table::kind_by_name("delta"), Kind::Str));
+    assert!(matches!(table::kind_by_name("toolCallId"), Kind::Str));
+    assert!(table::same_names(
+        table::required(CHUNKS, "token"),
+        &["content"]
+    ));
+    assert!(table::same_names(
+        table::required(CHUNKS, "chunk"),
+        &["content"]
+    ));
+    assert!(matches!(
+        table::listed_kind(CHUNKS, "token", "content"),
+        Kind::Str
+    ));
+    assert!(matches!(
+        table::listed_kind(CHUNKS, "chunk", "content"),
+        Kind::Str
+    ));
+};
+
 pub trait FastInput {
     fn recognizer(py: Python<'_>) -> Recognizer<'_>;
 

@@ -14,7 +14,9 @@ use agui_bridge_core::CrumbError;
 use agui_bridge_core::chunks::{self, Chunks};
 use agui_bridge_core::crumbs::{self, Crumbs};
 use agui_bridge_core::events::Events;
+use agui_bridge_core::fields::Kind;
 use agui_bridge_core::stream::Dialect;
+use agui_bridge_core::table;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
@@ -107,12 +109,22 @@ impl<const N: usize> Read<'_, N> {
     }
 }
 
-const fn mask(slots: &[usize]) -> u8 {
+/// The slot mask of `names` among `slots`. A name with no slot fails the build:
+/// the reader cannot check a field it does not read.
+const fn slot_mask(names: &[&str], slots: &[&str]) -> u8 {
     let mut mask = 0;
-    let mut at = 0;
-    while at < slots.len() {
-        mask |= 1 << slots[at];
-        at += 1;
+    let mut name = 0;
+    while name < names.len() {
+        let mut at = 0;
+        while at < slots.len() && !table::same(slots[at], names[name]) {
+            at += 1;
+        }
+        assert!(
+            at < slots.len(),
+            "a required field the fast path does not read"
+        );
+        mask |= 1 << at;
+        name += 1;
     }
     mask
 }
@@ -124,6 +136,28 @@ const INPUT: usize = 2;
 const RESULT: usize = 3;
 const STEP_NAME: usize = 4;
 const CRUMB_FIELDS: [&str; 5] = ["toolCallId", "toolName", "input", "result", "stepName"];
+
+/// The fields a hot crumb must have, exactly: its required fields in the field table.
+const fn crumb_needs(crumb_type: &str) -> u8 {
+    slot_mask(table::required(table::CRUMBS, crumb_type), &CRUMB_FIELDS)
+}
+
+const INPUT_START: u8 = crumb_needs("tool:input:start");
+const INPUT_END: u8 = crumb_needs("tool:input:end");
+const CALL: u8 = crumb_needs("tool:call");
+const RESULT_NEEDS: u8 = crumb_needs("tool:result");
+const STEP_START: u8 = crumb_needs("pipeline:step:start");
+const STEP_END: u8 = crumb_needs("pipeline:step:end");
+
+// The reader takes these fields as strings (`text`) or JSON (`json`, `content`):
+// the table must type them so.
+const _: () = {
+    assert!(matches!(table::kind_by_name("toolCallId"), Kind::Str));
+    assert!(matches!(table::kind_by_name("toolName"), Kind::Str));
+    assert!(matches!(table::kind_by_name("input"), Kind::Json));
+    assert!(matches!(table::kind_by_name("result"), Kind::Json));
+    assert!(matches!(table::kind_by_name("stepName"), Kind::Str));
+};
 
 impl HotInput for Crumbs {
     type Hot<'a> = crumbs::Hot<'a>;
@@ -138,16 +172,16 @@ impl HotInput for Crumbs {
 
     fn with_hot<R>(item: &Bound<'_, PyAny>, run: impl FnOnce(crumbs::Hot<'_>) -> R) -> Option<R> {
         let read = read(item, CRUMB_FIELDS)?;
-        let needs = |slots: &[usize]| read.present == mask(slots);
+        let needs = |mask: u8| read.present == mask;
         let hot = match read.type_text() {
-            "tool:input:start" if needs(&[TOOL_CALL_ID, TOOL_NAME]) => crumbs::Hot::InputStart {
+            "tool:input:start" if needs(INPUT_START) => crumbs::Hot::InputStart {
                 tool_call_id: read.text(TOOL_CALL_ID)?,
                 tool_name: read.text(TOOL_NAME)?,
             },
-            "tool:input:end" if needs(&[TOOL_CALL_ID]) => crumbs::Hot::InputEnd {
+            "tool:input:end" if needs(INPUT_END) => crumbs::Hot::InputEnd {
                 tool_call_id: read.text(TOOL_CALL_ID)?,
             },
-            "tool:call" if needs(&[TOOL_CALL_ID, TOOL_NAME, INPUT]) => {
+            "tool:call" if needs(CALL) => {
                 let args = read.json(INPUT)?;
                 return Some(run(crumbs::Hot::Call {
                     tool_call_id: read.text(TOOL_CALL_ID)?,
@@ -155,14 +189,14 @@ impl HotInput for Crumbs {
                     args: &args,
                 }));
             }
-            "tool:result" if needs(&[TOOL_CALL_ID, RESULT]) => crumbs::Hot::Result {
+            "tool:result" if needs(RESULT_NEEDS) => crumbs::Hot::Result {
                 tool_call_id: read.text(TOOL_CALL_ID)?,
                 content: read.content(RESULT)?,
             },
-            "pipeline:step:start" if needs(&[STEP_NAME]) => crumbs::Hot::StepStart {
+            "pipeline:step:start" if needs(STEP_START) => crumbs::Hot::StepStart {
                 step_name: read.text(STEP_NAME)?,
             },
-            "pipeline:step:end" if needs(&[STEP_NAME]) => crumbs::Hot::StepEnd {
+            "pipeline:step:end" if needs(STEP_END) => crumbs::Hot::StepEnd {
                 step_name: read.text(STEP_NAME)?,
             },
             _ => return None,
@@ -178,6 +212,40 @@ const CHUNK_INPUT: usize = 2;
 const OUTPUT: usize = 3;
 const CHUNK_FIELDS: [&str; 4] = ["id", "name", "input", "output"];
 
+/// A hot chunk's required fields (the field table), and the fields the reader
+/// takes for its row (anything else goes to the general path).
+const fn chunk_needs(chunk_type: &str) -> u8 {
+    slot_mask(table::required(table::CHUNKS, chunk_type), &CHUNK_FIELDS)
+}
+
+const TOOL_CALL_NEEDS: u8 = chunk_needs("tool_call");
+const TOOL_CALL_READS: u8 = slot_mask(&["id", "name", "input"], &CHUNK_FIELDS);
+const TOOL_RESULT_NEEDS: u8 = chunk_needs("tool_result");
+const TOOL_RESULT_READS: u8 = slot_mask(&["id", "output"], &CHUNK_FIELDS);
+
+const _: () = {
+    assert!(matches!(
+        table::listed_kind(table::CHUNKS, "tool_call", "id"),
+        Kind::Str
+    ));
+    assert!(matches!(
+        table::listed_kind(table::CHUNKS, "tool_call", "name"),
+        Kind::Str
+    ));
+    assert!(matches!(
+        table::listed_kind(table::CHUNKS, "tool_call", "input"),
+        Kind::Json
+    ));
+    assert!(matches!(
+        table::listed_kind(table::CHUNKS, "tool_result", "id"),
+        Kind::Str
+    ));
+    assert!(matches!(
+        table::listed_kind(table::CHUNKS, "tool_result", "output"),
+        Kind::Json
+    ));
+};
+
 impl HotInput for Chunks {
     type Hot<'a> = chunks::Hot<'a>;
 
@@ -192,10 +260,11 @@ impl HotInput for Chunks {
     fn with_hot<R>(item: &Bound<'_, PyAny>, run: impl FnOnce(chunks::Hot<'_>) -> R) -> Option<R> {
         let read = read(item, CHUNK_FIELDS)?;
         let has = |at: usize| read.present & (1 << at) != 0;
-        // Only the row's own fields, its required ones present.
-        let only = |slots: &[usize]| read.present & !mask(slots) == 0;
+        // The row's required fields present, and no field the reader does not take.
+        let fits =
+            |needs: u8, reads: u8| read.present & needs == needs && read.present & !reads == 0;
         match read.type_text() {
-            "tool_call" if has(NAME) && only(&[ID, NAME, CHUNK_INPUT]) => {
+            "tool_call" if fits(TOOL_CALL_NEEDS, TOOL_CALL_READS) => {
                 let id = if has(ID) { Some(read.text(ID)?) } else { None };
                 // A non-finite float input is null once normal (rule 11), and a
                 // null input means none: the args are `{}` as for an absent one.
@@ -210,7 +279,8 @@ impl HotInput for Chunks {
                     args: &args,
                 }))
             }
-            "tool_result" if has(ID) && has(OUTPUT) && only(&[ID, OUTPUT]) => {
+            // An absent output (content "null") is left to the general path.
+            "tool_result" if fits(TOOL_RESULT_NEEDS | (1 << OUTPUT), TOOL_RESULT_READS) => {
                 Some(run(chunks::Hot::ToolResult {
                     id: read.text(ID)?,
                     content: read.content(OUTPUT)?,

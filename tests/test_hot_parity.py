@@ -1,0 +1,118 @@
+"""The native fast paths against the pure build, on the fast paths' own shapes.
+
+``rust/py/src/fast.rs`` and ``hot.rs`` read the frequent items straight from
+their dicts and must accept exactly what the parser accepts, no more. Random
+shapes rarely hit their edges, so here every field of every hot item is
+replaced by a value of each wrong kind, removed, doubled under a str-subclass
+key, and joined by an extra field; each variant follows a prelude that puts
+the run where the fast path applies (a text or a tool call open). Both builds
+must give the same events, bytes, errors and counters for every variant.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+
+import pytest
+
+from tests.test_differential import replay
+
+
+class Text(str):
+    pass
+
+
+WRONG = [
+    None,
+    0,
+    -1,
+    2**70,
+    1.5,
+    float("nan"),
+    True,
+    [],
+    ["a"],
+    {},
+    {"a": 1},
+    "",
+    "ok",
+    "\ud800",
+    Text("sub"),
+    b"bytes",
+    (1, 2),
+    object(),
+]
+
+PRELUDE = {
+    "crumbs": [
+        {"type": "text:delta", "delta": "open"},
+        {"type": "tool:input:start", "toolCallId": "c1", "toolName": "f"},
+        {"type": "text:delta", "delta": "again"},
+        {"type": "pipeline:step:start", "stepName": "s1"},
+    ],
+    "chunks": ["open", {"type": "tool_call", "id": "c0", "name": "f"}, "again"],
+}
+
+# The hot items, as the fast paths read them (fast.rs: text and tool-argument
+# deltas; hot.rs: tool calls, results, steps).
+HOT = {
+    "crumbs": [
+        {"type": "text:delta", "delta": "d"},
+        {"type": "tool:input:delta", "toolCallId": "c1", "delta": "{}"},
+        {"type": "tool:input:start", "toolCallId": "c2", "toolName": "g"},
+        {"type": "tool:input:end", "toolCallId": "c1"},
+        {"type": "tool:call", "toolCallId": "c3", "toolName": "h", "input": {"a": 1}},
+        {"type": "tool:result", "toolCallId": "c1", "result": "r"},
+        {"type": "tool:result", "toolCallId": "c1", "result": {"r": [1]}},
+        {"type": "pipeline:step:start", "stepName": "s2"},
+        {"type": "pipeline:step:end", "stepName": "s1"},
+    ],
+    "chunks": [
+        {"type": "token", "content": "d"},
+        {"type": "chunk", "content": "d"},
+        {"type": "tool_call", "name": "g"},
+        {"type": "tool_call", "id": "c2", "name": "g"},
+        {"type": "tool_call", "id": "c3", "name": "g", "input": {"a": 1}},
+        {"type": "tool_result", "id": "c0", "output": "r"},
+        {"type": "tool_result", "id": "c0", "output": [1, None]},
+    ],
+}
+
+
+def variants(item: dict):
+    yield "as is", item
+    for field in item:
+        for value in WRONG:
+            yield f"{field}={value!r}", {**item, field: value}
+        yield f"without {field}", {k: v for k, v in item.items() if k != field}
+        if field != "type":
+            # Same text twice: one plain key, one str-subclass key.
+            yield f"{field} twice", {**item, Text(field): item[field]}
+    yield "extra field", {**item, "extra": 1}
+    yield "extra null", {**item, "extra": None}
+    yield "type as a str subclass", {**item, "type": Text(item["type"])}
+
+
+def cases():
+    for dialect, items in HOT.items():
+        for item in items:
+            for name, variant in variants(item):
+                yield pytest.param(dialect, variant, id=f"{dialect}-{item['type']}-{name}")
+
+
+@pytest.fixture(scope="module")
+def both():
+    if os.environ.get("AGUI_BRIDGE_PURE") == "1":
+        pytest.skip("AGUI_BRIDGE_PURE=1: the Rust build is deselected")
+    return importlib.import_module("agui_bridge._native"), importlib.import_module(
+        "agui_bridge.pure"
+    )
+
+
+@pytest.mark.native_only
+@pytest.mark.parametrize(("dialect", "variant"), list(cases()))
+def test_hot_shapes_agree(both, dialect, variant):
+    native, pure = both
+    items = [*PRELUDE[dialect], variant, variant]
+    assert replay(native, dialect, items, "finish") == replay(pure, dialect, items, "finish")
