@@ -7,7 +7,8 @@ needs time for), ``fail`` (some text, then an exception) and ``signals``
 (events dialect: a CUSTOM event and a state snapshot). With
 ``AGUI_TEST_AUTH=1`` the caller's ``x-user`` header is the identity, threads
 are guarded by ``authorize_thread`` (a thread id starting with the user's name)
-and ``x-actions`` lists the actions granted. AGUI_TEST_STORE and AGUI_TEST_RUNS
+and ``x-actions`` lists the actions granted; the demo's ``authorize_stream``
+refuses the user ``carl``. AGUI_TEST_STORE and AGUI_TEST_RUNS
 name the thread store and the run logs (memory by default).
 """
 
@@ -42,7 +43,12 @@ app = App(
 )
 guard = _owns if _auth else None
 
-app.agent("demo", authorize_thread=guard)(demo)
+
+def _may_watch(identity, thread_id: str, run_id: str) -> bool:
+    return identity["user"] != "carl"  # carl may run the demo but not read its runs
+
+
+app.agent("demo", authorize_thread=guard, authorize_stream=_may_watch if _auth else None)(demo)
 
 
 @app.agent("slow", authorize_thread=guard)

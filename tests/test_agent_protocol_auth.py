@@ -73,3 +73,21 @@ async def test_every_route_asks_who_and_whose(base_url):
             "/runs/wait", json={"assistant_id": "demo", "input": {}}, headers={"x-user": "ann"}
         )
         assert stateless.status_code == 403
+
+
+async def test_authorize_stream_guards_reading_and_cancelling_a_run(base_url):
+    carl = get_client(url=base_url, api_key=None, headers={"x-user": "carl"})
+    try:
+        thread_id = (await carl.threads.create(thread_id=f"carl-{uuid.uuid4()}"))["thread_id"]
+        values = await carl.runs.wait(thread_id, "demo", input={"messages": ["hi"]})
+        assert values["messages"][-1]["type"] == "ai"  # running is allowed
+        (run,) = await carl.runs.list(thread_id)
+        async with httpx.AsyncClient(base_url=base_url, timeout=10) as http:
+            path = f"/threads/{thread_id}/runs/{run['run_id']}"
+            for method, route in [("GET", ""), ("GET", "/join"), ("GET", "/stream")]:
+                refused = await http.request(method, path + route, headers={"x-user": "carl"})
+                assert refused.status_code == 403, (route, refused.text)
+            refused = await http.post(path + "/cancel", headers={"x-user": "carl"})
+            assert refused.status_code == 403
+    finally:
+        await carl.aclose()
