@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -20,7 +19,13 @@ import pytest
 from ag_ui_validate.pytest_plugin import assert_valid_agui
 
 from tests.ingress_apps import parse_sse, run_body
-from tests.servers import ROOT, children_of, free_port, serve, server_process, worker_pids
+from tests.servers import (
+    serve,
+    serve_cli,
+    server_process,
+    spawn,
+    worker_pids,
+)
 
 WORK = Path(tempfile.mkdtemp(prefix="agui-faults-"))
 MARKS = WORK / "marks"
@@ -126,52 +131,17 @@ def _next() -> dict:
     return {"id": f"u-next-{time.monotonic_ns()}", "role": "user", "content": "hi"}
 
 
-@contextlib.contextmanager
-def serve_cli(env: dict, workers: int = 1, timeout: float = 30.0):
-    """``agui-bridge serve tests.ingress_apps:app`` (what users run) on a free port."""
-    port = free_port()
-    full_env = {**os.environ, **env}
-    full_env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "python"), str(ROOT)])
-    log = open(WORK / f"serve-{port}.log", "wb")  # noqa: SIM115
-    command = [sys.executable, "-m", "agui_bridge.cli", "serve", "tests.ingress_apps:app"]
-    process = subprocess.Popen(
-        [*command, "--port", str(port), "--workers", str(workers), "--log-level", "info"],
-        env=full_env,
-        cwd=str(ROOT),
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    base_url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            assert process.poll() is None, (WORK / f"serve-{port}.log").read_text()
-            try:
-                httpx.get(base_url + "/__ping__", timeout=1.0)
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline, "agui-bridge serve did not answer"
-                time.sleep(0.05)
-        assert wait_until(lambda: len(children_of(process.pid)) == workers, timeout)
-        yield base_url, process
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
-        log.close()
-
-
 def test_serve_respawns_a_killed_worker(tmp_path):
     """Item 12: under ``--workers 2`` a worker killed by the OOM killer (SIGKILL)
     is replaced; the server goes on serving."""
-    with serve_cli(env_for(tmp_path), workers=2) as (base_url, process):
-        first = children_of(process.pid)
+    with serve_cli(env_for(tmp_path), workers=2, stop_signal=signal.SIGKILL) as server:
+        base_url, process = server.base_url, server.process
+        first = server.workers()
         os.kill(first[0], signal.SIGKILL)
         assert wait_until(
-            lambda: (now := children_of(process.pid)) and len(now) == 2 and first[0] not in now,
+            lambda: (now := server.workers()) and len(now) == 2 and first[0] not in now,
             20,
-        ), (WORK / f"serve-{base_url.rsplit(':', 1)[1]}.log").read_text()
+        ), server.log()
         assert process.poll() is None
         for _ in range(6):  # new connections reach either worker
             with httpx.Client(base_url=base_url, timeout=20) as http:
@@ -196,7 +166,8 @@ def test_sigterm_ends_long_runs_with_server_shutdown(tmp_path):
         ):
             bodies[run_id] = b"".join(r.iter_bytes())
 
-    with serve_cli(env, workers=2) as (base_url, process):
+    with serve_cli(env, workers=2, stop_signal=signal.SIGKILL) as server:
+        base_url, process = server.base_url, server.process
         readers = [threading.Thread(target=read, args=run, daemon=True) for run in runs]
         for reader in readers:
             reader.start()
@@ -219,7 +190,8 @@ def test_sigterm_ends_long_runs_with_server_shutdown(tmp_path):
         streamed[run_id] = "".join(
             e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT"
         )
-    with serve_cli(env) as (base_url, _):
+    with serve_cli(env, stop_signal=signal.SIGKILL) as server:
+        base_url = server.base_url
         for tid, run_id in runs:
             messages = httpx.get(f"{base_url}/threads/{tid}/state").json()["messages"]
             assert [m["role"] for m in messages] == ["user", "assistant"]
@@ -234,28 +206,14 @@ def test_sigterm_ends_long_runs_on_every_server(tmp_path, server):
     """Item 11 on every server: the App chains onto the server's SIGTERM handling
     (ASGI lifespan startup, RSGI ``__rsgi_init__``), so uvicorn and granian's
     ASGI and RSGI end a long run the same way."""
-    port = free_port()
     if server == "uvicorn":
-        command = ["-m", "uvicorn", "--host", "127.0.0.1", "--port", str(port)]
+        command = ["-m", "uvicorn", "--host", "127.0.0.1", "--port", "{port}"]
     else:
         interface = server.split("-")[1]
-        command = ["-m", "granian", "--interface", interface, "--port", str(port), "--no-ws"]
-    env = {
-        **os.environ,
-        **env_for(tmp_path, AGUI_TEST_DRAIN="0.5"),
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "python"), str(ROOT)]),
-    }
-    process = subprocess.Popen(
-        [sys.executable, *command, "tests.ingress_apps:app"],
-        env=env,
-        cwd=str(ROOT),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    base_url = f"http://127.0.0.1:{port}"
-    try:
-        assert wait_until(lambda: _answers(base_url), 20)
+        command = ["-m", "granian", "--interface", interface, "--port", "{port}", "--no-ws"]
+    env = env_for(tmp_path, AGUI_TEST_DRAIN="0.5")
+    with spawn([sys.executable, *command, "tests.ingress_apps:app"], env) as running:
+        base_url, process = running.base_url, running.process
         tid, run_id = thread("asgi-term"), f"asgi-term-{time.monotonic_ns()}"
         body = {}
 
@@ -274,15 +232,3 @@ def test_sigterm_ends_long_runs_on_every_server(tmp_path, server):
         events, _ = parse_sse(body["raw"].decode())
         assert_valid_agui(events)
         assert events[-1]["code"] == "server_shutdown"
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
-
-
-def _answers(base_url: str) -> bool:
-    try:
-        httpx.get(base_url + "/__ping__", timeout=1.0)
-    except httpx.TransportError:
-        return False
-    return True

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import sys
-import time
 
 import httpx
 import pytest
@@ -14,7 +10,7 @@ from ag_ui_validate.pytest_plugin import assert_valid_agui
 from agui_bridge.demo import CalcError, calculate, find_expression
 
 from tests.ingress_apps import messages_from_events, parse_sse, run_body
-from tests.servers import ROOT, free_port, serve
+from tests.servers import serve, spawn
 
 
 def test_the_calculator_is_safe():
@@ -86,38 +82,13 @@ def test_demo_turns_tool_state_step_and_approval():
 
 @pytest.mark.parametrize("command", ["demo", "serve"])
 def test_cli_serves_on_sqlite_under_dot_agui(tmp_path, command):
-    port = free_port()
     args = ["demo"] if command == "demo" else ["serve", "agui_bridge.demo:app", "--workers", "1"]
-    env = dict(
-        os.environ,
-        AGUI_DEMO_DELAY="0",
-        PYTHONPATH=os.pathsep.join([str(ROOT / "python"), str(ROOT)]),
-    )
-    process = subprocess.Popen(
-        [sys.executable, "-m", "agui_bridge.cli", *args, "--port", str(port)],
+    with spawn(
+        [sys.executable, "-m", "agui_bridge.cli", *args, "--port", "{port}"],
+        {"AGUI_DEMO_DELAY": "0"},
         cwd=tmp_path,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    base_url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                httpx.get(base_url + "/", timeout=1)
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline and process.poll() is None
-                time.sleep(0.05)
-        events = post(base_url, run_body("cli-1", "hi"))
+        ready="/",
+    ) as server:
+        events = post(server.base_url, run_body("cli-1", "hi"))
         assert "You said: 'hi'" in text(events)
         assert (tmp_path / ".agui" / "threads.sqlite").exists()
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=5)

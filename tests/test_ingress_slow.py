@@ -10,12 +10,7 @@ Bounded: SLOW connections, every wait with a timeout.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
 import resource
-import signal
-import subprocess
-import sys
 import time
 
 import httpx
@@ -24,7 +19,7 @@ import pytest
 from ag_ui_validate.pytest_plugin import assert_valid_agui
 
 from tests.ingress_apps import parse_sse, run_body
-from tests.servers import ROOT, free_port, serve
+from tests.servers import serve, serve_cli
 
 SLOW = 2000
 BODY_TIMEOUT = 10.0
@@ -42,44 +37,6 @@ def _enough_files(needed: int) -> None:
     if hard != resource.RLIM_INFINITY and hard < needed:
         pytest.skip(f"needs {needed} open files; the hard limit is {hard}")
     resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
-
-
-@contextlib.contextmanager
-def serve_cli(env: dict, *options: str, timeout: float = 30.0):
-    """``agui-bridge serve tests.ingress_apps:app`` on a free port; yields the port."""
-    port = free_port()
-    full_env = dict(os.environ)
-    full_env["PYTHONPATH"] = os.pathsep.join(
-        [str(ROOT / "python"), str(ROOT), full_env.get("PYTHONPATH", "")]
-    )
-    full_env.update(env)
-    command = [sys.executable, "-m", "agui_bridge.cli", "serve", "tests.ingress_apps:app"]
-    process = subprocess.Popen(
-        [*command, "--port", str(port), "--log-level", "warning", *options],
-        env=full_env,
-        cwd=str(ROOT),
-        start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError("agui-bridge serve exited early")
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/__ping__", timeout=1.0)
-                break
-            except httpx.TransportError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"agui-bridge serve did not answer in {timeout}s") from None
-                time.sleep(0.05)
-        yield port
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=5)
 
 
 async def _open_slow(port: int, head: bytes):
@@ -110,7 +67,8 @@ async def test_a_fresh_client_is_served_while_2000_slow_bodies_are_open():
     _enough_files(SLOW + 512)
     env = {"AGUI_TEST_BODY_TIMEOUT": str(BODY_TIMEOUT)}
     options = ("--header-timeout", str(HEADER_TIMEOUT))
-    with serve_cli(env, *options) as port:
+    with serve_cli(env, *options) as server:
+        port = server.port
         started = time.monotonic()
         slow = []
         for _ in range(SLOW // 100):
