@@ -9,7 +9,8 @@ built with its pinned esbuild, its Node server (the page plus the v2
 of each step go under the folder pytest prints at the end).
 
 The example's npm packages come from its lockfile (``make copilotkit-example``,
-part of ``make test``); the page is rebuilt when its sources or lockfile change.
+part of ``make test``: ``npm ci``); the page is rebuilt when its sources, build
+script or lockfile change (a digest in ``dist/.inputs``).
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def _inputs_digest() -> str:
 
 @pytest.fixture(scope="module")
 def built():
-    """The example's page, built by its own `npm run build` (skipped when up to date)."""
+    """The example's page, built by its build.mjs (`npm run build`), skipped when up to date."""
     node = shutil.which("node")
     if not node:
         _unavailable("node is not installed")
