@@ -15,15 +15,10 @@ script or lockfile change (a digest in ``dist/.inputs``).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import json
 import os
-import selectors
 import shutil
-import signal
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
@@ -31,7 +26,7 @@ from urllib.parse import parse_qs, urlparse
 import httpx
 import pytest
 
-from tests.servers import serve
+from tests.servers import free_port, serve, spawn
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "copilotkit"
@@ -85,55 +80,16 @@ def demo():
         yield base_url
 
 
-class Example:
-    """The running example server: its page URL and what it wrote on stderr."""
-
-    def __init__(self, url: str, log):
-        self.url = url
-        self._log = log
-
-    def stderr(self) -> str:
-        self._log.seek(0)
-        return self._log.read()
-
-
-@contextlib.contextmanager
-def example_server(node, agent_url: str, timeout: float = 30.0):
-    env = {**os.environ, **QUIET, "HOST": "127.0.0.1", "PORT": "0", "AGUI_BRIDGE_URL": agent_url}
-    with tempfile.TemporaryFile(mode="w+") as log:
-        proc = subprocess.Popen(
-            [node, "server.mjs"],
-            cwd=EXAMPLE,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=log,
-            text=True,
-            start_new_session=True,
-        )
-        try:
-            with selectors.DefaultSelector() as selector:
-                selector.register(proc.stdout, selectors.EVENT_READ)
-                ready = selector.select(timeout)
-            if not ready or proc.poll() is not None:
-                log.seek(0)
-                raise RuntimeError(f"the example server did not start in {timeout}s: {log.read()}")
-            yield Example(json.loads(proc.stdout.readline())["url"], log)
-        finally:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(5)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait(5)
-            proc.stdout.close()
-
-
 @pytest.fixture(scope="module")
 def example(built, demo):
-    with example_server(built, demo + "/ag-ui/run") as server:
+    """The example's server (page + runtime route) in front of the demo app."""
+    port = free_port()
+    env = {**QUIET, "HOST": "127.0.0.1", "PORT": str(port), "AGUI_BRIDGE_URL": demo + "/ag-ui/run"}
+    with spawn([built, "server.mjs"], env, port=port, cwd=EXAMPLE, ready="/", timeout=30) as server:
         yield server
-        assert not server.stderr(), f"the example server logged a problem: {server.stderr()}"
+        # Its first line says where it listens; the runtime logs any problem after it.
+        logged = server.log().splitlines()[1:]
+        assert not logged, "the example server logged a problem:\n" + "\n".join(logged)
 
 
 def send(page, text: str) -> None:
@@ -169,7 +125,7 @@ def test_chat_tool_call_approval_and_reload(page, shots, example, demo):
     from playwright.sync_api import expect  # after `page`: a missing Playwright fails in CI
 
     started = time.monotonic()
-    page.goto(example.url)
+    page.goto(example.base_url + "/")
     expect(page.get_by_test_id("copilot-chat-textarea")).to_be_editable()
     thread_id = parse_qs(urlparse(page.url).query)["thread"][0]
     shots("loaded")
