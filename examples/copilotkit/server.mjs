@@ -61,4 +61,10 @@ server.listen(port, host, () => {
   const { port: bound } = server.address();
   process.stdout.write(`${JSON.stringify({ url: `http://${host}:${bound}/`, agent: agentUrl })}\n`);
 });
-for (const signal of ["SIGTERM", "SIGINT"]) process.on(signal, () => server.close(() => process.exit(0)));
+// Stop at once: open streams (a run in progress, keep-alive sockets) are cut.
+for (const signal of ["SIGTERM", "SIGINT"]) {
+  process.on(signal, () => {
+    server.close(() => process.exit(0));
+    server.closeAllConnections();
+  });
+}
