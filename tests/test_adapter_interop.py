@@ -14,6 +14,7 @@ import uuid
 import httpx
 import pytest
 
+from tests.adapter_testing import PICK_CITY
 from tests.servers import serve
 from tests.test_interop import (
     assistant_messages,
@@ -23,12 +24,6 @@ from tests.test_interop import (
     serve_rsgi,
     tool_messages,
 )
-
-PICK_CITY = {
-    "name": "pick_city",
-    "description": "Ask the user to pick a city",
-    "parameters": {"type": "object", "properties": {"options": {"type": "array"}}},
-}
 
 
 @pytest.fixture(scope="module")

@@ -5,50 +5,22 @@ passes ag-ui-validate."""
 from __future__ import annotations
 
 import json
-import time
 
-import httpx
 import pytest
-from ag_ui_validate.pytest_plugin import assert_valid_agui
-from agui_bridge.app import App
 
 from tests.adapter_apps import register_langgraph
-from tests.ingress_apps import parse_sse, run_body
+from tests.adapter_testing import app_client, of, run_on, said, state_of, thread
+from tests.ingress_apps import run_body
 
 
 @pytest.fixture
 async def client():
-    app = App(store="memory://")
-    register_langgraph(app)
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://test", timeout=20) as http:
-        http.app = app
+    async with app_client(register_langgraph) as http:
         yield http
-    await app.aclose()
-
-
-def thread(name: str) -> str:
-    return f"{name}-{time.monotonic_ns()}"
 
 
 async def run(http, body) -> list[dict]:
-    response = await http.post("/agui/langgraph", json=body)
-    assert response.status_code == 200, response.text
-    events, _ = parse_sse(response.text)
-    assert_valid_agui(events)
-    return events
-
-
-def of(events, kind) -> list[dict]:
-    return [e for e in events if e["type"] == kind]
-
-
-def said(events) -> str:
-    return "".join(e["delta"] for e in of(events, "TEXT_MESSAGE_CONTENT"))
-
-
-async def state_of(http, tid) -> dict:
-    return (await http.get(f"/threads/{tid}/state")).json()
+    return await run_on(http, "/agui/langgraph", body)
 
 
 async def test_tokens_stream_and_state_reaches_snapshots(client):
@@ -94,10 +66,7 @@ async def test_without_a_checkpoint_the_whole_conversation_is_sent():
         {"id": "a1", "role": "assistant", "content": "Hello."},
         {"id": "u2", "role": "user", "content": "again"},
     ]
-    app = App(store="memory://")
-    register_langgraph(app)
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+    async with app_client(register_langgraph) as http:
         events = await run(http, run_body(tid, history))
     assert said(events) == "Hello from langgraph; 3 messages"
 

@@ -13,17 +13,11 @@ import time
 import httpx
 import pytest
 from ag_ui_validate.pytest_plugin import assert_valid_agui
-from agui_bridge.app import App
 
 from tests.adapter_apps import register_openai
+from tests.adapter_testing import PICK_CITY, app_client, of, run_on, said, thread
 from tests.ingress_apps import parse_sse, run_body
 from tests.servers import serve
-
-PICK_CITY = {
-    "name": "pick_city",
-    "description": "Ask the user to pick a city",
-    "parameters": {"type": "object", "properties": {"options": {"type": "array"}}},
-}
 
 
 @pytest.fixture(scope="module")
@@ -34,33 +28,12 @@ def fake_url():
 
 @pytest.fixture
 async def client(fake_url):
-    app = App(store="memory://")
-    register_openai(app, fake_url, agent_timeout=1.0)
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://test", timeout=20) as http:
-        http.app = app
+    async with app_client(register_openai, fake_url, agent_timeout=1.0) as http:
         yield http
-    await app.aclose()
-
-
-def thread(name: str) -> str:
-    return f"{name}-{time.monotonic_ns()}"
 
 
 async def run(http, body) -> list[dict]:
-    response = await http.post("/agui/openai", json=body)
-    assert response.status_code == 200, response.text
-    events, _ = parse_sse(response.text)
-    assert_valid_agui(events)
-    return events
-
-
-def of(events, kind) -> list[dict]:
-    return [e for e in events if e["type"] == kind]
-
-
-def said(events) -> str:
-    return "".join(e["delta"] for e in of(events, "TEXT_MESSAGE_CONTENT"))
+    return await run_on(http, "/agui/openai", body)
 
 
 async def sent(fake_url) -> list[dict]:
@@ -205,10 +178,7 @@ async def test_model_failures_end_with_a_coded_run_error(client, words, code, te
 async def test_unreachable_server_is_a_coded_run_error():
     from tests.servers import free_port
 
-    app = App(store="memory://")
-    register_openai(app, f"http://127.0.0.1:{free_port()}")
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://test", timeout=20) as http:
+    async with app_client(register_openai, f"http://127.0.0.1:{free_port()}") as http:
         events = await run(http, run_body(thread("down"), "hi"))
     assert events[-1]["type"] == "RUN_ERROR"
     assert events[-1]["code"] == "model_unreachable"

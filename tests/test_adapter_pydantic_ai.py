@@ -4,51 +4,22 @@ behind the App in process. Every stream passes ag-ui-validate."""
 from __future__ import annotations
 
 import json
-import time
 
-import httpx
 import pytest
-from ag_ui_validate.pytest_plugin import assert_valid_agui
-from agui_bridge.app import App
 
 from tests.adapter_apps import register_pydantic
-from tests.ingress_apps import parse_sse, run_body
-
-PICK_CITY = {
-    "name": "pick_city",
-    "description": "Ask the user to pick a city",
-    "parameters": {"type": "object", "properties": {"options": {"type": "array"}}},
-}
+from tests.adapter_testing import PICK_CITY, app_client, of, run_on, said, thread
+from tests.ingress_apps import run_body
 
 
 @pytest.fixture
 async def client():
-    app = App(store="memory://")
-    register_pydantic(app)
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://test", timeout=20) as http:
+    async with app_client(register_pydantic) as http:
         yield http
-    await app.aclose()
-
-
-def thread(name: str) -> str:
-    return f"{name}-{time.monotonic_ns()}"
 
 
 async def run(http, body) -> list[dict]:
-    response = await http.post("/agui/pydantic", json=body)
-    assert response.status_code == 200, response.text
-    events, _ = parse_sse(response.text)
-    assert_valid_agui(events)
-    return events
-
-
-def of(events, kind) -> list[dict]:
-    return [e for e in events if e["type"] == kind]
-
-
-def said(events) -> str:
-    return "".join(e["delta"] for e in of(events, "TEXT_MESSAGE_CONTENT"))
+    return await run_on(http, "/agui/pydantic", body)
 
 
 async def test_text_streams(client):
@@ -135,13 +106,8 @@ async def test_test_model_tool_calls_with_whole_arguments():
         """Squares x."""
         return x * x
 
-    app = App(store="memory://")
-    app.agent("test-model")(pydantic_ai_agent(agent))
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
-        response = await http.post("/agui/test-model", json=run_body(thread("tm"), "go"))
-    events, _ = parse_sse(response.text)
-    assert_valid_agui(events)
+    async with app_client(lambda app: app.agent("test-model")(pydantic_ai_agent(agent))) as http:
+        events = await run_on(http, "/agui/test-model", run_body(thread("tm"), "go"))
     [start] = of(events, "TOOL_CALL_START")
     assert start["toolCallName"] == "square"
     [args] = of(events, "TOOL_CALL_ARGS")

@@ -17,35 +17,14 @@
 // Per step the output has the client's `messages`, `state`, the pending interrupt
 // (`pending`) and the runIds of the runs the step started (`runIds`).
 
+import { warnings } from "./console-guard.mjs";
+
 const PACKAGES = { "1.74.0": "@copilotkit/core", "1.75.0": "copilotkit-core-175" };
 
 const [version, runtimeUrl, scenarioPath] = process.argv.slice(2);
 if (!PACKAGES[version] || !runtimeUrl || !scenarioPath) {
   process.stderr.write("usage: node copilotkit-client.mjs <1.74.0|1.75.0> <runtime-url> <scenario.json>\n");
   process.exit(2);
-}
-
-const warnings = [];
-for (const level of ["warn", "error"]) {
-  console[level] = (...args) => {
-    warnings.push({
-      level,
-      text: args
-        .map((a) => (a instanceof Error ? `${a.name}: ${a.message}` : typeof a === "string" ? a : safeJson(a)))
-        .join(" "),
-    });
-  };
-}
-process.on("unhandledRejection", (reason) => {
-  warnings.push({ level: "unhandledRejection", text: String(reason) });
-});
-
-function safeJson(value) {
-  try {
-    return JSON.stringify(value);
-  } catch {
-    return String(value);
-  }
 }
 
 // CopilotKitCore only contacts a runtime in a browser (`typeof window`); it

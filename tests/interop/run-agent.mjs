@@ -17,35 +17,14 @@
 // adds a tool message with that content for every unanswered tool call (a
 // frontend tool).
 
+import { warnings } from "./console-guard.mjs";
+
 const PACKAGES = { "1.0.0": "@ag-ui/client", "0.0.58": "client-0058" };
 
 const [version, url, scenarioPath] = process.argv.slice(2);
 if (!PACKAGES[version] || !url || !scenarioPath) {
   process.stderr.write("usage: node run-agent.mjs <1.0.0|0.0.58> <url> <scenario.json>\n");
   process.exit(2);
-}
-
-const warnings = [];
-for (const level of ["warn", "error"]) {
-  console[level] = (...args) => {
-    warnings.push({
-      level,
-      text: args
-        .map((a) => (a instanceof Error ? `${a.name}: ${a.message}` : typeof a === "string" ? a : safeJson(a)))
-        .join(" "),
-    });
-  };
-}
-process.on("unhandledRejection", (reason) => {
-  warnings.push({ level: "unhandledRejection", text: String(reason) });
-});
-
-function safeJson(value) {
-  try {
-    return JSON.stringify(value);
-  } catch {
-    return String(value);
-  }
 }
 
 const { readFile } = await import("node:fs/promises");

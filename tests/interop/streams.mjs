@@ -11,13 +11,10 @@
 // - cut mode (cuts): one client runs `text` through a fetch whose response
 //   bodies fail after cuts[i] frames (request i), so it must resume by id.
 
+import { warnings } from "./console-guard.mjs";
+
 const PACKAGES = { "1.0.0": "@ag-ui/client", "0.0.58": "client-0058" };
 const [version, scenarioPath] = process.argv.slice(2);
-const warnings = [];
-for (const level of ["warn", "error"]) {
-  console[level] = (...args) => warnings.push({ level, text: args.map(String).join(" ") });
-}
-process.on("unhandledRejection", (reason) => warnings.push({ level: "unhandledRejection", text: String(reason) }));
 
 const { readFile } = await import("node:fs/promises");
 const scenario = JSON.parse(await readFile(scenarioPath, "utf8"));

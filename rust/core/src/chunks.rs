@@ -7,7 +7,7 @@ use crate::event::Fields;
 use crate::fields::{self, Input, Kind, Kinds, parse_fields};
 use crate::framing::{Framer, IdKind};
 use crate::json::{Map, Value, compact};
-use crate::stream::Dialect;
+use crate::stream::{Dialect, framer_field};
 use crate::table;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,13 +150,7 @@ impl Chunks {
 impl Dialect for Chunks {
     type Parsed = Parsed;
 
-    fn framer(&self) -> &Framer {
-        &self.framer
-    }
-
-    fn framer_mut(&mut self) -> &mut Framer {
-        &mut self.framer
-    }
+    framer_field!();
 
     fn parse(&self, input: Input) -> Result<Parsed, CrumbError> {
         let mut entries = match input {

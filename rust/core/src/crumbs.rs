@@ -5,7 +5,7 @@ use crate::event::Fields;
 use crate::fields::{self, Input, Kinds, check_error_object, parse_fields};
 use crate::framing::{Framer, HashSet, IdKind};
 use crate::json::{Map, Value, compact};
-use crate::stream::Dialect;
+use crate::stream::{Dialect, framer_field};
 use crate::table;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -373,26 +373,10 @@ impl Crumbs {
 impl Dialect for Crumbs {
     type Parsed = Parsed;
 
-    fn framer(&self) -> &Framer {
-        &self.framer
-    }
-
-    fn framer_mut(&mut self) -> &mut Framer {
-        &mut self.framer
-    }
+    framer_field!();
 
     fn parse(&self, input: Input) -> Result<Parsed, CrumbError> {
-        let mut entries = match input {
-            Input::Dict(entries) => entries,
-            Input::Str { type_name, .. } | Input::Other { type_name } => {
-                return Err(CrumbError::new(format!(
-                    "crumb must be a dict, not {type_name}"
-                )));
-            }
-        };
-        let Some(crumb_type) = fields::take_type(&mut entries) else {
-            return Err(CrumbError::new("crumb has no string 'type'"));
-        };
+        let (crumb_type, mut entries) = fields::typed_dict(input, "crumb")?;
         let crumb_type = crumb_type.as_str();
         let (parsed_kind, required): (Option<Known>, &[&str]) = match known(crumb_type) {
             Some((kind, required)) => (Some(kind), required),

@@ -8,7 +8,7 @@ use crate::event::Fields;
 use crate::fields::{self, Input, Kind, Kinds, parse_fields};
 use crate::framing::{Framer, HashSet, IdKind};
 use crate::json::{Map, Value};
-use crate::stream::Dialect;
+use crate::stream::{Dialect, framer_field};
 use crate::table;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -168,26 +168,10 @@ impl Events {
 impl Dialect for Events {
     type Parsed = Parsed;
 
-    fn framer(&self) -> &Framer {
-        &self.framer
-    }
-
-    fn framer_mut(&mut self) -> &mut Framer {
-        &mut self.framer
-    }
+    framer_field!();
 
     fn parse(&self, input: Input) -> Result<Parsed, CrumbError> {
-        let mut entries = match input {
-            Input::Dict(entries) => entries,
-            Input::Str { type_name, .. } | Input::Other { type_name } => {
-                return Err(CrumbError::new(format!(
-                    "event must be a dict, not {type_name}"
-                )));
-            }
-        };
-        let Some(event_type) = fields::take_type(&mut entries) else {
-            return Err(CrumbError::new("event has no string 'type'"));
-        };
+        let (event_type, mut entries) = fields::typed_dict(input, "event")?;
         let Some((row, required, kinds)) = row(&event_type) else {
             return Ok(Parsed::Unknown);
         };

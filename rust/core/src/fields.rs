@@ -113,11 +113,14 @@ impl Loose {
     }
 }
 
+/// A dict's entries in insertion order; a key is `None` when it is not a valid string.
+pub type Entries = Vec<(Option<Key>, Loose)>;
+
 /// An input item as the dialects see it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Input {
-    /// A dict, in insertion order; a key is `None` when it is not a valid string.
-    Dict(Vec<(Option<Key>, Loose)>),
+    /// A dict.
+    Dict(Entries),
     /// A str; `None` when it holds a lone surrogate.
     Str {
         text: Option<String>,
@@ -157,6 +160,22 @@ fn python_type_name(value: &Value) -> &'static str {
         Value::Array(_) => "list",
         Value::Object(_) => "dict",
     }
+}
+
+/// The entries and string `type` of an item that must be a typed dict (a crumb, an event).
+pub fn typed_dict(input: Input, what: &str) -> Result<(String, Entries), CrumbError> {
+    let mut entries = match input {
+        Input::Dict(entries) => entries,
+        Input::Str { type_name, .. } | Input::Other { type_name } => {
+            return Err(CrumbError::new(format!(
+                "{what} must be a dict, not {type_name}"
+            )));
+        }
+    };
+    let Some(item_type) = take_type(&mut entries) else {
+        return Err(CrumbError::new(format!("{what} has no string 'type'")));
+    };
+    Ok((item_type, entries))
 }
 
 /// The string `type` of a dict item, moved out (parsing skips that field).

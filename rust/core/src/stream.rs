@@ -17,6 +17,20 @@ pub enum FastText {
     General,
 }
 
+/// `Dialect::framer` and `framer_mut` of a dialect that keeps its framer in a `framer` field.
+macro_rules! framer_field {
+    () => {
+        fn framer(&self) -> &Framer {
+            &self.framer
+        }
+
+        fn framer_mut(&mut self) -> &mut Framer {
+            &mut self.framer
+        }
+    };
+}
+pub(crate) use framer_field;
+
 pub trait Dialect: Sized {
     type Parsed;
 

@@ -1,4 +1,4 @@
-//! The two transformer pyclasses: frozen, with the dialect behind a mutex.
+//! The three dialect pyclasses and their `create_agui_*` functions: frozen, with the dialect behind a mutex.
 
 use std::sync::Mutex;
 
@@ -240,77 +240,71 @@ macro_rules! event_stream_class {
     };
 }
 
-#[pyclass(frozen, module = "agui_bridge._native", name = "CrumbTransformer")]
-pub struct CrumbTransformerPy {
-    inner: Mutex<Crumbs>,
-    message_id: MessageId,
+/// The pyclass of a dialect built from the thread, run and state alone, with
+/// the shared options, and its `create_agui_*` function (the same signature).
+macro_rules! plain_stream_class {
+    ($class:ident, $name:tt, $dialect:ident, $factory:ident { $($own:tt)* }) => {
+        #[pyclass(frozen, module = "agui_bridge._native", name = $name)]
+        pub struct $class {
+            inner: Mutex<$dialect>,
+            message_id: MessageId,
+        }
+
+        event_stream_class!($class {
+            #[new]
+            #[pyo3(signature = (thread_id=None, run_id=None, state=None, *, held_ids=None, event_ids=None, first_id=None))]
+            fn new(
+                thread_id: Option<&Bound<'_, PyAny>>,
+                run_id: Option<&Bound<'_, PyAny>>,
+                state: Option<&Bound<'_, PyAny>>,
+                held_ids: Option<&Bound<'_, PyAny>>,
+                event_ids: Option<&Bound<'_, PyAny>>,
+                first_id: Option<&Bound<'_, PyAny>>,
+            ) -> PyResult<Self> {
+                let options = Options { held_ids, event_ids, first_id };
+                let created = created(thread_id, run_id, state, &options)?;
+                Ok(Self {
+                    inner: Mutex::new(created.into_dialect($dialect::new)),
+                    message_id: MessageId::default(),
+                })
+            }
+
+            $($own)*
+        });
+
+        #[pyfunction]
+        #[pyo3(signature = (thread_id=None, run_id=None, state=None, *, held_ids=None, event_ids=None, first_id=None))]
+        pub fn $factory(
+            thread_id: Option<&Bound<'_, PyAny>>,
+            run_id: Option<&Bound<'_, PyAny>>,
+            state: Option<&Bound<'_, PyAny>>,
+            held_ids: Option<&Bound<'_, PyAny>>,
+            event_ids: Option<&Bound<'_, PyAny>>,
+            first_id: Option<&Bound<'_, PyAny>>,
+        ) -> PyResult<$class> {
+            $class::new(thread_id, run_id, state, held_ids, event_ids, first_id)
+        }
+    };
 }
 
-impl CrumbTransformerPy {
-    pub fn create(
-        thread_id: Option<&Bound<'_, PyAny>>,
-        run_id: Option<&Bound<'_, PyAny>>,
-        state: Option<&Bound<'_, PyAny>>,
-        options: &Options<'_, '_>,
-    ) -> PyResult<Self> {
-        let created = created(thread_id, run_id, state, options)?;
-        Ok(Self {
-            inner: Mutex::new(created.into_dialect(Crumbs::new)),
-            message_id: MessageId::default(),
-        })
-    }
-}
-
-event_stream_class!(CrumbTransformerPy {
-    #[new]
-    #[pyo3(signature = (thread_id=None, run_id=None, state=None, *, held_ids=None, event_ids=None, first_id=None))]
-    fn new(
-        thread_id: Option<&Bound<'_, PyAny>>,
-        run_id: Option<&Bound<'_, PyAny>>,
-        state: Option<&Bound<'_, PyAny>>,
-        held_ids: Option<&Bound<'_, PyAny>>,
-        event_ids: Option<&Bound<'_, PyAny>>,
-        first_id: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
-        let options = Options { held_ids, event_ids, first_id };
-        Self::create(thread_id, run_id, state, &options)
-    }
-
+plain_stream_class!(CrumbTransformerPy, "CrumbTransformer", Crumbs, create_agui_transformer {
     #[getter]
     fn interrupts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         stream::interrupts(py, &self.inner)
     }
 });
 
+plain_stream_class!(
+    EventRepairerPy,
+    "EventRepairer",
+    Events,
+    create_agui_repairer {}
+);
+
 #[pyclass(frozen, module = "agui_bridge._native", name = "ChunkTranslator")]
 pub struct ChunkTranslatorPy {
     inner: Mutex<Chunks>,
     message_id: MessageId,
-}
-
-impl ChunkTranslatorPy {
-    pub fn create(
-        py: Python<'_>,
-        thread_id: Option<&Bound<'_, PyAny>>,
-        run_id: Option<&Bound<'_, PyAny>>,
-        state: Option<&Bound<'_, PyAny>>,
-        custom_prefix: &Given,
-        options: &Options<'_, '_>,
-    ) -> PyResult<Self> {
-        // Checked first, as the pure build's constructor does.
-        let custom_prefix = match &custom_prefix.0 {
-            Some(prefix) => created_text(prefix.bind(py), "custom_prefix")?,
-            None => "dawn".to_owned(),
-        };
-        let created = created(thread_id, run_id, state, options)?;
-        let chunks = created.into_dialect(|thread_id, run_id, state| {
-            Chunks::new(thread_id, run_id, state, custom_prefix)
-        });
-        Ok(Self {
-            inner: Mutex::new(chunks),
-            message_id: MessageId::default(),
-        })
-    }
 }
 
 event_stream_class!(ChunkTranslatorPy {
@@ -327,44 +321,45 @@ event_stream_class!(ChunkTranslatorPy {
         event_ids: Option<&Bound<'_, PyAny>>,
         first_id: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
+        // Checked first, as the pure build's constructor does.
+        let custom_prefix = match &custom_prefix.0 {
+            Some(prefix) => created_text(prefix.bind(py), "custom_prefix")?,
+            None => "dawn".to_owned(),
+        };
         let options = Options { held_ids, event_ids, first_id };
-        Self::create(py, thread_id, run_id, state, &custom_prefix, &options)
-    }
-});
-
-#[pyclass(frozen, module = "agui_bridge._native", name = "EventRepairer")]
-pub struct EventRepairerPy {
-    inner: Mutex<Events>,
-    message_id: MessageId,
-}
-
-impl EventRepairerPy {
-    pub fn create(
-        thread_id: Option<&Bound<'_, PyAny>>,
-        run_id: Option<&Bound<'_, PyAny>>,
-        state: Option<&Bound<'_, PyAny>>,
-        options: &Options<'_, '_>,
-    ) -> PyResult<Self> {
-        let created = created(thread_id, run_id, state, options)?;
+        let created = created(thread_id, run_id, state, &options)?;
+        let chunks = created.into_dialect(|thread_id, run_id, state| {
+            Chunks::new(thread_id, run_id, state, custom_prefix)
+        });
         Ok(Self {
-            inner: Mutex::new(created.into_dialect(Events::new)),
+            inner: Mutex::new(chunks),
             message_id: MessageId::default(),
         })
     }
-}
-
-event_stream_class!(EventRepairerPy {
-    #[new]
-    #[pyo3(signature = (thread_id=None, run_id=None, state=None, *, held_ids=None, event_ids=None, first_id=None))]
-    fn new(
-        thread_id: Option<&Bound<'_, PyAny>>,
-        run_id: Option<&Bound<'_, PyAny>>,
-        state: Option<&Bound<'_, PyAny>>,
-        held_ids: Option<&Bound<'_, PyAny>>,
-        event_ids: Option<&Bound<'_, PyAny>>,
-        first_id: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
-        let options = Options { held_ids, event_ids, first_id };
-        Self::create(thread_id, run_id, state, &options)
-    }
 });
+
+/// `create_agui_translator`: the constructor's signature, but `thread_id` and `run_id` may be left out.
+#[pyfunction]
+#[pyo3(signature = (thread_id=None, run_id=None, state=None, custom_prefix=Given(None), *, held_ids=None, event_ids=None, first_id=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn create_agui_translator(
+    py: Python<'_>,
+    thread_id: Option<&Bound<'_, PyAny>>,
+    run_id: Option<&Bound<'_, PyAny>>,
+    state: Option<&Bound<'_, PyAny>>,
+    custom_prefix: Given,
+    held_ids: Option<&Bound<'_, PyAny>>,
+    event_ids: Option<&Bound<'_, PyAny>>,
+    first_id: Option<&Bound<'_, PyAny>>,
+) -> PyResult<ChunkTranslatorPy> {
+    ChunkTranslatorPy::new(
+        py,
+        thread_id,
+        run_id,
+        state,
+        custom_prefix,
+        held_ids,
+        event_ids,
+        first_id,
+    )
+}

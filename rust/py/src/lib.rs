@@ -10,64 +10,10 @@ mod stream;
 
 use pyo3::prelude::*;
 
-use classes::{ChunkTranslatorPy, CrumbTransformerPy, EventRepairerPy, Given, Options};
-
-#[pyfunction]
-#[pyo3(signature = (thread_id=None, run_id=None, state=None, *, held_ids=None, event_ids=None, first_id=None))]
-fn create_agui_transformer(
-    thread_id: Option<&Bound<'_, PyAny>>,
-    run_id: Option<&Bound<'_, PyAny>>,
-    state: Option<&Bound<'_, PyAny>>,
-    held_ids: Option<&Bound<'_, PyAny>>,
-    event_ids: Option<&Bound<'_, PyAny>>,
-    first_id: Option<&Bound<'_, PyAny>>,
-) -> PyResult<CrumbTransformerPy> {
-    let options = Options {
-        held_ids,
-        event_ids,
-        first_id,
-    };
-    CrumbTransformerPy::create(thread_id, run_id, state, &options)
-}
-
-#[pyfunction]
-#[pyo3(signature = (thread_id=None, run_id=None, state=None, custom_prefix=Given(None), *, held_ids=None, event_ids=None, first_id=None))]
-#[allow(clippy::too_many_arguments)]
-fn create_agui_translator(
-    py: Python<'_>,
-    thread_id: Option<&Bound<'_, PyAny>>,
-    run_id: Option<&Bound<'_, PyAny>>,
-    state: Option<&Bound<'_, PyAny>>,
-    custom_prefix: Given,
-    held_ids: Option<&Bound<'_, PyAny>>,
-    event_ids: Option<&Bound<'_, PyAny>>,
-    first_id: Option<&Bound<'_, PyAny>>,
-) -> PyResult<ChunkTranslatorPy> {
-    let options = Options {
-        held_ids,
-        event_ids,
-        first_id,
-    };
-    ChunkTranslatorPy::create(py, thread_id, run_id, state, &custom_prefix, &options)
-}
-
-#[pyfunction]
-#[pyo3(signature = (thread_id=None, run_id=None, state=None, *, held_ids=None, event_ids=None, first_id=None))]
-fn create_agui_repairer(
-    thread_id: Option<&Bound<'_, PyAny>>,
-    run_id: Option<&Bound<'_, PyAny>>,
-    state: Option<&Bound<'_, PyAny>>,
-    held_ids: Option<&Bound<'_, PyAny>>,
-    event_ids: Option<&Bound<'_, PyAny>>,
-    first_id: Option<&Bound<'_, PyAny>>,
-) -> PyResult<EventRepairerPy> {
-    let options = Options {
-        held_ids,
-        event_ids,
-        first_id,
-    };
-    EventRepairerPy::create(thread_id, run_id, state, &options)
-}
+use classes::{
+    ChunkTranslatorPy, CrumbTransformerPy, EventRepairerPy, create_agui_repairer,
+    create_agui_transformer, create_agui_translator,
+};
 
 #[pymodule(gil_used = false)]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
