@@ -107,12 +107,19 @@ class PgServer:
     def drop_database(self, name: str) -> None:
         self._sql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
-    def restart(self) -> None:
-        """Stops the server (its connections drop; a fast stop keeps
-        the commits that synchronous_commit=off has not flushed yet) and starts it again."""
+    def halt(self) -> None:
+        """Stops the server, data kept (its connections drop; a fast stop keeps
+        the commits that synchronous_commit=off has not flushed yet)."""
         self._run(f"{self.bindir}/pg_ctl", "-D", self.data, "-m", "fast", "-w", "stop")
+
+    def resume(self) -> None:
+        """Starts a halted server again, on the same port."""
         self._run(f"{self.bindir}/pg_ctl", "-D", self.data, "-l", self.log, "-w", "-t", "60",
                   "-o", self.options, "start", timeout=90)  # fmt: skip
+
+    def restart(self) -> None:
+        self.halt()
+        self.resume()
 
     def stop(self) -> None:
         try:

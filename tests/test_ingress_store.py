@@ -12,6 +12,7 @@ import threading
 import time
 
 import pytest
+from agui_bridge.errors import LeaseLost
 from agui_bridge.store import MemoryStore, SqliteStore, open_store
 
 
@@ -29,6 +30,69 @@ async def test_save_load_dedupes_by_id(make_store):
     assert thread.interrupts == []
     thread.messages.append({"id": "x"})  # a loaded thread is a copy
     assert len((await store.load("t")).messages) == 2
+    await store.close()
+
+
+async def test_a_loaded_thread_holds_its_ids(make_store):
+    """Every store hands the handler the thread's message and tool call ids (so
+    no run walks the history), also after a load that read only what was new;
+    a loaded thread's sets are its own."""
+    store = make_store()
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    await store.save(
+        "t",
+        "a",
+        [
+            {"id": "u1", "role": "user", "content": "x"},
+            {"id": "a1", "role": "assistant", "toolCalls": [call]},
+        ],
+        {},
+        [],
+    )
+    first = await store.load("t")
+    assert set(first.ids) == {"u1", "a1"} and set(first.call_ids) == {"c1"}
+    await store.save(
+        "t",
+        "a",
+        [
+            {"id": "t1", "role": "tool", "toolCallId": "c1", "content": "ok"},
+            {"id": "a2", "role": "assistant", "toolCalls": [{**call, "id": "c2"}]},
+        ],
+        {},
+        [],
+    )
+    first.ids.add("mine")
+    first.call_ids.add("mine")
+    second = await store.load("t")
+    assert set(second.ids) == {"u1", "a1", "t1", "a2"}
+    assert set(second.call_ids) == {"c1", "c2"}
+    assert set(first.ids) == {"u1", "a1", "mine"}  # a later save leaves a loaded thread be
+    await store.close()
+    if make_store.kind != "memory":
+        reopened = make_store()  # another process: reads it all
+        assert set((await reopened.load("t")).ids) == {"u1", "a1", "t1", "a2"}
+        await reopened.close()
+
+
+async def test_loads_share_a_long_threads_ids_and_no_run_changes_them(make_store):
+    """A run's cost does not grow with its thread: two loads of a long thread
+    share its ids (frozen, never copied per load); what one run adds is its
+    own, and a later save changes no loaded thread."""
+    from agui_bridge.store.ids import COMPACT_AT
+
+    store = make_store()
+    messages = [{"id": f"m{i}", "role": "user", "content": "x"} for i in range(2000)]
+    await store.save("t", "a", messages, {}, [])
+    first, second = await store.load("t"), await store.load("t")
+    assert any(len(part) >= 2000 for part in first.ids.frozen)
+    assert all(any(p is q for q in second.ids.frozen) for p in first.ids.frozen)
+    assert len(first.ids.own) <= COMPACT_AT
+    first.ids.add("run-1")
+    await store.save("t", "a", [{"id": "n1", "role": "user", "content": "y"}], {}, [])
+    third = await store.load("t")
+    assert "run-1" not in second.ids and "run-1" not in third.ids
+    assert "n1" in third.ids and "n1" not in first.ids and "n1" not in second.ids
+    assert set(third.ids) == {f"m{i}" for i in range(2000)} | {"n1"}
     await store.close()
 
 
@@ -74,6 +138,31 @@ async def test_leases_expire_by_time_and_fence(make_store):
     third = await store.claim("t", 5)
     assert third is not None and third.fence > second.fence
     assert await store.claim("other", 5) is not None  # per thread
+    await store.close()
+
+
+async def test_a_save_under_a_lease_taken_over_is_refused(make_store):
+    """Fencing: a run whose lease expired and was claimed by another run saves
+    nothing (LeaseLost, the whole save refused); the new holder saves."""
+    store = make_store()
+    m = [{"id": f"m{i}", "role": "user", "content": str(i)} for i in range(4)]
+    first = await store.claim("t", 0.2)
+    await store.save("t", "a", [m[0]], {"k": 0}, [], lease=first)
+    await store.save("t", "a", [m[1]], {"k": 1}, [{"id": "i1"}], lease=first)
+    await asyncio.sleep(0.3)  # not renewed: expired
+    second = await store.claim("t", 5)
+    assert second is not None
+    with pytest.raises(LeaseLost, match="lease"):
+        await store.save("t", "a", [m[2]], {"k": 2}, [], lease=first)
+    thread = await store.load("t")
+    assert [x["id"] for x in thread.messages] == ["m0", "m1"]
+    assert thread.state == {"k": 1} and thread.interrupts == [{"id": "i1"}]
+    await store.save("t", "a", [m[3]], {"k": 3}, [], lease=second)
+    assert [x["id"] for x in (await store.load("t")).messages] == ["m0", "m1", "m3"]
+    # A lease of another thread, or none held at all, fences nothing through.
+    with pytest.raises(LeaseLost):
+        await store.save("other", "a", [m[0]], {}, [], lease=second)
+    assert await store.load("other") is None
     await store.close()
 
 
@@ -187,11 +276,11 @@ async def test_sqlite_saves_append_and_loads_read_only_what_is_new(tmp_path, mon
     assert len(decoded) == 2 + 2  # the two new messages, the state and the interrupts
     assert [m["id"] for m in thread.messages[-3:]] == ["m1999", "n1", "n2"]
     assert len(thread.messages) == 2002 and thread.state == {"k": 2}
-    assert {"m0", "n2"} <= thread.ids and thread.call_ids == {"c1"}
+    assert {"m0", "n2"} <= set(thread.ids) and set(thread.call_ids) == {"c1"}
     thread.messages.clear()
-    thread.ids.clear()  # a loaded thread's list and sets are its own
+    thread.ids.add("mine")  # a loaded thread's list and sets are its own
     again = await store.load("t")
-    assert len(again.messages) == 2002 and "m0" in again.ids
+    assert len(again.messages) == 2002 and "m0" in again.ids and "mine" not in again.ids
     await store.close()
     reopened = SqliteStore(str(tmp_path / "threads.sqlite"))  # another process: reads it all
     assert len((await reopened.load("t")).messages) == 2002
@@ -217,3 +306,48 @@ async def test_memory_store_loads_copy_no_message(monkeypatch):
     assert len(copied) <= 4  # the states and interrupts of the two loads
     await store.save("t", "a", [{"id": "n", "role": "user", "content": "y"}], {}, [])
     assert len(copied) <= 4 + 3 and len((await store.load("t")).messages) == 501
+
+
+async def test_a_run_whose_lease_was_taken_over_ends_in_run_error(make_store):
+    """The run's node stalls past its lease; another node claims the thread.
+    When the run ends its save is refused: readers get RUN_ERROR code
+    ``lease_lost`` (the open text closed), never RUN_FINISHED, and the thread
+    keeps the user's turn, stored when the run started, and nothing else."""
+    import httpx
+    from agui_bridge import crumbs as c
+    from agui_bridge.app import App
+
+    from tests.ingress_apps import parse_sse, run_body
+
+    store = make_store()
+    app = App(store=store, lease_ttl=0.3)
+    go = asyncio.Event()
+
+    @app.agent("echo")
+    async def echo(ctx):
+        yield c.text_delta("half ")
+        await go.wait()
+        yield c.text_delta("done")
+
+    async def take_over():
+        while "t" not in app._leases:
+            await asyncio.sleep(0.01)
+        app._leases["t"][1].cancel()  # the node stops renewing (paused, partitioned)
+        await asyncio.sleep(0.35)
+        taken = await store.claim("t", 30)  # another node
+        go.set()
+        return taken
+
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://a") as http:
+        taker = asyncio.ensure_future(take_over())
+        response = await http.post("/ag-ui/run", json=run_body("t", "hello"))
+        taken = await taker
+    assert taken is not None
+    events, _ = parse_sse(response.text)
+    assert [e["type"] for e in events[-2:]] == ["TEXT_MESSAGE_END", "RUN_ERROR"], events
+    assert events[-1]["code"] == "lease_lost" and "taken over" in events[-1]["message"]
+    thread = await store.load("t")
+    assert [m["role"] for m in thread.messages] == ["user"]
+    await store.release(taken)
+    await app.aclose()

@@ -11,6 +11,7 @@ import asyncio
 
 import asyncpg
 import httpx
+import orjson
 import pytest
 from agui_bridge.store import open_store
 from agui_bridge.store.postgres import (
@@ -61,6 +62,47 @@ async def test_upgrade_steps_one_version_at_a_time(pg_url):
         }
         assert tables == {"agui_schema", "agui_threads", "agui_messages", "agui_leases"}
         assert len(MIGRATIONS) == SCHEMA_VERSION
+    finally:
+        await conn.close()
+
+
+async def test_an_older_schema_with_data_is_migrated(pg_url):
+    """A database left at version 1 (before the metadata columns) holding a
+    thread: a failing later step rolls the whole migration back; then the next
+    node's first call migrates it to SCHEMA_VERSION, once, and the thread keeps
+    its messages and state and gains the new columns' defaults."""
+
+    async def broken(conn):
+        await conn.execute("ALTER TABLE agui_threads ADD COLUMN half_done int")
+        raise RuntimeError("step failed")
+
+    def columns(conn):
+        return conn.fetchval(
+            "SELECT count(*) FROM information_schema.columns WHERE table_name = 'agui_threads'"
+            " AND column_name IN ('metadata', 'created_at', 'half_done')"
+        )
+
+    message = {"id": "u1", "role": "user", "content": "x"}
+    conn = await asyncpg.connect(pg_url)
+    try:
+        assert await migrate(conn, MIGRATIONS[:1]) == 1
+        await conn.execute(
+            "INSERT INTO agui_threads (thread_id, agent_id, state, interrupts)"
+            " VALUES ('t', 'a', '{\"k\": 1}', '[]')"
+        )
+        await conn.execute(
+            "INSERT INTO agui_messages VALUES ('t', 1, 'u1', $1)", orjson.dumps(message).decode()
+        )
+        with pytest.raises(RuntimeError, match="step failed"):
+            await migrate(conn, [*MIGRATIONS, broken])
+        assert await schema_version(conn) == 1 and await columns(conn) == 0
+        store = PostgresStore(pg_url)
+        thread = await store.load("t")  # the first call migrates
+        await store.close()
+        assert thread.messages == [message] and thread.state == {"k": 1}
+        assert thread.metadata == {} and thread.created_at is not None
+        assert await schema_version(conn) == SCHEMA_VERSION == 2 and await columns(conn) == 2
+        assert await conn.fetchval("SELECT count(*) FROM agui_schema") == 1
     finally:
         await conn.close()
 
@@ -168,3 +210,96 @@ async def test_the_store_outlives_a_server_restart(pg_server, pg_url):
         await store.release(lease)
     finally:
         await store.close()
+
+
+async def test_a_load_reads_only_what_is_new(pg_url, monkeypatch):
+    """As in SQLite: a load fetches and decodes only the messages stored since
+    this process last loaded the thread (issue 9 item 18)."""
+    from agui_bridge.store import postgres as module
+
+    store = PostgresStore(pg_url)
+    try:
+        old = [{"id": f"m{i}", "role": "user", "content": f"m{i}"} for i in range(300)]
+        await store.save("t", "a", old, {}, [])
+        assert len((await store.load("t")).messages) == 300
+        decoded = []
+        real = module.orjson.loads
+        monkeypatch.setattr(
+            module.orjson, "loads", lambda raw: decoded.append(real(raw)) or decoded[-1]
+        )
+        await store.save("t", "a", [old[3], {"id": "n1", "role": "user", "content": "x"}], {}, [])
+        thread = await store.load("t")
+        assert decoded[0] == [{"id": "n1", "role": "user", "content": "x"}]
+        assert len(thread.messages) == 301 and thread.messages[-1]["id"] == "n1"
+        assert "m0" in thread.ids
+    finally:
+        await store.close()
+
+
+async def test_a_run_while_postgres_is_down_gets_503_and_the_next_one_works(pg_server, pg_url):
+    """PostgreSQL stopped between runs: a run (and a state read) gets a 503
+    JSON, never a 500; once it is back the same App (no node restart)
+    reconnects and the next run works."""
+    app = make_app(store=pg_url)
+    transport = httpx.ASGITransport(app=app)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://a") as http:
+            first = await http.post("/ag-ui/run", json=run_body("th", "one"))
+            assert parse_sse(first.text)[0][-1]["type"] == "RUN_FINISHED"
+            await asyncio.to_thread(pg_server.halt)
+            try:
+                down = await http.post("/ag-ui/run", json=run_body("th", "two"))
+                state = await http.get("/threads/th/state")
+            finally:
+                await asyncio.to_thread(pg_server.resume)
+            for response in (down, state):
+                assert response.status_code == 503, response.text
+                assert response.headers["content-type"] == "application/json"
+                assert response.json()["error"]["code"] == "store_unavailable"
+                assert response.headers["retry-after"]
+            third = await http.post("/ag-ui/run", json=run_body("th", "three"))
+            assert third.status_code == 200
+            assert parse_sse(third.text)[0][-1]["type"] == "RUN_FINISHED"
+            messages = (await http.get("/threads/th/state")).json()["messages"]
+            assert [m["content"] for m in messages if m["role"] == "user"] == ["one", "three"]
+    finally:
+        await app.aclose()
+
+
+async def test_a_run_whose_save_finds_postgres_down_ends_in_run_error(pg_server, pg_url):
+    """No silent loss: a run whose final save fails ends in RUN_ERROR code
+    ``store_unavailable``, not in a RUN_FINISHED whose answer was never stored."""
+    from agui_bridge import crumbs as c
+    from agui_bridge.app import App
+
+    app = App(store=pg_url, lease_ttl=1)
+    go = asyncio.Event()
+
+    @app.agent("echo")
+    async def echo(ctx):
+        yield c.text_delta("half ")
+        await go.wait()
+        yield c.text_delta("done")
+
+    async def stop_then_go():
+        while "t" not in app._leases:
+            await asyncio.sleep(0.01)
+        await asyncio.to_thread(pg_server.halt)
+        go.set()
+
+    transport = httpx.ASGITransport(app=app)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://a") as http:
+            stopper = asyncio.ensure_future(stop_then_go())
+            try:
+                response = await http.post("/ag-ui/run", json=run_body("t", "hello"))
+                await stopper
+            finally:
+                await asyncio.to_thread(pg_server.resume)
+        events, _ = parse_sse(response.text)
+        assert [e["type"] for e in events[-2:]] == ["TEXT_MESSAGE_END", "RUN_ERROR"], events
+        assert events[-1]["code"] == "store_unavailable"
+        thread = await app.store.load("t")
+        assert [m["role"] for m in thread.messages] == ["user"]  # stored when the run started
+    finally:
+        await app.aclose()

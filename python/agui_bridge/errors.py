@@ -36,17 +36,31 @@ class RunLost(AguiBridgeError):
     """Ends a run whose node stopped renewing its lease (it died mid-run)."""
 
 
+class LeaseLost(AguiBridgeError):
+    """A save under a run lease that is no longer the thread's: it expired and
+    another run claimed the thread (a larger fence). Nothing of the save is written."""
+
+
+class StoreUnavailable(AguiBridgeError):
+    """The thread store cannot be reached: a 503 before a run starts, RUN_ERROR
+    code ``store_unavailable`` when a run's save fails on it."""
+
+
 # A run's RUN_ERROR code is the class name of the exception it failed with.
 ServerShutdown.__name__ = ServerShutdown.__qualname__ = "server_shutdown"
 RunsUnavailable.__name__ = RunsUnavailable.__qualname__ = "runs_unavailable"
 RunLost.__name__ = RunLost.__qualname__ = "run_lost"
+LeaseLost.__name__ = LeaseLost.__qualname__ = "lease_lost"
+StoreUnavailable.__name__ = StoreUnavailable.__qualname__ = "store_unavailable"
 
 
 __all__ = [
     "AguiBridgeError",
     "CrumbError",
+    "LeaseLost",
     "RunInputError",
     "RunLost",
     "RunsUnavailable",
     "ServerShutdown",
+    "StoreUnavailable",
 ]

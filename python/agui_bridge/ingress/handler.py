@@ -20,7 +20,7 @@ import orjson
 
 from .. import RunInputError, map_run_input
 from ..context import Resumption, RunContext
-from ..errors import RunsUnavailable
+from ..errors import LeaseLost, RunsUnavailable, StoreUnavailable
 from ..runs import (
     STREAM_HEADERS,
     Cursor,
@@ -31,6 +31,8 @@ from ..runs import (
     snapshot_prelude,
 )
 from ..store import Thread
+from ..store.ids import HeldIds
+from ..store.lease import save
 
 log = logging.getLogger("agui_bridge.ingress")
 
@@ -147,6 +149,15 @@ class Handler:
                 503,
                 error_body("runs_unavailable", str(error)),
                 [("content-type", "application/json"), ("retry-after", "1")],
+            )
+        except StoreUnavailable as error:
+            if conn.streaming:
+                raise
+            log.error("the request to %s failed: %s", conn.path, error)
+            await conn.respond(
+                503,
+                error_body("store_unavailable", "the thread store is unavailable; retry shortly"),
+                [("content-type", "application/json"), ("retry-after", "2")],
             )
         except Exception:
             if conn.streaming:
@@ -379,16 +390,17 @@ class Handler:
         resume = _resumption(run_input.resume, pending)
 
         if thread is not None and thread.ids is not None and thread.call_ids is not None:
-            held, known_calls = thread.ids, thread.call_ids  # kept by the store
+            # Kept by the store, this load's own: adding to them changes no other run's.
+            held, known_calls = HeldIds.of(thread.ids), HeldIds.of(thread.call_ids)
         else:
-            held = {m.get("id") for m in stored if isinstance(m.get("id"), str)}
-            known_calls = {
+            held = HeldIds.of(m.get("id") for m in stored if isinstance(m.get("id"), str))
+            known_calls = HeldIds.of(
                 call.get("id")
                 for m in stored
                 if m.get("role") == "assistant"
                 for call in (m.get("toolCalls") or ())
                 if isinstance(call, dict) and isinstance(call.get("id"), str)
-            }
+            )
         added: dict[str, dict] = {}  # this input's new messages by id
         messages = run_input.messages
         # An Agent Protocol run may carry no user message (a resume, state only).
@@ -470,15 +482,19 @@ class Handler:
             if new:
                 # The user's turn is stored before the agent starts, so a crash
                 # mid-run loses only the answer.
-                await app.store.save(run_input.thread_id, agent.agent_id, new, dict(state), pending)
-        except BaseException:
+                await save(
+                    app.store, run_input.thread_id, agent.agent_id, new, dict(state), pending, lease
+                )
+        except BaseException as error:
             if sink is not None:
                 sink.end()
             else:
                 run_log.end()
                 app.runs.ended(run_log)
+            if isinstance(error, LeaseLost):
+                raise HttpError(409, "run_active", str(error)) from None
             raise
-        return Run(app, agent, ctx, new, pending, run_log, list(stored) + new, sink)
+        return Run(app, agent, ctx, new, pending, run_log, list(stored) + new, sink, lease)
 
     # -- streams of a run ---------------------------------------------------
 
@@ -676,12 +692,10 @@ def _user_id(run_id: str, held: set) -> str:
     return f"{run_id}:u{n}"
 
 
-def _thread_ids(messages: set, calls: set, pending: list[dict]) -> set[str]:
+def _thread_ids(messages: HeldIds, calls: HeldIds, pending: list[dict]) -> HeldIds:
     """Every id the thread holds once this run's input is saved: what new ids must skip."""
-    # Unions, not a loop over the ids: on a long thread this is a copy in C
-    # (the sets hold only strings: the store's, or filtered above).
-    ids = messages | calls
-    ids.update(i["id"] for i in pending if isinstance(i.get("id"), str))
+    # The stored ids are shared, not copied: a run's cost does not grow with its thread.
+    ids = messages.union(calls, (i["id"] for i in pending if isinstance(i.get("id"), str)))
     ids.discard(None)
     return ids
 

@@ -23,7 +23,8 @@ import orjson
 
 from .. import create_agui_repairer, create_agui_transformer, create_agui_translator
 from ..context import RunContext, RunInfo
-from ..errors import RunsUnavailable, ServerShutdown
+from ..errors import LeaseLost, RunsUnavailable, ServerShutdown, StoreUnavailable
+from ..store.lease import save
 from .history import History
 from .log import RunLog
 
@@ -61,6 +62,7 @@ class Run:
         run_log: RunLog | None = None,
         base: list[dict] | None = None,
         sink=None,
+        lease=None,
     ):
         self.app = app
         self.agent = agent
@@ -69,10 +71,13 @@ class Run:
         self.pending = pending
         # The thread's messages before this run's output (for a joining reader).
         self.base = base if base is not None else list(ctx.history) + new_messages
+        self.lease = lease  # fences the run's save (see store/lease.py)
+        self._ending: list[dict] = []  # the terminal events, appended once the save is done
         self.crumbs = agent.dialect == "crumbs"
         factory = _FACTORIES[agent.dialect]
-        # Ids generated from a reused runId skip the ids the thread holds.
-        held = frozenset(ctx.held)
+        # Ids generated from a reused runId skip the ids the thread holds (the
+        # transformer takes its own copy of them; History only keeps the reference).
+        held = ctx.held
         # The transformer numbers every event (1 for RUN_STARTED); with
         # event_ids its frames carry them, and t.last_id is the log's position.
         self.ids = getattr(app, "event_ids", True)
@@ -190,7 +195,9 @@ class Run:
             return True
         return False
 
-    def flush(self) -> None:
+    def flush(self, last_id: int | None = None) -> None:
+        """Appends the queued frames; ``last_id`` is the last one's (default: the
+        transformer's last event)."""
         pending = self._pending
         if not pending:
             return
@@ -200,7 +207,7 @@ class Run:
         spans = self._spans
         if spans:
             self._spans = []
-        self.out.append(data, self.t.last_id, spans)
+        self.out.append(data, self.t.last_id if last_id is None else last_id, spans)
 
     def _end_log(self) -> None:
         self.flush()
@@ -251,9 +258,21 @@ class Run:
         return self._frames(events)
 
     def _terminal(self, events: list[dict]) -> None:
-        """Readers get the terminal event now; the log ends once the thread is saved
-        and released, so a client whose stream ended can start the next run."""
+        """The run's last events go to its history; readers get them once the
+        thread is saved (``_publish_end``): RUN_FINISHED means the turn is stored."""
         self.history.record(events)
+        self.flush(self.t.last_id - len(events))  # the frames before them
+        self._ending = events
+
+    def _publish_end(self, refused: BaseException | None = None) -> None:
+        """Appends the terminal events; a RUN_FINISHED whose save was refused
+        becomes RUN_ERROR (same id: the closers before it are unchanged)."""
+        events, self._ending = self._ending, []
+        if refused is not None and events and events[-1]["type"] == "RUN_FINISHED":
+            known = isinstance(refused, (LeaseLost, StoreUnavailable))
+            code = type(refused).__name__ if known else "save_failed"
+            message = str(refused) if isinstance(refused, LeaseLost) else _SAVE_FAILED
+            events = [*events[:-1], {"type": "RUN_ERROR", "message": message, "code": code}]
         frame = self._frames(events)
         if frame:
             self._pending.append(frame)
@@ -275,6 +294,7 @@ class Run:
         app = self.app
         ctx = self.ctx
         failed = None
+        finishing = False
         try:
             first = self._first
             if not self._begun:
@@ -308,8 +328,7 @@ class Run:
                 if aclose is not None:
                     await aclose()
             self._terminal(self.t.finish())
-            if self.observer is not None:
-                await self._notify(_FINISH)
+            finishing = self.observer is not None  # told once the save is done
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if self.lost:
@@ -352,6 +371,7 @@ class Run:
                     "run %s of thread %s cancelled: its client left", ctx.run_id, ctx.thread_id
                 )
                 self._terminal(self.t.fail(ClientLeft("the client left")))
+                self._publish_end()
                 await app._release(ctx.thread_id, self)
                 self._end_log()
                 return
@@ -368,13 +388,21 @@ class Run:
             self._terminal(self.t.fail(error))
             if self.observer is not None:
                 await self._notify_fail(error)
+        refused = None
         try:
             await self._save(failed)
-        except Exception:
+        except LeaseLost as error:
+            refused = error
+            log.error("run %s of thread %s: %s", ctx.run_id, ctx.thread_id, error)
+        except Exception as error:
+            refused = error
             log.exception(
                 "run %s of thread %s: saving the thread failed", ctx.run_id, ctx.thread_id
             )
         finally:
+            self._publish_end(refused)
+            if finishing:
+                await (self._notify(_FINISH) if refused is None else self._notify_fail(refused))
             await app._release(ctx.thread_id, self)
             self._end_log()
 
@@ -387,16 +415,19 @@ class Run:
         if not interrupts and history.errored:
             interrupts = self.pending
         state = self.t.state
-        await self.app.store.save(
+        await save(
+            self.app.store,
             self.ctx.thread_id,
             self.agent.agent_id,
             history.messages,  # the user's turn was stored when the run started
             state,
             interrupts,
+            self.lease,
         )
 
 
 _FINISH = object()
+_SAVE_FAILED = "the thread could not be saved; this turn's answer is not stored"
 
 _FACTORIES = {
     "crumbs": create_agui_transformer,

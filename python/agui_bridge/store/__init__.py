@@ -16,9 +16,11 @@ once), the shared state (an object), the pending interrupts and the id of the
 agent that owns the thread. Both stores implement the same small async API:
 
 ``await store.load(thread_id) -> Thread | None``
-``await store.save(thread_id, agent_id, new_messages, state, interrupts)``
+``await store.save(thread_id, agent_id, new_messages, state, interrupts, lease=None)``
     appends the messages whose id the thread does not hold yet, and replaces
-    the state and the pending interrupts, in one transaction.
+    the state and the pending interrupts, in one transaction; given the run's
+    ``lease``, it first checks that the lease's fence is still the thread's and
+    otherwise raises ``LeaseLost`` and writes nothing (``lease.py``).
 
 A run costs the same on a long thread as on a new one: a save appends what is
 new (it never reads or rewrites what the thread holds), and a load reads only
@@ -45,6 +47,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .ids import HeldIds
 from .lease import Lease
 from .memory import MemoryStore
 from .sqlite import SqliteStore
@@ -54,16 +57,18 @@ from .sqlite import SqliteStore
 class Thread:
     """A stored thread. ``messages`` is a new list, but its messages are shared
     with the store's cache (a run must not change them); ``ids`` holds every
-    message id and ``call_ids`` every tool call id of the thread (``None``
-    from a store that does not keep them: the handler then reads the messages)."""
+    message id and ``call_ids`` every tool call id of the thread, as ``HeldIds``
+    (``ids.py``) of this load's own: shared frozen parts, so a load copies no
+    long set (``None`` from a store that does not keep them: the handler then
+    reads the messages)."""
 
     thread_id: str
     agent_id: str | None = None
     messages: list[dict] = field(default_factory=list)
     state: dict = field(default_factory=dict)
     interrupts: list[dict] = field(default_factory=list)
-    ids: set | None = None
-    call_ids: set | None = None
+    ids: HeldIds | None = None
+    call_ids: HeldIds | None = None
     # Agent Protocol's view of the thread: its metadata and times (epoch seconds).
     metadata: dict = field(default_factory=dict)
     created_at: float | None = None
@@ -91,4 +96,12 @@ def open_store(spec):
     )
 
 
-__all__ = ["DEFAULT_STORE", "Lease", "MemoryStore", "SqliteStore", "Thread", "open_store"]
+__all__ = [
+    "DEFAULT_STORE",
+    "HeldIds",
+    "Lease",
+    "MemoryStore",
+    "SqliteStore",
+    "Thread",
+    "open_store",
+]

@@ -12,9 +12,11 @@ leases between processes implements three calls:
 ``await store.release(lease)``
     frees it (a lease that is no longer the holder's releases nothing).
 
-Every claim of a thread gets a larger ``fence`` than the one before it, so a
-store that checks writes against it (Redis, PostgreSQL) can refuse the save
-of a run whose lease was taken over after it expired. Expiry compares wall
+Every claim of a thread gets a larger ``fence`` than the one before it, and
+``save(..., lease=lease)`` refuses (``LeaseLost``, nothing written) unless
+``lease.fence`` is still the thread's: a run whose lease expired and was taken
+over by another run cannot write to the thread. Every store here checks it
+in the save's own transaction. Expiry compares wall
 clocks, so the machines sharing a store keep their clocks in sync (NTP);
 ``ttl`` covers the skew.
 """
@@ -25,6 +27,8 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
+from ..errors import LeaseLost
+
 log = logging.getLogger("agui_bridge.store")
 
 
@@ -33,6 +37,21 @@ class Lease:
     thread_id: str
     token: str
     fence: int
+
+
+def lease_lost(thread_id: str, lease: Lease) -> LeaseLost:
+    return LeaseLost(
+        f"the run lease of thread {thread_id!r} was taken over (fence {lease.fence} is stale):"
+        " the thread was not saved"
+    )
+
+
+def save(store, thread_id, agent_id, new_messages, state, interrupts, lease):
+    """``store.save``, fenced by ``lease`` when the run holds one (a store
+    without leases takes no ``lease`` argument)."""
+    if lease is None:
+        return store.save(thread_id, agent_id, new_messages, state, interrupts)
+    return store.save(thread_id, agent_id, new_messages, state, interrupts, lease=lease)
 
 
 async def keep(store, lease: Lease | None, ttl: float, renewed=None) -> None:

@@ -6,7 +6,7 @@ import copy
 import time
 import uuid
 
-from .lease import Lease
+from .lease import Lease, lease_lost
 from .tail import Tail
 
 _ABSENT = object()
@@ -31,8 +31,8 @@ class MemoryStore:
             messages=list(tail.messages),
             state=copy.deepcopy(record["state"]),
             interrupts=copy.deepcopy(record["interrupts"]),
-            ids=set(tail.ids),
-            call_ids=set(tail.call_ids),
+            ids=tail.ids.fork(),
+            call_ids=tail.call_ids.fork(),
             metadata=copy.deepcopy(record["metadata"]) if record["metadata"] else {},
             created_at=record["created_at"],
             updated_at=record["updated_at"],
@@ -51,7 +51,11 @@ class MemoryStore:
         }
         return record
 
-    async def save(self, thread_id, agent_id, new_messages, state, interrupts) -> None:
+    async def save(self, thread_id, agent_id, new_messages, state, interrupts, lease=None) -> None:
+        if lease is not None:
+            held = self._leases.get(thread_id)
+            if lease.thread_id != thread_id or held is None or held[1] != lease.fence:
+                raise lease_lost(thread_id, lease)
         record = self._threads.get(thread_id)
         if record is None:
             record = self._new(thread_id, agent_id, {})

@@ -17,11 +17,16 @@ as written: key order survives, unlike ``jsonb``).
 from __future__ import annotations
 
 import asyncio
+import functools
 import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import orjson
 
-from .lease import Lease
+from ..errors import StoreUnavailable
+from .lease import Lease, lease_lost
+from .tail import TailCache
 
 try:
     import asyncpg
@@ -30,9 +35,10 @@ except ImportError as error:  # pragma: no cover - the extra is installed in tes
         "the postgresql store needs asyncpg: pip install 'agui-bridge[postgres]'"
     ) from error
 
-# MIGRATIONS[n] upgrades a database from version n to n + 1.
-MIGRATIONS: list[str] = [
-    """
+
+async def _v1(conn) -> None:
+    """The first schema: threads, their messages in order, run leases."""
+    await conn.execute("""
     CREATE TABLE agui_threads (
         thread_id text PRIMARY KEY,
         agent_id text,
@@ -54,14 +60,22 @@ MIGRATIONS: list[str] = [
         fence bigint NOT NULL,
         expires_at double precision NOT NULL
     );
-    """,
-    # 2: the Agent Protocol's thread metadata and creation time.
-    """
+    """)
+
+
+async def _v2(conn) -> None:
+    """The Agent Protocol's thread metadata and creation time."""
+    await conn.execute("""
     ALTER TABLE agui_threads ADD COLUMN metadata json NOT NULL DEFAULT '{}';
     ALTER TABLE agui_threads ADD COLUMN created_at timestamptz NOT NULL
         DEFAULT clock_timestamp();
-    """,
-]
+    """)
+
+
+# MIGRATIONS[n] upgrades a database from version n to n + 1: an async function
+# of the connection, run in the migration's transaction (so a step may move
+# data as well as change tables). Append; never edit a released step.
+MIGRATIONS: list[Callable[[Any], Awaitable[None]]] = [_v1, _v2]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # pg_advisory_xact_lock key: "agui" in ASCII.
@@ -77,32 +91,58 @@ async def schema_version(conn) -> int:
     return await conn.fetchval("SELECT coalesce(max(version), 0) FROM agui_schema")
 
 
-async def upgrade(conn, version: int) -> int:
+async def upgrade(conn, version: int, steps=None) -> int:
     """Upgrades a database of schema ``version`` to ``version + 1`` (in the caller's
     transaction) and records it; returns the new version."""
-    await conn.execute(MIGRATIONS[version])
+    await (MIGRATIONS if steps is None else steps)[version](conn)
     await conn.execute("DELETE FROM agui_schema")
     await conn.execute("INSERT INTO agui_schema (version) VALUES ($1)", version + 1)
     return version + 1
 
 
-async def migrate(conn) -> int:
-    """Brings the schema to ``SCHEMA_VERSION`` in one transaction; returns it.
+async def migrate(conn, steps=None) -> int:
+    """Brings the schema to ``SCHEMA_VERSION`` (``len(steps)``) in one
+    transaction, one step at a time; returns it. A step that fails rolls the
+    whole migration back.
 
     A database recorded at a newer version than this code knows is refused
     (an older node must not write to a schema it does not understand)."""
+    steps = MIGRATIONS if steps is None else steps
+    target = len(steps)
     async with conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock($1)", _MIGRATION_LOCK)
         await conn.execute("CREATE TABLE IF NOT EXISTS agui_schema (version integer NOT NULL)")
         version = await schema_version(conn)
-        if version > SCHEMA_VERSION:
+        if version > target:
             raise RuntimeError(
                 f"the thread store's schema is at version {version}; "
-                f"this agui-bridge knows up to {SCHEMA_VERSION}"
+                f"this agui-bridge knows up to {target}"
             )
-        while version < SCHEMA_VERSION:
-            version = await upgrade(conn, version)
+        while version < target:
+            version = await upgrade(conn, version, steps)
     return version
+
+
+# What says the server cannot be reached (stopped, restarting, refusing
+# connections, or a connection dropped mid-call): StoreUnavailable, a 503.
+_DOWN = (
+    OSError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.exceptions.OperatorInterventionError,
+    asyncpg.exceptions.TooManyConnectionsError,
+)
+CONNECT_TIMEOUT = 5.0
+
+
+def _reachable(method):
+    @functools.wraps(method)
+    async def call(*args, **kwargs):
+        try:
+            return await method(*args, **kwargs)
+        except _DOWN as error:
+            raise StoreUnavailable(f"the thread store is unavailable: {error}") from error
+
+    return call
 
 
 def _json(value) -> str:
@@ -115,6 +155,7 @@ class PostgresStore:
         self._sizes = (min_size, max_size)
         self._pool = None
         self._opening: asyncio.Lock | None = None
+        self._tails = TailCache()
 
     async def _conns(self):
         """The pool, opened (and the schema migrated) on first use."""
@@ -125,7 +166,10 @@ class PostgresStore:
         async with self._opening:
             if self._pool is None:
                 pool = await asyncpg.create_pool(
-                    self.dsn, min_size=self._sizes[0], max_size=self._sizes[1]
+                    self.dsn,
+                    min_size=self._sizes[0],
+                    max_size=self._sizes[1],
+                    timeout=CONNECT_TIMEOUT,
                 )
                 try:
                     async with pool.acquire() as conn:
@@ -138,38 +182,64 @@ class PostgresStore:
 
     # -- threads ---------------------------------------------------------------
 
+    @_reachable
     async def load(self, thread_id: str):
         from . import Thread
 
+        base = self._tails.get(thread_id)
         pool = await self._conns()
-        # One statement, so the thread row and its messages are one snapshot.
-        row = await pool.fetchrow(
-            "SELECT agent_id, state, interrupts, metadata,"
-            " extract(epoch from created_at)::float8 AS created,"
-            " extract(epoch from updated_at)::float8 AS updated,"
-            " (SELECT coalesce(json_agg(body ORDER BY seq), '[]') FROM agui_messages m"
-            " WHERE m.thread_id = t.thread_id) AS messages"
-            " FROM agui_threads t WHERE thread_id = $1",
-            thread_id,
-        )
+        row = await self._read(pool, thread_id, base.seq if base is not None else 0)
+        if row is not None and base is not None and base.epoch != row["created"]:
+            base = None  # the thread was deleted and made again since: read it all
+            row = await self._read(pool, thread_id, 0)
         if row is None:
             return None
+        bodies = row["bodies"]
+        messages = orjson.loads(bodies) if bodies is not None else []
+        after = base.seq if base is not None else 0
+        tail = self._tails.advance(thread_id, base, messages, row["seq"] or after, row["created"])
         return Thread(
             thread_id=thread_id,
             agent_id=row["agent_id"],
-            messages=orjson.loads(row["messages"]),
+            messages=list(tail.messages),
             state=orjson.loads(row["state"]),
             interrupts=orjson.loads(row["interrupts"]),
+            ids=tail.ids.fork(),
+            call_ids=tail.call_ids.fork(),
             metadata=orjson.loads(row["metadata"]),
             created_at=row["created"],
             updated_at=row["updated"],
         )
 
-    async def save(self, thread_id, agent_id, new_messages, state, interrupts) -> None:
+    @staticmethod
+    async def _read(pool, thread_id: str, after: int):
+        # One statement, so the thread row and its messages are one snapshot;
+        # only the messages after ``after`` (what this process has not decoded).
+        return await pool.fetchrow(
+            "SELECT agent_id, state, interrupts, metadata,"
+            " extract(epoch from created_at)::float8 AS created,"
+            " extract(epoch from updated_at)::float8 AS updated, m.seq, m.bodies"
+            " FROM agui_threads t LEFT JOIN LATERAL (SELECT max(seq) AS seq,"
+            " json_agg(body ORDER BY seq) AS bodies FROM agui_messages"
+            " WHERE thread_id = t.thread_id AND seq > $2) m ON true"
+            " WHERE t.thread_id = $1",
+            thread_id,
+            after,
+        )
+
+    @_reachable
+    async def save(self, thread_id, agent_id, new_messages, state, interrupts, lease=None) -> None:
         ids = [message["id"] for message in new_messages]
         bodies = [_json(message) for message in new_messages]
         pool = await self._conns()
         async with pool.acquire() as conn, conn.transaction():
+            if lease is not None:
+                # FOR SHARE: a claim (which moves the fence) waits for this save.
+                fence = await conn.fetchval(
+                    "SELECT fence FROM agui_leases WHERE thread_id = $1 FOR SHARE", thread_id
+                )
+                if lease.thread_id != thread_id or fence != lease.fence:
+                    raise lease_lost(thread_id, lease)
             # The upsert locks the thread's row: saves of one thread take
             # their turn, so their seq numbers never collide.
             await conn.execute(
@@ -243,6 +313,7 @@ class PostgresStore:
 
     # -- leases (see lease.py) -------------------------------------------------
 
+    @_reachable
     async def claim(self, thread_id: str, ttl: float) -> Lease | None:
         token = uuid.uuid4().hex
         pool = await self._conns()
@@ -260,6 +331,7 @@ class PostgresStore:
         )
         return None if fence is None else Lease(thread_id, token, fence)
 
+    @_reachable
     async def renew(self, lease: Lease, ttl: float) -> bool:
         pool = await self._conns()
         status = await pool.execute(
@@ -271,6 +343,7 @@ class PostgresStore:
         )
         return status == "UPDATE 1"
 
+    @_reachable
     async def release(self, lease: Lease) -> None:
         pool = await self._conns()
         # The row stays (expired) so the thread's next fence is larger.

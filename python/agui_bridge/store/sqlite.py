@@ -24,8 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import orjson
 
-from .lease import Lease
-from .tail import Tail, TailCache
+from .lease import Lease, lease_lost
+from .tail import TailCache
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS threads (
@@ -127,20 +127,18 @@ class SqliteStore:
             ).fetchall()
         finally:
             read.execute("COMMIT")
-        tail = base if base is not None else Tail(row[4])
-        if rows:
-            # A cached tail is never changed: the new one replaces it.
-            tail = tail.copy()
-            tail.extend([orjson.loads(body) for _, body in rows], rows[-1][0])
-            self._tails.put(thread_id, tail)
+        messages = [orjson.loads(body) for _, body in rows]
+        tail = self._tails.advance(
+            thread_id, base, messages, rows[-1][0] if rows else after, row[4]
+        )
         return Thread(
             thread_id=thread_id,
             agent_id=row[0],
             messages=list(tail.messages),
             state=orjson.loads(row[1]),
             interrupts=orjson.loads(row[2]),
-            ids=set(tail.ids),
-            call_ids=set(tail.call_ids),
+            ids=tail.ids.fork(),
+            call_ids=tail.call_ids.fork(),
             # Most threads (all of AG-UI's) have none: no decode on a run's load.
             metadata=orjson.loads(row[3]) if row[3] not in ("{}", b"{}") else {},
             created_at=row[4],
@@ -152,10 +150,17 @@ class SqliteStore:
             self._readers, self._load, thread_id
         )
 
-    def _save(self, thread_id, agent_id, new_messages, state, interrupts) -> None:
+    def _save(self, thread_id, agent_id, new_messages, state, interrupts, lease) -> None:
         conn = self._write
         conn.execute("BEGIN IMMEDIATE")
         try:
+            if lease is not None:
+                # Under the write lock: no claim can move the fence until COMMIT.
+                row = conn.execute(
+                    "SELECT fence FROM leases WHERE thread_id = ?", (thread_id,)
+                ).fetchone()
+                if lease.thread_id != thread_id or row is None or row[0] != lease.fence:
+                    raise lease_lost(thread_id, lease)
             now = time.time()
             conn.execute(
                 "INSERT INTO threads (thread_id, agent_id, state, interrupts, updated_at,"
@@ -188,9 +193,9 @@ class SqliteStore:
             conn.execute("ROLLBACK")
             raise
 
-    async def save(self, thread_id, agent_id, new_messages, state, interrupts) -> None:
+    async def save(self, thread_id, agent_id, new_messages, state, interrupts, lease=None) -> None:
         await self._on_writer(
-            self._save, thread_id, agent_id, list(new_messages), state, interrupts
+            self._save, thread_id, agent_id, list(new_messages), state, interrupts, lease
         )
 
     # -- the Agent Protocol's thread routes ------------------------------------

@@ -2,14 +2,17 @@
 
 Messages are appended and never changed once stored, so what a process has
 decoded stays true: a load asks the store for the messages after the last one
-it holds (``seq``) and appends them here. Each load gets a new list and new
-id sets; the message dicts themselves are shared (a run must not change them).
+it holds (``seq``) and appends them here. Each load gets a new list and
+forks of the id sets (``ids.py``: only their few newest ids are copied); the
+message dicts themselves are shared (a run must not change them).
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+
+from .ids import HeldIds
 
 # Decoded messages kept per process, over all threads (least recently used go first).
 MAX_CACHED_MESSAGES = 200_000
@@ -23,8 +26,8 @@ class Tail:
         self.epoch = epoch
         self.seq = 0
         self.messages: list[dict] = []
-        self.ids: set = set()
-        self.call_ids: set = set()
+        self.ids = HeldIds()
+        self.call_ids = HeldIds()
 
     def extend(self, messages, seq: int) -> None:
         for message in messages:
@@ -36,14 +39,16 @@ class Tail:
                 for call in message.get("toolCalls") or ():
                     if isinstance(call, dict) and isinstance(call.get("id"), str):
                         self.call_ids.add(call["id"])
+        self.ids.compact()
+        self.call_ids.compact()
         self.seq = seq
 
     def copy(self) -> Tail:
         other = Tail(self.epoch)
         other.seq = self.seq
         other.messages = list(self.messages)
-        other.ids = set(self.ids)
-        other.call_ids = set(self.call_ids)
+        other.ids = self.ids.fork()
+        other.call_ids = self.call_ids.fork()
         return other
 
 
@@ -63,12 +68,26 @@ class TailCache:
                 self._tails.move_to_end(thread_id)
             return tail
 
+    def advance(
+        self, thread_id: str, base: Tail | None, messages: list, seq: int, epoch=None
+    ) -> Tail:
+        """``base`` (the tail ``get`` gave, or None: then a new one of the
+        thread created at ``epoch``) with ``messages``, read up to ``seq``,
+        appended; kept for the next load. A kept tail is never changed: the
+        new one replaces it."""
+        tail = base if base is not None else Tail(epoch)
+        if messages:
+            tail = tail.copy()
+            tail.extend(messages, seq)
+            self.put(thread_id, tail)
+        return tail
+
     def put(self, thread_id: str, tail: Tail) -> None:
         """Keeps ``tail`` unless a longer one of that thread is already kept."""
         with self._lock:
             old = self._tails.get(thread_id)
             if old is not None:
-                if old.seq >= tail.seq:
+                if old.seq >= tail.seq and old.epoch == tail.epoch:
                     return
                 self._size -= len(old.messages)
                 del self._tails[thread_id]
