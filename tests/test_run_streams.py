@@ -130,38 +130,77 @@ def test_unknown_run_is_404_and_bad_cursor_is_400(base_url, finished):
     assert response.status_code == 405
 
 
-async def read_frames(response, count: int) -> list[bytes]:
-    """The first ``count`` frames of a streaming response (pings skipped)."""
-    out, buffer = [], b""
+async def read_new(response, after: int, count: int) -> tuple[list[bytes], int]:
+    """Frames of a streaming response until ``count`` of them carry an id past
+    ``after`` (pings skipped); the frames read and the last id seen."""
+    out, buffer, new = [], b"", 0
     async for chunk in response.aiter_raw():
         buffer += chunk
-        while b"\n\n" in buffer and len(out) < count:
+        while b"\n\n" in buffer and new < count:
             frame, _, buffer = buffer.partition(b"\n\n")
             if frame != b": ping":
                 out.append(frame + b"\n\n")
-        if len(out) >= count:
-            return out
-    return out
+                n = id_of(out[-1])
+                if n is not None and n > after:
+                    new, after = new + 1, n
+        if new >= count:
+            break
+    return out, after
 
 
-@pytest.mark.parametrize("cut", [3, 5, 7, 9, 12])
-async def test_drop_mid_run_and_resume_by_id(base_url, cut):
+def check_resumed(frames: list[bytes], n: int, stored: list[bytes]) -> list[int]:
+    """A stream resumed after event ``n``: a prelude whose last frame carries
+    ``n`` (none before it), then exactly the stored frames n+1…; their ids."""
+    if n == 0:
+        assert frames == stored[: len(frames)]
+        return [id_of(f) for f in frames]
+    ids = [id_of(f) for f in frames]
+    end = ids.index(n) + 1  # the prelude's last frame
+    assert ids[: end - 1] == [None] * (end - 1)
+    assert frames[end:] == stored[n : n + len(frames) - end]
+    return ids[end:]
+
+
+@settings(
+    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+async def test_drops_during_a_live_run_resume_exactly(base_url, finished, data):
+    """Hypothesis picks where the connection drops, once or several times, while
+    the run is live (it streams, then waits on a gate until the last resume):
+    each reconnect with the last id seen gets the prelude, then exactly the
+    stored frames after that id; over all connections every id comes once."""
+    budget = len(frames_of(finished[2])) - 2  # a "mixed" run's frames before its end
+    cuts = []
+    while budget > 0 and len(cuts) < 3:
+        cuts.append(data.draw(st.integers(1, min(budget, 8)), label=f"cut {len(cuts) + 1}"))
+        budget -= cuts[-1]
+        if not data.draw(st.booleans(), label="drop again"):
+            break
     tid, rid = thread("drop"), f"drop-{time.monotonic_ns()}"
+    gate = f"gate-{rid}"
+    seen: list[tuple[int, list[bytes]]] = []  # (the cursor, the frames read)
     async with httpx.AsyncClient(base_url=base_url, timeout=20) as http:
-        async with http.stream(
-            "POST", "/ag-ui/run", json=run_body(tid, "mixed 0.05", run_id=rid)
-        ) as response:
-            seen = await read_frames(response, cut)
-        last = id_of(seen[-1])
+        body = run_body(tid, f"mixed 0.02 {gate}", run_id=rid)
+        async with http.stream("POST", "/ag-ui/run", json=body) as response:
+            frames, last = await read_new(response, 0, cuts[0])
+        seen.append((0, frames))
+        for cut in cuts[1:]:
+            headers = {"last-event-id": str(last)}
+            async with http.stream("GET", events_url(tid, rid), headers=headers) as response:
+                assert response.headers["agui-resume"] == "exact"
+                frames, after = await read_new(response, last, cut)
+            seen.append((last, frames))
+            last = after
+        (MARKS / gate).write_text("1")
         resumed = await http.get(events_url(tid, rid), headers={"last-event-id": str(last)})
         assert resumed.headers["agui-resume"] == "exact"
-        full = (await http.get(events_url(tid, rid), headers={"last-event-id": "0"})).content
-    frames = frames_of(full)
-    got = frames_of(resumed.content)
-    assert got[-(len(frames) - last) :] == frames[last:]
-    # what the client saw, then what it resumed with: every event once
-    ids = [id_of(f) for f in seen] + [i for i in map(id_of, got) if i is not None and i > last]
-    assert ids == list(range(1, len(frames) + 1))
+        seen.append((last, frames_of(resumed.content)))
+        stored = frames_of(
+            (await http.get(events_url(tid, rid), headers={"last-event-id": "0"})).content
+        )
+    ids = [i for n, frames in seen for i in check_resumed(frames, n, stored)]
+    assert ids == list(range(1, len(stored) + 1))
     assert_valid_agui(parse_sse(resumed.text)[0], severity_overrides=RESUMED)
 
 
