@@ -17,14 +17,9 @@ from tests.test_ingress_http import MARKS, thread
 ENV = {"AGUI_TEST_MARKS": str(MARKS)}
 
 
-RSGI_PORTS: set[str] = set()
-
-
 @pytest.fixture(scope="module", params=["rsgi", "asgi"])
 def base_url(request):
     with serve("tests.ingress_apps:app", env=ENV, interface=request.param) as url:
-        if request.param == "rsgi":
-            RSGI_PORTS.add(url.rsplit(":", 1)[1])
         yield url
 
 
@@ -122,11 +117,11 @@ async def fan_out(base_url: str, stall: bool) -> float:
 
 
 async def test_a_reader_that_never_reads_does_not_delay_200_others(base_url):
-    if base_url.endswith(tuple(RSGI_PORTS)):
-        # Measured: under RSGI (send_bytes never waits, granian queues for the
-        # stalled socket) the 200 others took 1.3-1.7x as long. ASGI, what
-        # `agui-bridge serve` runs, holds the bound.
-        pytest.skip("RSGI has no backpressure (see App); the bound is ASGI's")
+    # Under RSGI too: granian's send_bytes never waits, so the pump of a reader
+    # that never reads never blocks the run or the others (what it lacks there
+    # is a bound on memory, see runs/cursor.py). Measured side by side, the
+    # worker's CPU per fan-out is the same with and without it (0.22-0.28 s);
+    # the time is the 200 readers' client on a loaded machine.
     # Interleaved (without, with, without, with), so a burst of other load on
     # the shared machine falls on both alike: the better run with the reader
     # that never reads is within 10 % of the slower run without it (+0.25 s).

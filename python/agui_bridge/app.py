@@ -89,10 +89,11 @@ class App:
     go first), ``max_write`` (16 KiB: the most one write hands the transport;
     under ASGI this, times the few sends granian queues, is what a client that
     stops reading pins), ``send_timeout`` (30 s without progress ends a stream;
-    the client can resume by id). Under RSGI (granian's ``send_bytes`` never
-    waits) nothing bounds what a client that stops reading pins but the run's
-    own output: serve with ASGI (what ``agui-bridge serve`` runs) where that
-    matters.
+    the client can resume by id). Under RSGI nothing bounds what a client that
+    stops reading pins but the run's own output (granian's RSGI
+    ``send_bytes`` queues without limit and says nothing of the socket; see
+    ``runs/cursor.py``): serve with ASGI (what ``agui-bridge serve`` runs)
+    where that matters.
     ``drain_timeout``: on SIGTERM (or SIGINT) the worker takes no new run and
     lets the running ones go on for this many seconds; those still going then
     are ended by the server: their readers get the closers and ``RUN_ERROR``

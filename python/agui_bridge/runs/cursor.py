@@ -9,10 +9,16 @@ them all, and flow control lives here only:
   stops reading pins one write plus the few sends the server queues; the run
   and the other readers never wait for it, and nothing is copied for it:
   falling behind costs a position, not a buffer.
-- Under RSGI ``send_bytes`` never waits and granian queues without limit,
-  so nothing bounds what a client that stops reading pins there but the
-  run's own output: ``agui-bridge serve`` runs the ASGI interface, which
-  measured as fast (``benches/RESULTS.md``).
+- Under RSGI nothing bounds what a client that stops reading pins but the
+  run's own output, and nothing here can: granian (2.8) hands each RSGI
+  ``send_bytes`` to an unbounded channel and resolves it at once
+  (``src/rsgi/io.rs``; its 2.8.0 backpressure change bounded only ASGI and
+  WSGI), and RSGI tells the app nothing of what the socket still holds, so a
+  reader that stopped cannot be told from one that reads, and a cap on what
+  is handed over would cut off readers that keep up. Each non-reading RSGI
+  reader holds a copy of every frame sent after its socket filled.
+  ``agui-bridge serve`` runs the ASGI interface, which measured as fast
+  (``benches/RESULTS.md``).
 - A cursor is disconnected, without a terminal event (it can resume by id),
   when the frames after its position were trimmed from the log, or (ASGI)
   when a write makes no progress for ``send_timeout`` seconds.
