@@ -2,6 +2,7 @@
 
     python benches/fanout.py                    # 1, 100, 1000 readers; 10,000 idle; reconnects
     python benches/fanout.py --readers 1,100 --idle 2000 --quick
+    python benches/fanout.py --readers "" --idle 0 --reconnects 2000   # reconnects alone
 
 One worker per server, loopback, the apps in ``benches/fanout_apps.py``:
 (a) ``agui_bridge.App`` on granian ASGI (what ``agui-bridge serve`` runs);
@@ -231,9 +232,11 @@ async def measure(args) -> dict:
         server = ours_server()
         server.start()
         try:
+            load = os.getloadavg()
             out["reconnect"] = await asyncio.to_thread(
                 reconnects, server, args.reconnects, args.deltas
             )
+            out["reconnect"]["load"] = (load, os.getloadavg())
             print("reconnect", out["reconnect"], file=sys.stderr)
         finally:
             server.stop()
@@ -267,7 +270,8 @@ def report(out: dict, args) -> str:
         lines.append(
             f"Reconnect with Last-Event-ID to the first replayed frame ({r['count']} sequential,"
             f" new connection each): p50 {r['p50_ms']:.2f} ms, **p99 {r['p99_ms']:.2f} ms**"
-            " (target ≤ 5)."
+            f" (target ≤ 5); load average {' '.join(f'{x:.2f}' for x in r['load'][0])} before,"
+            f" {' '.join(f'{x:.2f}' for x in r['load'][1])} after."
         )
     return "\n".join(lines)
 
@@ -279,7 +283,7 @@ def main(argv=None) -> int:
     ap.add_argument("--idle", type=int, default=10_000)
     ap.add_argument("--reconnects", type=int, default=500)
     args = ap.parse_args(argv)
-    args.readers = [int(x) for x in args.readers.split(",")]
+    args.readers = [int(x) for x in args.readers.split(",") if x]
     import uvloop
 
     out = uvloop.run(measure(args))
