@@ -70,3 +70,18 @@ async def test_a_sqlite_file_from_before_gains_the_columns(tmp_path):
         assert (await store.load("old")).metadata == {"a": 1}
     finally:
         await store.close()
+
+
+async def test_a_new_thread_is_updated_when_it_is_created(make_store):
+    # Two clock readings (one per column default) once put updated_at before
+    # created_at; a search sorted by updated_at then misplaced new threads.
+    store = make_store()
+    try:
+        for n in range(30):
+            assert await store.create(f"c{n}", {})
+            await store.save(f"s{n}", "demo", [_msg(f"m{n}")], {}, [])
+        for name in [f"c{n}" for n in range(30)] + [f"s{n}" for n in range(30)]:
+            thread = await store.load(name)
+            assert thread.updated_at == thread.created_at, name
+    finally:
+        await store.close()

@@ -59,7 +59,8 @@ class MemoryStore:
         record = self._threads.get(thread_id)
         if record is None:
             record = self._new(thread_id, agent_id, {})
-        record["updated_at"] = time.time()
+        else:
+            record["updated_at"] = time.time()
         if record["agent_id"] is None:
             record["agent_id"] = agent_id
         tail = record["tail"]

@@ -243,8 +243,11 @@ class PostgresStore:
             # The upsert locks the thread's row: saves of one thread take
             # their turn, so their seq numbers never collide.
             await conn.execute(
-                "INSERT INTO agui_threads (thread_id, agent_id, state, interrupts)"
-                " VALUES ($1, $2, $3, $4) ON CONFLICT (thread_id) DO UPDATE SET"
+                # One timestamp for both columns: their own defaults are two
+                # clock readings, and updated_at came out before created_at.
+                "INSERT INTO agui_threads (thread_id, agent_id, state, interrupts,"
+                " created_at, updated_at) VALUES ($1, $2, $3, $4, statement_timestamp(),"
+                " statement_timestamp()) ON CONFLICT (thread_id) DO UPDATE SET"
                 " agent_id = coalesce(agui_threads.agent_id, excluded.agent_id),"
                 " state = excluded.state, interrupts = excluded.interrupts,"
                 " updated_at = clock_timestamp()",
@@ -271,8 +274,9 @@ class PostgresStore:
     async def create(self, thread_id: str, metadata: dict) -> bool:
         pool = await self._conns()
         status = await pool.execute(
-            "INSERT INTO agui_threads (thread_id, agent_id, state, interrupts, metadata)"
-            " VALUES ($1, NULL, '{}', '[]', $2) ON CONFLICT (thread_id) DO NOTHING",
+            "INSERT INTO agui_threads (thread_id, agent_id, state, interrupts, metadata,"
+            " created_at, updated_at) VALUES ($1, NULL, '{}', '[]', $2, statement_timestamp(),"
+            " statement_timestamp()) ON CONFLICT (thread_id) DO NOTHING",
             thread_id,
             _json(metadata),
         )
