@@ -122,3 +122,20 @@ peer = Starlette(
         Route("/threads/{thread}/runs/{run}/events", peer_events),
     ]
 )
+
+
+# -- floor ---------------------------------------------------------------------
+
+
+async def floor(scope, receive, send):
+    """granian's own floor for a reconnect: any GET gets one SSE frame, nothing of ours."""
+    if scope["type"] != "http":
+        return
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")],
+        }
+    )
+    await send({"type": "http.response.body", "body": b'id: 1\ndata: {"type":"RUN_STARTED"}\n\n'})
