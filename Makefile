@@ -5,10 +5,11 @@ BIN := $(VENV)/bin
 export VIRTUAL_ENV := $(abspath $(VENV))
 INTEROP := tests/interop
 CKEXAMPLE := examples/copilotkit
+PLAYGROUND := clients/playground
 
-.PHONY: dev build build-release test test-rust test-py test-pure test-wheel dist bench-abi3 postgresql chromium redis copilotkit-example lint bench bench-server demo clean
+.PHONY: dev build build-release test test-rust test-py test-pure test-wheel dist bench-abi3 postgresql chromium redis copilotkit-example playground lint bench bench-server demo clean
 
-dev: $(VENV)/.deps build $(INTEROP)/node_modules/.installed
+dev: $(VENV)/.deps build $(INTEROP)/node_modules/.installed $(PLAYGROUND)/node_modules/.installed
 
 $(VENV)/.deps: requirements-dev.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -34,6 +35,16 @@ copilotkit-example: $(CKEXAMPLE)/node_modules/.installed
 $(CKEXAMPLE)/node_modules/.installed: $(CKEXAMPLE)/package.json $(CKEXAMPLE)/package-lock.json
 	cd $(CKEXAMPLE) && SCARF_ANALYTICS=false npm ci --no-audit --no-fund
 	touch $@
+
+# The playground's script: @ag-ui/client bundled by esbuild (pinned) into the
+# package. The built file is committed (a wheel or sdist build needs no npm);
+# tests/test_playground_routes.py checks it is what this makes.
+$(PLAYGROUND)/node_modules/.installed: $(PLAYGROUND)/package.json $(PLAYGROUND)/package-lock.json
+	cd $(PLAYGROUND) && SCARF_ANALYTICS=false npm ci --no-audit --no-fund
+	touch $@
+
+playground: $(PLAYGROUND)/node_modules/.installed
+	cd $(PLAYGROUND) && node build.mjs
 
 # The tests start their own PostgreSQL (the thread store's); its server package
 # is installed once, as root (CI): a no-op when it is there.
@@ -110,4 +121,4 @@ demo: dev
 	$(BIN)/agui-bridge demo
 
 clean:
-	rm -rf $(VENV) target dist python/agui_bridge/_native*.so $(INTEROP)/node_modules $(CKEXAMPLE)/node_modules $(CKEXAMPLE)/dist
+	rm -rf $(VENV) target dist python/agui_bridge/_native*.so $(INTEROP)/node_modules $(CKEXAMPLE)/node_modules $(CKEXAMPLE)/dist $(PLAYGROUND)/node_modules

@@ -92,6 +92,7 @@ def check_sdist(sdist: Path, version: str) -> None:
         "rust/py/src/lib.rs",
         "python/agui_bridge/__init__.py",
         "python/agui_bridge/py.typed",
+        "python/agui_bridge/playground/static/playground.js",
     ]
     missing = [n for n in needed if top + n not in names]
     check(not missing, f"{sdist.name} lacks {missing}")
@@ -290,6 +291,18 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def check_playground(port: int) -> None:
+    """The demo's playground page and its bundled client come from the installed package."""
+    base = f"http://127.0.0.1:{port}"
+    with urllib.request.urlopen(base + "/", timeout=30) as response:
+        page = response.read().decode()
+    check("_playground/playground.js" in page, "the playground page does not load its script")
+    with urllib.request.urlopen(base + "/_playground/playground.js", timeout=30) as response:
+        script = response.read().decode()
+    # A message of @ag-ui/client's verifier: the real client is in the bundle.
+    check("First event must be 'RUN_STARTED'" in script, "the playground bundle lacks the client")
+
+
 def check_demo() -> None:
     port = free_port()
     env = dict(os.environ, AGUI_DEMO_DELAY="0")
@@ -320,6 +333,7 @@ def check_demo() -> None:
             kind = response.headers.get("content-type", "")
             check(kind.startswith("text/event-stream"), f"content-type {kind}")
             data = response.read()
+        check_playground(port)
     finally:
         server.terminate()
         try:

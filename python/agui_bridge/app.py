@@ -21,6 +21,7 @@ from urllib.parse import quote
 from .ingress.asgi import serve_asgi
 from .ingress.handler import Handler, HttpError
 from .ingress.rsgi import RsgiConn
+from .playground import Playground
 from .runs import Limits
 from .runs.backend import open_runs
 from .store import DEFAULT_STORE, open_store
@@ -110,6 +111,10 @@ class App:
     has its runs ended with ``run_lost`` within ``lease_ttl`` + 1 s). The
     forms are documented in ``agui_bridge.runs.backend``. Across nodes the
     thread store must be shared too (PostgreSQL): the run leases live there.
+    ``playground``: ``True`` serves the playground page at ``/`` (a path: there;
+    off by default; ``agui-bridge demo`` turns it on), a browser UI for every
+    agent of the app, behind the same ``authenticate`` (``agui_bridge.playground``).
+    ``GET /agents`` lists the agents (id, paths, dialect) either way.
     """
 
     def __init__(
@@ -129,6 +134,7 @@ class App:
         lease_ttl: float = 10.0,
         drain_timeout: float = 20.0,
         runs: Any = "memory://",
+        playground: bool | str = False,
     ):
         if on_disconnect not in ("continue", "cancel"):
             raise ValueError("on_disconnect must be 'continue' or 'cancel'")
@@ -161,6 +167,9 @@ class App:
         # thread_id -> (its lease, the task renewing it), for the runs of this process
         self._leases: dict[str, tuple[Any, asyncio.Task]] = {}
         self._tasks: set[asyncio.Task] = set()
+        if playground is True:
+            playground = "/"
+        self.playground = Playground(playground) if playground else None
         self._handler = Handler(self)
 
     # -- configuration -------------------------------------------------------
@@ -205,7 +214,7 @@ class App:
                 paths.append(chosen)
             paths.append("/agui/" + agent_id)
             for p in paths:
-                if p in self._routes:
+                if p in self._routes or (self.playground and self.playground.get(p)):
                     raise ValueError(f"path {p!r} is already taken")
             agent = Agent(agent_id, fn, tuple(paths), dialect, authorize_thread, authorize_stream)
             self._agents[agent_id] = agent

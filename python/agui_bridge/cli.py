@@ -134,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     model = f", model {os.environ['OPENAI_MODEL']}" if target != DEMO else ""
     print(
         f"agui-bridge demo on http://{args.host}:{args.port}/ag-ui/run"
-        f" (threads in {store or os.path.abspath('.agui')}{model})",
+        f" (threads in {store or os.path.abspath('.agui')}{model});"
+        f" the playground: open http://{args.host}:{args.port}/ in a browser",
         file=sys.stderr,
     )
     return _serve(target, args.host, args.port, args.workers, log_level=args.log_level)

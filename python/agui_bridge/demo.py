@@ -27,7 +27,9 @@ import re
 from . import crumbs as c
 from .app import App
 
-app = App(store=os.environ.get("AGUI_DEMO_STORE", "sqlite:///.agui/threads.sqlite"))
+app = App(
+    store=os.environ.get("AGUI_DEMO_STORE", "sqlite:///.agui/threads.sqlite"), playground=True
+)
 
 _OPS = {
     ast.Add: operator.add,

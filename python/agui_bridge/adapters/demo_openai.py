@@ -14,7 +14,9 @@ from ..app import App
 from ..demo import calculate
 from .openai import openai_agent
 
-app = App(store=os.environ.get("AGUI_DEMO_STORE", "sqlite:///.agui/threads.sqlite"))
+app = App(
+    store=os.environ.get("AGUI_DEMO_STORE", "sqlite:///.agui/threads.sqlite"), playground=True
+)
 client = AsyncOpenAI(api_key=os.environ.get("OPENAI_API_KEY") or "unused")
 app.agent("demo")(
     openai_agent(

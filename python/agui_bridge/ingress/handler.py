@@ -21,6 +21,7 @@ import orjson
 from .. import RunInputError, map_run_input
 from ..context import Resumption, RunContext
 from ..errors import LeaseLost, RunsUnavailable, StoreUnavailable
+from ..playground import response as playground_response
 from ..runs import (
     STREAM_HEADERS,
     Cursor,
@@ -188,7 +189,37 @@ class Handler:
         if path.startswith("/threads/"):
             await self._threads(conn, path[len("/threads/") :].split("/"))
             return
+        if path == "/agents":
+            _only(conn, "GET")
+            await self._agents(conn)
+            return
+        if app.playground is not None and (page := app.playground.get(path)) is not None:
+            _only(conn, "GET")
+            await self._reader(conn)
+            await conn.respond(*playground_response(page, conn.headers))
+            return
         raise HttpError(404, "not_found", f"no route for {path}")
+
+    async def _reader(self, conn):
+        """authenticate, then the 'read' (or 'run') action: who may look at the app."""
+        identity = await self._identity(self._request(conn))
+        if not (_granted(identity, "read") or _granted(identity, "run")):
+            raise HttpError(403, "forbidden", "the 'read' action is not granted")
+        return identity
+
+    # -- GET /agents --------------------------------------------------------
+
+    async def _agents(self, conn) -> None:
+        await self._reader(conn)
+        agents = [
+            {"id": a.agent_id, "paths": list(a.paths), "dialect": a.dialect}
+            for a in self.app._agents.values()
+        ]
+        await conn.respond(
+            200,
+            orjson.dumps({"agents": agents}),
+            [("content-type", "application/json"), ("cache-control", "no-cache")],
+        )
 
     async def _threads(self, conn, parts: list[str]) -> None:
         """``/threads/{id}/state``, ``…/events``, ``…/runs/{run}/events`` and ``…/cancel``."""
