@@ -5,6 +5,7 @@ committed bundle being what ``clients/playground`` builds."""
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import shutil
 import subprocess
@@ -165,3 +166,45 @@ def test_the_committed_bundle_is_what_the_build_makes(tmp_path):
     out = tmp_path / "playground.js"
     subprocess.run([node, "build.mjs", str(out)], cwd=BUILDER, check=True, timeout=120)
     assert out.read_bytes() == BUNDLE.read_bytes(), "run `make playground` and commit the bundle"
+
+
+def test_interrupt_buttons_from_the_response_schema():
+    """clients/playground/src/interrupts.js under node: the buttons each schema gives."""
+    node = shutil.which("node")
+    if node is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("node is needed (make dev)")
+        pytest.skip("no node")
+    script = """
+    const { choicesFor } = await import(process.argv[1]);
+    const cases = [
+      { responseSchema: { type: "string", enum: ["yes", "no"] } },
+      { responseSchema: { type: "boolean" } },
+      { responseSchema: { oneOf: [{ const: 1, title: "one" }, { const: 2 }] } },
+      { responseSchema: { type: "object", properties: { note: { type: "string" } } } },
+      {},
+    ];
+    console.log(JSON.stringify(cases.map(choicesFor)));
+    """
+    module = (BUILDER / "src" / "interrupts.js").as_uri()
+    out = subprocess.run(
+        [node, "--input-type=module", "-e", script, module],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
+    enum, boolean, one_of, free, none = json.loads(out)
+    cancel = {"label": "Cancel", "status": "cancelled", "kind": "cancel"}
+    assert enum == {
+        "choices": [
+            {"label": "yes", "payload": "yes", "status": "resolved", "kind": "approve"},
+            {"label": "no", "payload": "no", "status": "resolved", "kind": "decline"},
+            cancel,
+        ],
+        "free": False,
+    }
+    assert [c["payload"] for c in boolean["choices"][:2]] == [True, False]
+    assert [c["label"] for c in one_of["choices"]] == ["one", "2", "Cancel"]
+    # Nothing buttons can offer: a text box and a cancel.
+    assert free == none == {"choices": [cancel], "free": True}
