@@ -170,10 +170,12 @@ def test_reload_restores_the_thread(page, shots, base_url):
     said(page, "Approved: approve sending the report")
     idle(page)
     # A new thread, then back to the first one from the list.
-    page.click("#new-thread")
+    with page.expect_navigation():
+        page.click("#new-thread")
     page.wait_for_selector("body[data-ready=true]")
     assert page.locator(".message").count() == 0
-    page.locator(f"#thread-list li[data-thread-id='{thread}'] a").click()
+    with page.expect_navigation():
+        page.locator(f"#thread-list li[data-thread-id='{thread}'] a").click()
     page.wait_for_selector("body[data-ready=true]")
     assert thread_of(page) == thread
     assert page.locator(".message").count() == len(before) + 1
