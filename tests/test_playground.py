@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import tempfile
+import time
 from pathlib import Path
 
 import httpx
@@ -142,7 +143,17 @@ def test_interrupt_approved_and_declined_with_the_buttons(page, shots, base_url)
 
 
 def test_reload_restores_the_thread(page, shots, base_url):
+    # A thread another client made is in the list too (POST /threads/search).
+    elsewhere = f"elsewhere-{time.monotonic_ns()}"
+    body = {
+        "threadId": elsewhere,
+        "runId": "r1",
+        "messages": [{"id": "u1", "role": "user", "content": "from another client"}],
+    }
+    httpx.post(base_url + "/ag-ui/run", json=body, timeout=30).raise_for_status()
     open_playground(page, base_url + "/")
+    other = page.locator(f"#thread-list li[data-thread-id='{elsewhere}']")
+    assert other.locator(".title").inner_text() == "from another client"
     send(page, "what is 2 + 3?")
     page.locator(".tool-call.done").wait_for()
     idle(page)
@@ -163,6 +174,7 @@ def test_reload_restores_the_thread(page, shots, base_url):
     current = page.locator("#thread-list li.current")
     assert current.get_attribute("data-thread-id") == thread
     assert current.locator(".title").inner_text() == "what is 2 + 3?"
+    assert current.get_attribute("data-status") == "interrupted"
     shots("reloaded")
 
     # The restored interrupt still resumes the run.

@@ -33,3 +33,13 @@ export async function cancel(threadId, runId) {
   const path = `threads/${encodeURIComponent(threadId)}/runs/${encodeURIComponent(runId)}/cancel`;
   return json(await fetch(url(path), { method: "POST" }));
 }
+
+// The app's threads the caller may see, newest first (Agent Protocol's search).
+export async function searchThreads(limit) {
+  const response = await fetch(url("threads/search"), {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Accept: "application/json" },
+    body: JSON.stringify({ limit }),
+  });
+  return json(response);
+}

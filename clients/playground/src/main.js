@@ -16,6 +16,7 @@ const ids = (items) => items.map((item) => item.id).join("\n");
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 // How often an idle page asks whether someone else started a run on its thread.
 const WATCH_EVERY_MS = 1000;
+const THREADS_SHOWN = 30;
 
 const page = {
   agentInfo: null,
@@ -46,7 +47,17 @@ function remember(fields = {}) {
     page.saved = true;
     history.replaceState(null, "", linkTo({ id: page.threadId, agent: page.agentInfo.id }));
   }
-  showThreads(threads.list(), page.threadId, linkTo);
+}
+
+// The thread list from the server; this browser's own list if that fails.
+async function listThreads() {
+  let shown;
+  try {
+    shown = threads.merged(await api.searchThreads(THREADS_SHOWN));
+  } catch {
+    shown = threads.list();
+  }
+  showThreads(shown, page.threadId, linkTo);
 }
 
 function setLive(runId, mine) {
@@ -88,6 +99,7 @@ function subscriber() {
     onRunStartedEvent: ({ event }) => {
       showError(null);
       setLive(event.runId, page.mine);
+      listThreads(); // the thread is stored (and busy) once its run started
     },
     onRunFinishedEvent: ({ outcome, interrupts }) => {
       view.steps.end();
@@ -122,7 +134,10 @@ function watch() {
       } catch (error) {
         if (!watcher.stopped) showError(`Watching the thread failed: ${error?.message ?? error}`);
       }
-      if (joined && !watcher.stopped) setLive(null, false);
+      if (joined && !watcher.stopped) {
+        setLive(null, false);
+        listThreads();
+      }
       if (watcher.stopped) break;
       if (!joined) {
         // A run shorter than the wait between joins is not missed: it is in the
@@ -161,6 +176,7 @@ async function run(params, pendingInterrupts = []) {
     page.mine = false;
     setLive(null, false);
     watch();
+    listThreads();
   }
 }
 
@@ -260,7 +276,7 @@ async function main() {
   $("thread-id").textContent = page.threadId;
   page.agent = new Agent({ url: api.url(page.agentInfo.paths[0]), threadId: page.threadId, streamsUrl: api.streamsUrl });
   page.agent.subscribe(subscriber());
-  showThreads(threads.list(), page.threadId, linkTo);
+  listThreads();
 
   $("composer").addEventListener("submit", (event) => {
     event.preventDefault();

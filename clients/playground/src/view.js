@@ -364,8 +364,10 @@ export function showThreads(threads, current, linkTo) {
   root.replaceChildren();
   for (const t of threads) {
     const link = el("a", { href: linkTo(t), title: t.id }, el("span", { className: "title", text: t.title || t.id }));
-    link.append(el("small", { text: `${t.agent ?? ""} · ${new Date(t.updated).toLocaleString()}` }));
-    root.append(el("li", { className: t.id === current ? "current" : null, "data-thread-id": t.id }, link));
+    const when = new Date(t.updated).toLocaleString();
+    link.append(el("small", { text: [t.agent, when].filter(Boolean).join(" · ") }));
+    if (t.status && t.status !== "idle") link.append(el("small", { className: `thread-status ${t.status}`, text: t.status }));
+    root.append(el("li", { className: t.id === current ? "current" : null, "data-thread-id": t.id, "data-status": t.status }, link));
   }
   if (threads.length === 0) root.append(el("li", { className: "empty", text: "No threads yet: send a message." }));
 }
