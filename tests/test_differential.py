@@ -24,7 +24,7 @@ import os
 
 import pytest
 from ag_ui import core as _core
-from ag_ui.core import Event
+from ag_ui.core import Event, Message
 from ag_ui_validate.pytest_plugin import validate_agui
 from agui_bridge.errors import CrumbError
 from hypothesis import HealthCheck, given, settings
@@ -32,6 +32,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, TypeAdapter
 
 EVENT = TypeAdapter(Event)
+MESSAGE = TypeAdapter(Message)
 SETTINGS = settings(
     max_examples=200,
     deadline=None,
@@ -365,8 +366,13 @@ def replay(impl, dialect, items, how, options=((), None)):
     """Per-step outcomes via t(item) and via t.encode(item), plus encode_many,
     and the frames of one transformer fed by every method in turn."""
     t_events, t_bytes, t_many, t_mixed = (make(impl, dialect, options) for _ in range(4))
-    events = [step_outcome(t_events, item) for item in items]
+    events, snapshots = [], []
+    for item in items:
+        events.append(step_outcome(t_events, item))
+        # What a joining reader and the store get: the same in both builds at every step.
+        snapshots.append(t_events.snapshot())
     events.append(("end", ending(t_events, how, False)))
+    snapshots.append(t_events.snapshot())
     frames = [step_outcome(t_bytes.encode, item) for item in items]
     frames.append(("end", ending(t_bytes, how, True)))
     batches = []
@@ -389,7 +395,7 @@ def replay(impl, dialect, items, how, options=((), None)):
     extras = [(t.thread_id, t.run_id, t.state) for t in (t_events, t_bytes, t_many)]
     if dialect == "crumbs":
         extras += [t.interrupts for t in (t_events, t_bytes, t_many)]
-    return events, frames, batches, counters + extras + mixed
+    return events, frames, batches, counters + extras + mixed + snapshots
 
 
 def all_events(outcomes):
@@ -426,6 +432,13 @@ def check_self_consistent(impl, events, frames, batches, counters, options):
     ended = end - len(events[-1][1])
     assert counters[3:7] == [(end, end - 1), (end, end - 1), (ended, ended - 1), (end, end - 1)]
     assert counters[7] == counters[8] == counters[9]
+    # The final snapshot: valid AG-UI messages, nothing open once the run ended.
+    final = counters[-1]
+    for message in final["messages"]:
+        MESSAGE.validate_python(message)
+    if counters[0][2]:
+        assert final["open"] == []
+    assert final["last_id"] == end - 1
 
 
 def check_valid(stream, dialect):

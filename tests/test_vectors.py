@@ -70,7 +70,11 @@ def test_vector_events(impl, path):
     t = create(impl, vector)
     events = []
     for index, step in enumerate(vector["steps"]):
-        if "finish" in step:
+        if "snapshot" in step:
+            snapshot = t.snapshot()
+            assert snapshot == step["snapshot"], f"step {index}"
+            assert json.dumps(snapshot) == json.dumps(step["snapshot"]), f"step {index}: key order"
+        elif "finish" in step:
             events += t.finish()
         elif "fail" in step:
             events += t.fail(make_exception(step["fail"]))
@@ -103,7 +107,9 @@ def test_vector_encode_bytes(impl, path):
     t = create(impl, vector)
     out = b""
     for step in vector["steps"]:
-        if "finish" in step:
+        if "snapshot" in step:
+            assert t.snapshot() == step["snapshot"]
+        elif "finish" in step:
             out += t.finish_encoded()
         elif "fail" in step:
             out += t.fail_encoded(make_exception(step["fail"]))

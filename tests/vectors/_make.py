@@ -42,6 +42,8 @@ def raw(value):
 
 
 FINISH = {"finish": True}
+# Filled in with t.snapshot() at that point.
+SNAPSHOT = {"snapshot": None}
 
 
 def fail(name, message):
@@ -406,6 +408,46 @@ SPECS = [
             raw(42),
             raw({"type": "done", "output": "ok"}),
             raw("late"),
+        ],
+    ),
+    # ---- snapshot(): what a joining reader and the store need ----
+    (
+        C,
+        "snapshot of open and closed constructs",
+        {**IDS, "state": {"s": 1}, "event_ids": True},
+        [
+            SNAPSHOT,
+            inp("pipeline:step:start", stepName="plan"),
+            inp("tool:call", toolCallId="c0", toolName="f", input={"a": 1}),
+            td("Hel"),
+            td("lo"),
+            inp("tool:input:start", toolCallId="c1", toolName="g"),
+            inp("tool:input:delta", toolCallId="c1", delta='{"q":'),
+            td("mid"),
+            SNAPSHOT,
+            inp("tool:input:end", toolCallId="c1"),
+            inp("tool:result", toolCallId="c1", result="one"),
+            inp("tool:result", toolCallId="c0", result={"z": 0}),
+            inp("human:required", message="ok?"),
+            SNAPSHOT,
+            FINISH,
+            SNAPSHOT,
+        ],
+    ),
+    (
+        K,
+        "chunks snapshot with interrupts",
+        {**IDS, "held_ids": ["r1:i1"]},
+        [
+            raw("a"),
+            raw({"type": "tool_call", "name": "f"}),
+            raw({"type": "interrupt", "reason": "approval", "message": "go?"}),
+            raw({"type": "interrupt", "interruptId": "mine", "x": None}),
+            raw({"type": "tool_result", "id": "r1:t1", "output": "ok"}),
+            raw("b"),
+            SNAPSHOT,
+            raw({"type": "done"}),
+            SNAPSHOT,
         ],
     ),
     # ---- crumbs: ids the thread already holds (section 6) ----
@@ -1009,6 +1051,31 @@ SPECS = [
     ),
     (
         E,
+        "events snapshot with a resumed message and an interrupt outcome",
+        IDS,
+        [
+            ev("STEP_STARTED", stepName="s"),
+            ev("TEXT_MESSAGE_START", messageId="a", role="assistant"),
+            ev("TEXT_MESSAGE_CONTENT", messageId="a", delta="one "),
+            ev("TOOL_CALL_START", toolCallId="c1", toolCallName="f", parentMessageId="a"),
+            ev("TOOL_CALL_ARGS", toolCallId="c1", delta='{"k":'),
+            ev("TEXT_MESSAGE_CONTENT", messageId="a", delta="two"),
+            SNAPSHOT,
+            ev("TOOL_CALL_CHUNK", toolCallId="c1", delta="1}"),
+            ev("TOOL_CALL_RESULT", messageId="x", toolCallId="c1", content="r"),
+            ev("TEXT_MESSAGE_CHUNK", messageId="b", delta="three"),
+            SNAPSHOT,
+            ev(
+                "RUN_FINISHED",
+                threadId="t1",
+                runId="r1",
+                outcome={"type": "interrupt", "interrupts": [{"id": "i1", "reason": "ok?"}]},
+            ),
+            SNAPSHOT,
+        ],
+    ),
+    (
+        E,
         "events missing starts are opened",
         IDS,
         [
@@ -1198,6 +1265,10 @@ def run(dialect, create, steps):
     next_id = create.get("first_id", 1)
     for step in steps:
         step = dict(step)
+        if "snapshot" in step:
+            step["snapshot"] = t.snapshot()
+            out_steps.append(step)
+            continue
         if "finish" in step:
             got = t.finish()
         elif "fail" in step:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from ..errors import CrumbError
 from .fields import parse_fields
 from .framing import Framer, check_text
-from .json_values import compact, is_unicode
+from .json_values import compact, copy_json, is_unicode
+from .messages import chunk_interrupt
 from .stream import EventStream
 from .table import CHUNKS
 
@@ -23,7 +24,7 @@ def _named(value) -> bool:
 
 
 class ChunkTranslator(EventStream):
-    __slots__ = ("_custom_prefix",)
+    __slots__ = ("_custom_prefix", "_interrupts")
 
     def __init__(
         self,
@@ -49,6 +50,8 @@ class ChunkTranslator(EventStream):
             )
         )
         self._custom_prefix = custom_prefix
+        # One pending interrupt per interrupt chunk, for snapshot().
+        self._interrupts: list[dict] = []
 
     def _parse(self, chunk):
         if isinstance(chunk, str):
@@ -103,6 +106,7 @@ class ChunkTranslator(EventStream):
             if not (_named(fields.get("interruptId")) or _named(fields.get("id"))):
                 fields.pop("interruptId", None)
                 fields["interruptId"] = framer.new_id("i")
+            self._interrupts.append(chunk_interrupt(fields))
             framer.custom("on_interrupt", fields)
         elif kind == "done":
             self._done(fields.get("output"))
@@ -111,6 +115,9 @@ class ChunkTranslator(EventStream):
             framer.custom(f"{self._custom_prefix}.{chunk_type}", value)
         else:
             framer.snapshot(fields)
+
+    def _pending_interrupts(self) -> list[dict]:
+        return copy_json(self._interrupts)
 
     def _done(self, output) -> None:
         framer = self._framer

@@ -66,6 +66,10 @@ class CrumbTransformer(EventStream):
         """The interrupts recorded by human:required so far (copies)."""
         return copy_json(self._interrupts)
 
+    def _pending_interrupts(self) -> list[dict]:
+        # Those of human:required, which a run that ended in RUN_ERROR never offered.
+        return [] if self._framer.errored else self.interrupts
+
     def _parse(self, crumb):
         if not isinstance(crumb, dict):
             raise CrumbError(f"crumb must be a dict, not {type(crumb).__name__}")

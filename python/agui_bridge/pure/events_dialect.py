@@ -11,7 +11,7 @@ from ..errors import CrumbError
 from ..event_models import event_dict
 from .fields import parse_fields
 from .framing import Framer
-from .json_values import is_unicode
+from .json_values import copy_json, is_unicode
 from .stream import EventStream
 from .table import EVENTS
 
@@ -22,7 +22,7 @@ _ROWS = EVENTS
 
 class EventRepairer(EventStream):
     # _messages: the agent's message id -> the id it streams under (None: started, no content yet).
-    __slots__ = ("_ended", "_messages")
+    __slots__ = ("_ended", "_interrupts", "_messages")
 
     def __init__(
         self, thread_id=None, run_id=None, state=None, *, held_ids=None, event_ids=False, first_id=1
@@ -40,6 +40,8 @@ class EventRepairer(EventStream):
         )
         self._messages: dict[str, str | None] = {}
         self._ended: set[str] = set()
+        # What the agent's RUN_FINISHED left pending, for snapshot().
+        self._interrupts: list = []
 
     def _parse(self, event):
         if not isinstance(event, dict):
@@ -171,7 +173,14 @@ class EventRepairer(EventStream):
         self._framer.custom(f["name"], f["value"])
 
     def _run_finished(self, f):
-        self._framer.run_finished(f.get("result"), f.get("outcome"))
+        outcome = f.get("outcome")
+        if isinstance(outcome, dict) and outcome.get("type") == "interrupt":
+            interrupts = outcome.get("interrupts")
+            self._interrupts = copy_json(interrupts) if isinstance(interrupts, list) else []
+        self._framer.run_finished(f.get("result"), outcome)
+
+    def _pending_interrupts(self) -> list:
+        return copy_json(self._interrupts)
 
     def _run_error(self, f):
         self._framer.run_error(f["message"], f.get("code"))

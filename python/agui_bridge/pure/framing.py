@@ -11,6 +11,7 @@ from uuid import uuid4
 
 from ..errors import CrumbError
 from .json_values import NotJson, compact, copy_json, dumps, frames, is_unicode, normalize
+from .messages import RunMessages
 
 
 def check_text(value, name: str) -> str:
@@ -80,13 +81,16 @@ class Framer:
         "close_text_always",
         "counters",
         "dropped",
+        "errored",
         "event_ids",
         "finished",
         "held",
         "ignored",
         "known_tools",
         "latest_text_id",
+        "messages",
         "next_event_id",
+        "open_parts",
         "open_tools",
         "out",
         "run_id",
@@ -118,8 +122,13 @@ class Framer:
         # Every event leaves through ``taken`` (numbered here, contract
         # section 7), counted whether or not its frame carries the id.
         self.event_ids, self.next_event_id = _created_event_ids(event_ids, first_id)
+        # What the run has made so far, for snapshot().
+        self.messages = RunMessages()
+        # What the open text message streamed so far: an append per delta.
+        self.open_parts: list[str] = []
         self.started = False
         self.finished = False
+        self.errored = False  # the run ended with RUN_ERROR
         self.out: list[dict] = []
         self.text_id: str | None = None
         self.latest_text_id: str | None = None
@@ -166,6 +175,17 @@ class Framer:
             [b"id: %d\ndata: %b\n\n" % (first + at, dumps(e)) for at, e in enumerate(events)]
         )
 
+    def run_snapshot(self) -> tuple[list[dict], list[dict]]:
+        """This run's messages (open text and arguments left empty) and the
+        events that re-open what is open, carrying what it streamed."""
+        messages = self.messages
+        return (
+            messages.messages(self.text_id, self.open_tools),
+            messages.open_events(
+                self.steps, self.text_id, "".join(self.open_parts), self.open_tools
+            ),
+        )
+
     def check_fresh(self, item_type: str, field: str, value: str) -> None:
         """An agent-supplied id that opens a tool call or an interrupt must be new
         to the thread: reusing one would merge this run's output into an earlier
@@ -191,8 +211,10 @@ class Framer:
             self.out.append(
                 {"type": "TEXT_MESSAGE_START", "messageId": message_id, "role": "assistant"}
             )
+            self.messages.open_text(message_id)
             self.text_id = self.latest_text_id = message_id
         self.out.append({"type": "TEXT_MESSAGE_CONTENT", "messageId": self.text_id, "delta": delta})
+        self.open_parts.append(delta)
 
     def open_text_as(self, message_id: str) -> None:
         """Opens a text message under a given id (closing the open one); content follows."""
@@ -200,11 +222,14 @@ class Framer:
         self.used_ids.add(message_id)
         start = {"type": "TEXT_MESSAGE_START", "messageId": message_id, "role": "assistant"}
         self.out.append(start)
+        self.messages.open_text(message_id)
         self.text_id = self.latest_text_id = message_id
 
     def close_text(self) -> None:
         if self.text_id is not None:
             message_id, self.text_id = self.text_id, None
+            self.messages.close_text(message_id, "".join(self.open_parts))
+            self.open_parts = []
             self.out.append({"type": "TEXT_MESSAGE_END", "messageId": message_id})
 
     def tool_start(self, tool_call_id: str, tool_name: str) -> bool:
@@ -218,6 +243,7 @@ class Framer:
         event = {"type": "TOOL_CALL_START", "toolCallId": tool_call_id, "toolCallName": tool_name}
         if self.latest_text_id is not None:
             event["parentMessageId"] = self.latest_text_id
+        self.messages.tool_start(event)
         self.emit(event)
         return True
 
@@ -228,6 +254,7 @@ class Framer:
         if tool_call_id not in self.open_tools:
             self.dropped += 1
         elif delta:
+            self.messages.tool_args(tool_call_id, delta)
             self.emit({"type": "TOOL_CALL_ARGS", "toolCallId": tool_call_id, "delta": delta})
 
     def tool_end(self, tool_call_id: str) -> None:
@@ -243,15 +270,15 @@ class Framer:
             return
         if tool_call_id in self.open_tools:
             self.tool_end(tool_call_id)
-        self.emit(
-            {
-                "type": "TOOL_CALL_RESULT",
-                "messageId": self.new_id("r"),
-                "toolCallId": tool_call_id,
-                "content": content,
-                "role": "tool",
-            }
-        )
+        event = {
+            "type": "TOOL_CALL_RESULT",
+            "messageId": self.new_id("r"),
+            "toolCallId": tool_call_id,
+            "content": content,
+            "role": "tool",
+        }
+        self.messages.tool_result(event)
+        self.emit(event)
 
     def step_start(self, name: str) -> None:
         if name in self.steps:
@@ -299,6 +326,7 @@ class Framer:
             event["code"] = code
         self.emit(event)
         self.finished = True
+        self.errored = True
 
 
 def error_text(exc) -> str:

@@ -73,6 +73,48 @@ class EventStream:
         message, code = error_text(exc), type(exc).__name__
         return self._terminal(lambda: self._framer.run_error(message, code))
 
+    def events_and_frames(self, item) -> tuple[list[dict], bytes]:
+        """``t(item)`` and ``t.encode(item)`` from one mapping: the events and their frames."""
+        framer = self._framer
+        first = framer.next_event_id
+        events = self(item)
+        return events, framer.framed(events, first)
+
+    def finish_events_and_frames(self) -> tuple[list[dict], bytes]:
+        """``finish()`` and its frames from one mapping."""
+        first = self._framer.next_event_id
+        events = self.finish()
+        return events, self._framer.framed(events, first)
+
+    def fail_events_and_frames(self, exc) -> tuple[list[dict], bytes]:
+        """``fail(exc)`` and its frames from one mapping."""
+        first = self._framer.next_event_id
+        events = self.fail(exc)
+        return events, self._framer.framed(events, first)
+
+    def _pending_interrupts(self) -> list[dict]:
+        return []
+
+    def snapshot(self) -> dict:
+        """What a reader joining now, and the store, need of the run.
+
+        ``messages``: this run's messages as the client's reducer builds them,
+        what is still open (text, tool call arguments) left empty; ``open``:
+        the events that re-open what is open (steps, the text message, tool
+        calls), each followed by one content event with what it streamed so
+        far, when non-empty; ``state``; ``interrupts`` (pending); ``last_id``.
+        See docs/contract-notes.md.
+        """
+        framer = self._framer
+        messages, open_events = framer.run_snapshot()
+        return {
+            "messages": messages,
+            "open": open_events,
+            "state": copy_json(framer.state),
+            "interrupts": self._pending_interrupts(),
+            "last_id": framer.next_event_id - 1,
+        }
+
     def finish_encoded(self) -> bytes:
         first = self._framer.next_event_id
         return self._framer.framed(self.finish(), first)

@@ -72,6 +72,32 @@ pub enum Parsed {
 pub struct Chunks {
     framer: Framer,
     custom_prefix: String,
+    /// One pending interrupt per `interrupt` chunk, for `snapshot()`.
+    interrupts: Vec<Value>,
+}
+
+/// The pending interrupt an `interrupt` chunk's CUSTOM value stands for; the
+/// value always names its id (`interruptId`, else `id`: see `apply`).
+fn pending_interrupt(value: &Map<String, Value>) -> Value {
+    let named = |key: &str| match value.get(key) {
+        Some(Value::String(id)) if !id.is_empty() => Some(id.clone()),
+        _ => None,
+    };
+    let id = named("interruptId")
+        .or_else(|| named("id"))
+        .unwrap_or_default();
+    let reason = match value.get("reason") {
+        Some(Value::String(reason)) => reason.clone(),
+        _ => "interrupt".to_owned(),
+    };
+    let mut interrupt = Map::new();
+    interrupt.insert("id".to_owned(), id.into());
+    interrupt.insert("reason".to_owned(), reason.into());
+    if let Some(message @ Value::String(_)) = value.get("message") {
+        interrupt.insert("message".to_owned(), message.clone());
+    }
+    interrupt.insert("payload".to_owned(), Value::Object(value.clone()));
+    Value::Object(interrupt)
 }
 
 impl Chunks {
@@ -84,6 +110,7 @@ impl Chunks {
         Self {
             framer: Framer::new(thread_id, run_id, state, true),
             custom_prefix,
+            interrupts: Vec::new(),
         }
     }
 
@@ -240,8 +267,9 @@ impl Dialect for Chunks {
                     let id = self.framer.new_id(IdKind::Interrupt);
                     f.insert(Cow::Borrowed("interruptId"), Value::String(id));
                 }
-                self.framer
-                    .custom("on_interrupt", Value::Object(f.into_map()));
+                let value = f.into_map();
+                self.interrupts.push(pending_interrupt(&value));
+                self.framer.custom("on_interrupt", Value::Object(value));
             }
             Row::Done => {
                 let output = f.remove("output");
@@ -252,6 +280,10 @@ impl Dialect for Chunks {
 
     fn finish_run(&mut self) {
         self.framer.run_finished(None, None);
+    }
+
+    fn pending_interrupts(&self) -> Vec<Value> {
+        self.interrupts.clone()
     }
 
     fn fail_run(&mut self, message: &str, code: &str) {

@@ -474,6 +474,14 @@ impl Dialect for Crumbs {
         self.run_end(&Fields::default());
     }
 
+    /// Those of `human:required`, which a run that ended in `RUN_ERROR` never offered.
+    fn pending_interrupts(&self) -> Vec<Value> {
+        if self.framer.errored {
+            return Vec::new();
+        }
+        self.interrupts.iter().cloned().map(Value::Object).collect()
+    }
+
     fn fail_run(&mut self, message: &str, code: &str) {
         self.framer.run_error(message, Some(code));
     }

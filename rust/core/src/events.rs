@@ -83,6 +83,21 @@ pub struct Events {
     /// The agent's message id → the id it streams under (`None`: started, no content yet).
     messages: std::collections::HashMap<String, Option<String>, foldhash::fast::RandomState>,
     ended: HashSet<String>,
+    /// What the agent's `RUN_FINISHED` left pending, for `snapshot()`.
+    interrupts: Vec<Value>,
+}
+
+/// The interrupts a `RUN_FINISHED` leaves pending: its outcome's, when that is an interrupt.
+fn outcome_interrupts(outcome: Option<&Value>) -> Vec<Value> {
+    let Some(Value::Object(outcome)) = outcome else {
+        return Vec::new();
+    };
+    match (outcome.get("type"), outcome.get("interrupts")) {
+        (Some(Value::String(kind)), Some(Value::Array(interrupts))) if kind == "interrupt" => {
+            interrupts.clone()
+        }
+        _ => Vec::new(),
+    }
 }
 
 impl Events {
@@ -91,6 +106,7 @@ impl Events {
             framer: Framer::new(thread_id, run_id, state, false),
             messages: std::collections::HashMap::default(),
             ended: HashSet::default(),
+            interrupts: Vec::new(),
         }
     }
 
@@ -219,6 +235,7 @@ impl Dialect for Events {
             Row::RunFinished => {
                 let result = f.remove("result");
                 let outcome = f.remove("outcome");
+                self.interrupts = outcome_interrupts(outcome.as_ref());
                 self.framer.run_finished(result, outcome);
             }
             Row::RunError => {
@@ -263,6 +280,10 @@ impl Dialect for Events {
 
     fn finish_run(&mut self) {
         self.framer.run_finished(None, None);
+    }
+
+    fn pending_interrupts(&self) -> Vec<Value> {
+        self.interrupts.clone()
     }
 
     fn fail_run(&mut self, message: &str, code: &str) {

@@ -6,12 +6,14 @@
 
 use crate::error::CrumbError;
 use crate::json::{self, Map, Value};
+use crate::messages::RunMessages;
 use crate::sse::{self, EventIds};
 
 /// The run's id and name sets. Their keys are short ids hashed several times
 /// per tool call: foldhash (randomly seeded per set) costs a fraction of std's `SipHash`.
 pub type HashSet<T> = std::collections::HashSet<T, foldhash::fast::RandomState>;
 pub type IndexSet<T> = indexmap::IndexSet<T, foldhash::fast::RandomState>;
+pub type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 pub use crate::event::Event;
 
@@ -57,12 +59,16 @@ impl IdKind {
     }
 }
 
+// Independent flags of the run's life, each read on its own: not a state enum.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Debug, Clone)]
 pub struct Framer {
     pub thread_id: String,
     pub run_id: String,
     pub started: bool,
     pub finished: bool,
+    /// The run ended with `RUN_ERROR`.
+    pub errored: bool,
     pub out: Vec<Event>,
     pub text_id: Option<String>,
     pub latest_text_id: Option<String>,
@@ -84,6 +90,8 @@ pub struct Framer {
     /// Every event leaves through `take_out`, `write_out` or the fast writers
     /// below, which number it (contract section 7).
     pub event_ids: EventIds,
+    /// What the run has made so far, for `snapshot()`.
+    pub messages: RunMessages,
 }
 
 impl Framer {
@@ -98,6 +106,7 @@ impl Framer {
             run_id,
             started: false,
             finished: false,
+            errored: false,
             out: Vec::new(),
             text_id: None,
             latest_text_id: None,
@@ -113,6 +122,7 @@ impl Framer {
             ignored: 0,
             close_text_always,
             event_ids: EventIds::default(),
+            messages: RunMessages::default(),
         }
     }
 
@@ -198,6 +208,7 @@ impl Framer {
         put(&mut content, "messageId", message_id);
         put(&mut content, "delta", delta);
         self.out.push(content);
+        self.messages.push_text(delta);
     }
 
     fn open_text(&mut self, id: String) {
@@ -206,6 +217,7 @@ impl Framer {
             .extend_from_slice(br#"data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"#);
         json::write_str(&mut self.content_prefix, &id);
         self.content_prefix.extend_from_slice(br#","delta":"#);
+        self.messages.open_text(&id);
         self.text_id = Some(id.clone());
         self.latest_text_id = Some(id);
     }
@@ -223,6 +235,7 @@ impl Framer {
 
     pub fn close_text(&mut self) {
         if let Some(message_id) = self.text_id.take() {
+            self.messages.close_text();
             let mut event = event("TEXT_MESSAGE_END");
             put(&mut event, "messageId", message_id);
             self.out.push(event);
@@ -244,6 +257,8 @@ impl Framer {
         if let Some(parent) = &self.latest_text_id {
             put(&mut event, "parentMessageId", parent.clone());
         }
+        self.messages
+            .tool_start(tool_call_id, tool_name, self.latest_text_id.as_deref());
         self.emit(event);
         true
     }
@@ -260,6 +275,7 @@ impl Framer {
         if !self.open_tools.contains(tool_call_id) {
             self.dropped += 1;
         } else if !delta.is_empty() {
+            self.messages.tool_args(tool_call_id, delta);
             let mut event = event("TOOL_CALL_ARGS");
             put(&mut event, "toolCallId", tool_call_id);
             put(&mut event, "delta", delta);
@@ -286,6 +302,8 @@ impl Framer {
             self.tool_end(tool_call_id);
         }
         let message_id = self.new_id(IdKind::Result);
+        self.messages
+            .tool_result(&message_id, tool_call_id, &content);
         let mut event = event("TOOL_CALL_RESULT");
         put(&mut event, "messageId", message_id);
         put(&mut event, "toolCallId", tool_call_id);
@@ -368,11 +386,29 @@ impl Framer {
         }
         self.emit(event);
         self.finished = true;
+        self.errored = true;
+    }
+
+    /// This run's messages (open text and arguments left empty) and the
+    /// events that re-open what is open, carrying what it streamed.
+    pub fn run_snapshot(&self) -> (Vec<Value>, Vec<Value>) {
+        let text = self.text_id.as_deref();
+        (
+            self.messages.messages(text, &self.open_tools),
+            self.messages
+                .open_events(&self.steps, text, &self.open_tools),
+        )
     }
 
     /// The events of the last call, numbered, for a caller that hands them over as dicts.
     pub fn take_out(&mut self) -> Vec<Event> {
         self.event_ids.skip(self.out.len());
+        std::mem::take(&mut self.out)
+    }
+
+    /// The events of the last call, numbered, with their frames appended to `frames`.
+    pub fn take_out_written(&mut self, frames: &mut Vec<u8>) -> Vec<Event> {
+        self.event_ids.write_frames(frames, &self.out);
         std::mem::take(&mut self.out)
     }
 

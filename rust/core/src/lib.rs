@@ -11,6 +11,7 @@ pub mod events;
 pub mod fields;
 pub mod framing;
 pub mod json;
+pub mod messages;
 pub mod sse;
 pub mod stream;
 pub mod table;

@@ -3,6 +3,7 @@
 use crate::error::CrumbError;
 use crate::fields::Input;
 use crate::framing::{Event, Framer};
+use crate::json::{Map, Value};
 
 /// What a text delta on the fast path needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +67,18 @@ pub trait Dialect: Sized {
         Ok(())
     }
 
+    /// Like `call`, also appending the events' frames to `out`: one mapping, both forms.
+    fn call_written(&mut self, input: Input, out: &mut Vec<u8>) -> Result<Vec<Event>, CrumbError> {
+        if self.framer().finished {
+            self.framer_mut().dropped += 1;
+            return Ok(Vec::new());
+        }
+        let parsed = self.parse(input)?;
+        self.framer_mut().out.clear();
+        self.apply(parsed);
+        Ok(self.framer_mut().take_out_written(out))
+    }
+
     /// Like `call` for an item already checked: `act` applies it to a started run.
     ///
     /// The events are left in the framer's `out`, emptied first.
@@ -93,6 +106,7 @@ pub trait Dialect: Sized {
         } else if delta.is_empty() {
             FastText::Nothing
         } else if framer.text_id.is_some() {
+            framer.messages.push_text(delta);
             FastText::Content
         } else {
             FastText::Open
@@ -120,8 +134,33 @@ pub trait Dialect: Sized {
         } else if delta.is_empty() {
             FastText::Nothing
         } else {
+            framer.messages.tool_args(tool_call_id, delta);
             FastText::Content
         }
+    }
+
+    /// The interrupts this run leaves pending, for `snapshot()`.
+    fn pending_interrupts(&self) -> Vec<Value> {
+        Vec::new()
+    }
+
+    /// What a reader joining now, and the store, need of the run: see docs/contract-notes.md.
+    fn snapshot(&self) -> Value {
+        let framer = self.framer();
+        let (messages, open) = framer.run_snapshot();
+        let mut out = Map::new();
+        out.insert("messages".to_owned(), Value::Array(messages));
+        out.insert("open".to_owned(), Value::Array(open));
+        out.insert("state".to_owned(), Value::Object(framer.state.clone()));
+        out.insert(
+            "interrupts".to_owned(),
+            Value::Array(self.pending_interrupts()),
+        );
+        out.insert(
+            "last_id".to_owned(),
+            Value::from(framer.event_ids.next() - 1),
+        );
+        Value::Object(out)
     }
 
     fn finish(&mut self) -> Vec<Event> {
@@ -139,6 +178,18 @@ pub trait Dialect: Sized {
     fn fail(&mut self, message: &str, code: &str) -> Vec<Event> {
         self.terminal(|dialect| dialect.fail_run(message, code));
         self.framer_mut().take_out()
+    }
+
+    /// `finish()`, also appending the events' frames to `out`.
+    fn finish_written(&mut self, out: &mut Vec<u8>) -> Vec<Event> {
+        self.terminal(Self::finish_run);
+        self.framer_mut().take_out_written(out)
+    }
+
+    /// `fail(exc)`, also appending the events' frames to `out`.
+    fn fail_written(&mut self, message: &str, code: &str, out: &mut Vec<u8>) -> Vec<Event> {
+        self.terminal(|dialect| dialect.fail_run(message, code));
+        self.framer_mut().take_out_written(out)
     }
 
     /// `fail(exc)` as numbered frames appended to `out`.

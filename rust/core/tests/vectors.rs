@@ -64,7 +64,16 @@ fn run<D: Dialect + Clone>(mut dialect: D, steps: &[Value], name: &str) -> Outco
     let sse_bytes = frames_of(dialect.clone(), steps);
     let mut events = Vec::new();
     for (index, step) in steps.iter().enumerate() {
-        if let Some(input) = step.get("input") {
+        if let Some(expected) = step.get("snapshot") {
+            let snapshot = dialect.snapshot();
+            assert_eq!(&snapshot, expected, "{name}: step {index} snapshot");
+            let order = |value: &Value| serde_json::to_string(value).unwrap();
+            assert_eq!(
+                order(&snapshot),
+                order(expected),
+                "{name}: step {index} key order"
+            );
+        } else if let Some(input) = step.get("input") {
             let result = dialect.call(Input::from_json(input));
             match (result, step.get("error").and_then(Value::as_str)) {
                 (Ok(out), None) => events.extend(out),

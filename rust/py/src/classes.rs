@@ -195,6 +195,35 @@ macro_rules! event_stream_class {
                 stream::fail_encoded(&self.inner, exc)
             }
 
+            /// `t(item)` and `t.encode(item)` from one mapping: `(events, frames)`.
+            fn events_and_frames<'py>(
+                &self,
+                item: &Bound<'py, PyAny>,
+            ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyBytes>)> {
+                stream::events_and_frames(item.py(), &self.inner, item)
+            }
+
+            /// `finish()` and its frames from one mapping: `(events, frames)`.
+            fn finish_events_and_frames<'py>(
+                &self,
+                py: Python<'py>,
+            ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyBytes>)> {
+                stream::end_events_and_frames(py, &self.inner, None)
+            }
+
+            /// `fail(exc)` and its frames from one mapping: `(events, frames)`.
+            fn fail_events_and_frames<'py>(
+                &self,
+                exc: &Bound<'py, PyAny>,
+            ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyBytes>)> {
+                stream::end_events_and_frames(exc.py(), &self.inner, Some(exc))
+            }
+
+            /// What a reader joining now, and the store, need of the run.
+            fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+                stream::snapshot(py, &self.inner)
+            }
+
             #[getter]
             fn dropped(&self) -> u64 {
                 lock(&self.inner).framer().dropped

@@ -282,6 +282,59 @@ fn write_many<'py, 'm, D: Dialect + FastInput + HotInput>(
     Ok(())
 }
 
+/// `t(item)` and `t.encode(item)` from one mapping: the events and their frames.
+pub fn events_and_frames<'py, D: Dialect + FastInput + HotInput>(
+    py: Python<'py>,
+    inner: &Mutex<D>,
+    item: &Bound<'py, PyAny>,
+) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyBytes>)> {
+    let mut out = Vec::with_capacity(256);
+    let hot = D::with_hot(item, |hot| {
+        let mut dialect = lock(inner);
+        dialect.check_hot(&hot)?;
+        dialect.call_checked(|dialect| dialect.apply_hot(hot));
+        Ok(dialect.framer_mut().take_out_written(&mut out))
+    });
+    let events = if let Some(events) = hot {
+        events.map_err(item_error)?
+    } else {
+        let input = D::input(item)?;
+        lock(inner)
+            .call_written(input, &mut out)
+            .map_err(item_error)?
+    };
+    Ok((events_to_py(py, &events)?, PyBytes::new(py, &out)))
+}
+
+/// `finish()` or `fail(exc)` from one mapping: the events and their frames.
+pub fn end_events_and_frames<'py, D: Dialect>(
+    py: Python<'py>,
+    inner: &Mutex<D>,
+    exc: Option<&Bound<'py, PyAny>>,
+) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyBytes>)> {
+    let mut out = Vec::new();
+    let events = match exc {
+        None => lock(inner).finish_written(&mut out),
+        // Like the pure build, str(exc) is not even asked for once the run is over.
+        Some(_) if lock(inner).framer().finished => Vec::new(),
+        Some(exc) => {
+            let (message, code) = error_parts(exc)?;
+            lock(inner).fail_written(&message, &code, &mut out)
+        }
+    };
+    Ok((events_to_py(py, &events)?, PyBytes::new(py, &out)))
+}
+
+pub fn snapshot<'py, D: Dialect>(
+    py: Python<'py>,
+    inner: &Mutex<D>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let Value::Object(snapshot) = lock(inner).snapshot() else {
+        unreachable!("a snapshot is an object")
+    };
+    map_to_py(py, &snapshot)
+}
+
 pub fn finish<D: Dialect>(inner: &Mutex<D>) -> Vec<Event> {
     lock(inner).finish()
 }

@@ -1,0 +1,281 @@
+//! The run's messages and what is open, for `snapshot()` (docs/contract-notes.md).
+//!
+//! The framer tells this record what it emits; nothing here reads events.
+//! Messages come out as `@ag-ui/client`'s reducer builds them from the run's
+//! events (1.0.0 and 0.0.58 agree): a text message is an assistant message; a
+//! tool call joins the message named by its `parentMessageId`, or, without
+//! one, a new assistant message whose id is the tool call's; a tool result
+//! goes right after the message holding its call and the tool messages that
+//! follow it.
+
+use crate::framing::{HashMap, IndexSet};
+use crate::json::{Map, Value};
+
+#[derive(Debug, Clone)]
+struct Assistant {
+    id: String,
+    /// Where its text sits in `RunMessages::text` (the end is `usize::MAX`
+    /// while it streams); `None`: made for a tool call without a parent, so
+    /// no content key.
+    content: Option<(usize, usize)>,
+    calls: Vec<Call>,
+}
+
+#[derive(Debug, Clone)]
+struct Call {
+    id: String,
+    name: String,
+    parent: Option<String>,
+    args: String,
+}
+
+#[derive(Debug, Clone)]
+enum Entry {
+    Assistant(usize),
+    Result {
+        id: String,
+        tool_call_id: String,
+        content: String,
+        owner: usize,
+    },
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct RunMessages {
+    /// In order of creation.
+    entries: Vec<Entry>,
+    assistants: Vec<Assistant>,
+    /// The text of every text message of the run, one after the other: only
+    /// one is open at a time, so a delta is an append and a message a range.
+    text: String,
+    /// The latest text message, which a tool call's `parentMessageId` names.
+    latest_text: Option<usize>,
+    /// A tool call id: its message and its place in that message's calls.
+    calls: HashMap<String, (usize, usize)>,
+}
+
+fn object(pairs: impl IntoIterator<Item = (&'static str, Value)>) -> Value {
+    Value::Object(
+        pairs
+            .into_iter()
+            .map(|(key, value)| (key.to_owned(), value))
+            .collect::<Map<String, Value>>(),
+    )
+}
+
+impl RunMessages {
+    pub fn open_text(&mut self, id: &str) {
+        let at = self.push_assistant(id, Some((self.text.len(), usize::MAX)));
+        self.latest_text = Some(at);
+    }
+
+    /// A delta of the open text message.
+    #[inline]
+    pub fn push_text(&mut self, delta: &str) {
+        self.text.push_str(delta);
+    }
+
+    /// The open text message closes: its text ends here.
+    pub fn close_text(&mut self) {
+        let end = self.text.len();
+        if let Some(Some((_, open @ usize::MAX))) =
+            self.latest_text.map(|at| &mut self.assistants[at].content)
+        {
+            *open = end;
+        }
+    }
+
+    fn content(&self, message: &Assistant) -> Option<&str> {
+        message
+            .content
+            .map(|(start, end)| &self.text[start..end.min(self.text.len())])
+    }
+
+    fn push_assistant(&mut self, id: &str, content: Option<(usize, usize)>) -> usize {
+        let at = self.assistants.len();
+        self.assistants.push(Assistant {
+            id: id.to_owned(),
+            content,
+            calls: Vec::new(),
+        });
+        self.entries.push(Entry::Assistant(at));
+        at
+    }
+
+    /// `parent`: the latest text message's id, which the call's START names.
+    pub fn tool_start(&mut self, id: &str, name: &str, parent: Option<&str>) {
+        let owner = match (parent, self.latest_text) {
+            (Some(_), Some(owner)) => owner,
+            _ => self.push_assistant(id, None),
+        };
+        let calls = &mut self.assistants[owner].calls;
+        self.calls.insert(id.to_owned(), (owner, calls.len()));
+        calls.push(Call {
+            id: id.to_owned(),
+            name: name.to_owned(),
+            parent: parent.map(str::to_owned),
+            args: String::new(),
+        });
+    }
+
+    pub fn tool_args(&mut self, id: &str, delta: &str) {
+        if let Some(&(owner, at)) = self.calls.get(id) {
+            self.assistants[owner].calls[at].args.push_str(delta);
+        }
+    }
+
+    pub fn tool_result(&mut self, id: &str, tool_call_id: &str, content: &str) {
+        if let Some(&(owner, _)) = self.calls.get(tool_call_id) {
+            self.entries.push(Entry::Result {
+                id: id.to_owned(),
+                tool_call_id: tool_call_id.to_owned(),
+                content: content.to_owned(),
+                owner,
+            });
+        }
+    }
+
+    /// The messages; what is still open has its streamed text left out (see `open_events`).
+    pub fn messages(&self, open_text: Option<&str>, open_tools: &IndexSet<String>) -> Vec<Value> {
+        let mut out: Vec<Value> = Vec::with_capacity(self.entries.len());
+        // Where each assistant message sits in `out`, kept up to date on insertion.
+        let mut places: Vec<usize> = vec![0; self.assistants.len()];
+        for entry in &self.entries {
+            match entry {
+                Entry::Assistant(at) => {
+                    places[*at] = out.len();
+                    let message = &self.assistants[*at];
+                    out.push(assistant(
+                        message,
+                        self.content(message),
+                        open_text,
+                        open_tools,
+                    ));
+                }
+                Entry::Result {
+                    id,
+                    tool_call_id,
+                    content,
+                    owner,
+                } => {
+                    let mut at = places[*owner] + 1;
+                    while at < out.len() && out[at]["role"] == "tool" {
+                        at += 1;
+                    }
+                    for place in &mut places {
+                        if *place >= at {
+                            *place += 1;
+                        }
+                    }
+                    let message = object([
+                        ("id", id.as_str().into()),
+                        ("toolCallId", tool_call_id.as_str().into()),
+                        ("role", "tool".into()),
+                        ("content", content.as_str().into()),
+                    ]);
+                    out.insert(at, message);
+                }
+            }
+        }
+        out
+    }
+
+    /// What re-opens the open steps, text and tool calls, with what they streamed.
+    pub fn open_events<'a>(
+        &self,
+        steps: impl IntoIterator<Item = &'a String>,
+        open_text: Option<&str>,
+        open_tools: &IndexSet<String>,
+    ) -> Vec<Value> {
+        let mut events: Vec<Value> = steps
+            .into_iter()
+            .map(|name| {
+                object([
+                    ("type", "STEP_STARTED".into()),
+                    ("stepName", name.as_str().into()),
+                ])
+            })
+            .collect();
+        if let Some(id) = open_text {
+            events.push(object([
+                ("type", "TEXT_MESSAGE_START".into()),
+                ("messageId", id.into()),
+                ("role", "assistant".into()),
+            ]));
+            let content = self
+                .latest_text
+                .and_then(|at| self.content(&self.assistants[at]))
+                .unwrap_or_default();
+            if !content.is_empty() {
+                events.push(object([
+                    ("type", "TEXT_MESSAGE_CONTENT".into()),
+                    ("messageId", id.into()),
+                    ("delta", content.into()),
+                ]));
+            }
+        }
+        for id in open_tools {
+            let Some(&(owner, at)) = self.calls.get(id) else {
+                continue;
+            };
+            let call = &self.assistants[owner].calls[at];
+            let mut start = Map::new();
+            start.insert("type".to_owned(), "TOOL_CALL_START".into());
+            start.insert("toolCallId".to_owned(), call.id.as_str().into());
+            start.insert("toolCallName".to_owned(), call.name.as_str().into());
+            if let Some(parent) = &call.parent {
+                start.insert("parentMessageId".to_owned(), parent.as_str().into());
+            }
+            events.push(Value::Object(start));
+            if !call.args.is_empty() {
+                events.push(object([
+                    ("type", "TOOL_CALL_ARGS".into()),
+                    ("toolCallId", call.id.as_str().into()),
+                    ("delta", call.args.as_str().into()),
+                ]));
+            }
+        }
+        events
+    }
+}
+
+fn assistant(
+    message: &Assistant,
+    content: Option<&str>,
+    open_text: Option<&str>,
+    open_tools: &IndexSet<String>,
+) -> Value {
+    let mut out = Map::new();
+    out.insert("id".to_owned(), message.id.as_str().into());
+    out.insert("role".to_owned(), "assistant".into());
+    if let Some(content) = content {
+        let shown = if open_text == Some(message.id.as_str()) {
+            ""
+        } else {
+            content
+        };
+        out.insert("content".to_owned(), shown.into());
+    }
+    if !message.calls.is_empty() {
+        let calls = message.calls.iter().map(|call| {
+            let args = if open_tools.contains(&call.id) {
+                ""
+            } else {
+                &call.args
+            };
+            object([
+                ("id", call.id.as_str().into()),
+                ("type", "function".into()),
+                (
+                    "function",
+                    object([
+                        ("name", call.name.as_str().into()),
+                        ("arguments", args.into()),
+                    ]),
+                ),
+            ])
+        });
+        out.insert("toolCalls".to_owned(), Value::Array(calls.collect()));
+    }
+    Value::Object(out)
+}
