@@ -176,13 +176,16 @@ def test_a_viewer_on_b_joins_and_resumes_alternately_on_a_and_b(nodes):
     assert ids == list(range(first, first + len(seen)))  # contiguous, each once
     assert seen == truth[first - 1 :]  # byte-identical to the reader on A
     assert b'"type":"RUN_FINISHED"' in seen[-1]
-    # the join's snapshot: the stored user turn, then the answer so far, as on A
+    # the join's snapshot: the stored user turn, then the answer so far, as on A:
+    # the open message is re-opened with what it streamed (each piece once)
     so_far = events_in(truth[:joined_at])
     text = "".join(e["delta"] for e in so_far if e["type"] == "TEXT_MESSAGE_CONTENT")
     messages = joined[1]["messages"]
     assert [m["role"] for m in messages] == ["user", "assistant"]
-    assert messages[0]["content"] == "slow 60" and messages[1]["content"] == text
-    assert joined[-1]["type"] == "TEXT_MESSAGE_START"  # re-opened, then the tail
+    assert messages[0]["content"] == "slow 60" and messages[1]["content"] == ""
+    opened = joined[3:]
+    assert [e["type"] for e in opened] == ["TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT"]
+    assert opened[0]["messageId"] == messages[1]["id"] and opened[1]["delta"] == text
 
 
 def test_a_finished_run_reads_the_same_on_both_nodes(nodes):

@@ -232,8 +232,9 @@ class App:
         """``callback(event, info)`` sees every AG-UI event of every run on this app.
 
         ``info`` is a ``RunInfo`` (agent_id, thread_id, run_id); a callback that
-        takes one argument gets the event alone (seed ``000``'s ``onEvent``). Each run has its
-        own transformer for these callbacks, independent of the response's. An
+        takes one argument gets the event alone (seed ``000``'s ``onEvent``). They get the
+        run's own events (``t.events_and_frames``: one mapping gives the frames
+        and them), each item's once its frames are queued for the readers. An
         async callback is awaited in order; an exception is logged and ignored.
         """
         self._listeners.append(callback if _takes_two(callback) else _event_only(callback))

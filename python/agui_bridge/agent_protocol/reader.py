@@ -13,10 +13,10 @@ import contextlib
 
 import orjson
 
+from .. import create_agui_repairer
 from ..runs import PING, Trimmed
 from ..runs.cursor import _send
-from ..runs.history import History
-from .stream import Projector
+from .stream import Projector, made_so_far
 
 
 def sse(name: str, data, n: int | None = None) -> bytes:
@@ -46,17 +46,26 @@ async def origin(app, record):
         return record.base, record.state or {}
     # A run first seen after it ended: the stored thread without what it made.
     thread = await app.store.load(record.thread_id)
-    made = History(record.run_id)
+    made = create_agui_repairer(record.thread_id, record.run_id)
     position = 0
     with contextlib.suppress(Trimmed):
         data, _ = run_log.read(position)
         for frame in data.split(b"\n\n"):
             event = _event_of(frame) if frame else None
             if event is not None:
-                made.record([event])
+                made(event)
     if thread is None:
         return [], {}
-    return [m for m in thread.messages if m.get("id") not in made.by_id], thread.state
+    messages = made_so_far(made.snapshot())
+    ids = {m["id"] for m in messages}
+    # A tool result is the run's by its call: its message id is generated again.
+    calls = {m.get("toolCallId") for m in messages if m["role"] == "tool"}
+    own = [
+        m
+        for m in thread.messages
+        if m.get("id") in ids or (m.get("role") == "tool" and m.get("toolCallId") in calls)
+    ]
+    return [m for m in thread.messages if m not in own], thread.state
 
 
 async def pump(app, conn, record, modes, after: int, gone) -> None:

@@ -14,7 +14,7 @@ failed one with an ``error`` part.
 
 from __future__ import annotations
 
-from ..runs.history import History
+from .. import create_agui_repairer
 from .messages import all_to_langgraph, to_langgraph
 
 MODES = frozenset({"values", "updates", "messages-tuple", "custom", "agui"})
@@ -53,7 +53,11 @@ class Projector:
         self.node = node
         self.base = list(base)
         self.state = dict(state)
-        self.history = History(run_id)
+        # The run's events through a transformer of the events dialect (they
+        # are clean: it passes them on as they are), whose snapshot() is the
+        # one reading of what the run has made so far.
+        self.t = create_agui_repairer(thread_id, run_id)
+        self.owners: dict = {}  # a tool call's id -> its message's id
         self.meta = {
             "langgraph_node": node,
             "langgraph_step": 1,
@@ -61,8 +65,12 @@ class Projector:
             "run_id": run_id,
         }
 
+    def made(self) -> list[dict]:
+        """The run's messages so far, what is open with what it streamed."""
+        return made_so_far(self.t.snapshot())
+
     def values(self) -> dict:
-        return values_of(self.state, self.base + self.history.snapshot_messages())
+        return values_of(self.state, self.base + self.made())
 
     def feed(self, event: dict) -> list[tuple[str, object]]:
         modes = self.modes
@@ -71,7 +79,7 @@ class Projector:
         if "agui" in modes:
             parts.append(("agui", event))
         update = self._update(event, kind)
-        self.history.record([event])
+        self.t(event)
         if kind == "TEXT_MESSAGE_CONTENT" and "messages-tuple" in modes:
             chunk = {"type": "AIMessageChunk", "content": event.get("delta", "")}
             chunk["id"] = event.get("messageId")
@@ -82,8 +90,10 @@ class Projector:
             parts.append(("custom", {"name": event.get("name"), "value": event.get("value")}))
         if kind in _STEP_ENDS:
             if kind == "TOOL_CALL_RESULT":
-                message = self.history.by_id.get(event.get("messageId"))
+                message = _result_of(self.made(), event.get("toolCallId"))
                 if message is not None:
+                    # Under the id the stream gave it (the transformer makes its own).
+                    message = {**message, "id": event.get("messageId", message["id"])}
                     if "messages-tuple" in modes:
                         parts.append(("messages", [to_langgraph(message), self.meta]))
                     update = {"messages": [to_langgraph(message)]}
@@ -121,9 +131,10 @@ class Projector:
 
     def _message_update(self, event: dict, kind, update):
         if kind == "TEXT_MESSAGE_END":
-            message = self.history.by_id.get(event.get("messageId"))
+            message_id = event.get("messageId")
+            message = next((m for m in self.made() if m["id"] == message_id), None)
         elif kind == "TOOL_CALL_END":
-            message = self.history.owners.get(event.get("toolCallId"))
+            message = _owner_of(self.made(), event.get("toolCallId"))
         else:
             return update
         converted = to_langgraph(message) if message is not None else None
@@ -131,7 +142,10 @@ class Projector:
 
     def _call_chunk(self, event: dict, kind) -> dict:
         call_id = event.get("toolCallId")
-        owner = self.history.owners.get(call_id)
+        if kind == "TOOL_CALL_START":
+            owner = _owner_of(self.made(), call_id)
+            # Its arguments follow: one look-up per call.
+            self.owners[call_id] = owner.get("id") if owner is not None else None
         call = {"id": call_id, "index": 0, "type": "tool_call_chunk"}
         if kind == "TOOL_CALL_START":
             call.update(name=event.get("toolCallName"), args="")
@@ -140,9 +154,45 @@ class Projector:
         return {
             "type": "AIMessageChunk",
             "content": "",
-            "id": owner.get("id") if owner is not None else None,
+            "id": self.owners.get(call_id),
             "tool_call_chunks": [call],
         }
+
+
+def made_so_far(snapshot: dict) -> list[dict]:
+    """A snapshot's messages with what is open filled in with what it streamed
+    (``open`` carries it: one content event after each re-opening START)."""
+    messages = snapshot["messages"]
+    streamed = {}
+    for event in snapshot["open"]:
+        kind = event["type"]
+        if kind == "TEXT_MESSAGE_CONTENT":
+            streamed[event["messageId"]] = event["delta"]
+        elif kind == "TOOL_CALL_ARGS":
+            streamed[event["toolCallId"]] = event["delta"]
+    if not streamed:
+        return messages
+    for message in messages:
+        if message["id"] in streamed and "content" in message:
+            message["content"] = streamed[message["id"]]
+        for call in message.get("toolCalls") or ():
+            if call["id"] in streamed:
+                call["function"]["arguments"] = streamed[call["id"]]
+    return messages
+
+
+def _owner_of(messages: list[dict], tool_call_id) -> dict | None:
+    for message in messages:
+        if any(call["id"] == tool_call_id for call in message.get("toolCalls") or ()):
+            return message
+    return None
+
+
+def _result_of(messages: list[dict], tool_call_id) -> dict | None:
+    for message in reversed(messages):
+        if message["role"] == "tool" and message.get("toolCallId") == tool_call_id:
+            return message
+    return None
 
 
 _ABSENT = object()

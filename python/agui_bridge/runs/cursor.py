@@ -63,47 +63,55 @@ def exact_prelude(run_log: RunLog, after: int, ids: bool) -> bytes:
 
 
 def snapshot_prelude(run_log: RunLog, ids: bool, thread=None) -> tuple[bytes, int]:
-    """The join prelude and the position the cursor goes on from.
+    """The join prelude and the position the cursor goes on from, on any node.
 
     RUN_STARTED, MESSAGES_SNAPSHOT (the thread with this run's progress so far),
-    STATE_SNAPSHOT and the STARTs re-opening what is open; for a finished run
-    (``thread``: the stored thread, which holds all of it) the cursor then
-    reads only the terminal event.
+    STATE_SNAPSHOT and the events re-opening what is open with what it
+    streamed (``t.snapshot()``: each streamed piece reaches the reader once);
+    for a finished run (``thread``: the stored thread, which holds all of it)
+    the cursor then reads only the terminal event.
     """
     run = run_log.run
     if run is not None and not run_log.ended:
         run.flush()  # what the snapshot holds must be in the log, and no more
-        messages, state = run.snapshot()
+        snap = run.snapshot()
+        messages = snap["messages"]
         after = run_log.last
-        opens = run_log.open_at(after)
-        if run.t.finished:
+        if run.ended_in_log:
             after -= 1  # the terminal event is in: the cursor reads it next
     elif not run_log.ended:
         # A run read from a shared log (another node's, or this node's through
         # the log): the prelude is rebuilt from the frames held and the thread
         # as stored (which holds the user's turn), the same on every node.
         played = replay(run_log)
-        own = played.history.snapshot_messages()
+        snap = played.snapshot
+        own = snap["messages"]
         mine = {m["id"] for m in own}
         stored = thread.messages if thread is not None else []
         messages = [m for m in stored if m.get("id") not in mine] + own
-        state = played.state if played.state is not None else getattr(run_log, "state0", {})
         after = run_log.last
-        opens = run_log.open_at(after)
         if played.terminal:
             after -= 1
     else:
         messages = thread.messages if thread is not None else []
-        state = thread.state if thread is not None else {}
+        snap = {"state": thread.state if thread is not None else {}, "open": []}
         after = run_log.last - 1
-        opens = []
+    return join_prelude(run_log.started, messages, snap["state"], snap["open"], after, ids), after
+
+
+def join_prelude(
+    started: bytes, messages: list, state: dict, opens: list[dict], after: int, ids: bool
+) -> bytes:
+    """The frames a joining reader gets before the log's frames after ``after``:
+    ``started`` (the RUN_STARTED frame, no id), the snapshots, then ``opens``;
+    the last frame carries ``after`` as its id."""
     frames = [
-        run_log.started,
+        started,
         frame({"type": "MESSAGES_SNAPSHOT", "messages": messages}),
         frame({"type": "STATE_SNAPSHOT", "snapshot": state}),
-        *opens,
+        *[frame(event) for event in opens],
     ]
-    return _covering(frames, after, ids), after
+    return _covering(frames, after, ids)
 
 
 class Cursor:

@@ -579,7 +579,7 @@ class RedisRuns:
         if played.terminal:
             entry_id, first, data = b"%d-1" % mirror.last, b"0", b""
         else:
-            events = played.history.closing_events("the node running this run was lost", "run_lost")
+            events = played.closing_events("the node running this run was lost", "run_lost")
             first = mirror.last + 1
             data = frames_of(events, first, self.ids)
             entry_id, first = b"%d-0" % (first + len(events) - 1), b"%d" % first
@@ -599,9 +599,7 @@ class RedisRuns:
         if not mirror.ended:
             played = replay(mirror)
             if not played.terminal:
-                events = played.history.closing_events(
-                    "the run log is unreachable", "runs_unavailable"
-                )
+                events = played.closing_events("the run log is unreachable", "runs_unavailable")
                 data = frames_of(events, mirror.last + 1, self.ids)
                 mirror.append(data, mirror.last + len(events))
             mirror.end()

@@ -1,20 +1,22 @@
 """What a run log's frames add up to, for a node that did not run the run.
 
 A node that reads a run from a shared log (``runs.redis``) has its frames,
-not its transformer: a join's prelude (the messages so far, the state) and
-the closers of a run that was lost are rebuilt from the frames, through the
-same reading of the events the running node's history uses (``History``).
+not its transformer: the run's events are put through a transformer of the
+events dialect (the events a run sends are already clean, so it passes them
+on as they are), whose ``snapshot()`` gives a join's prelude and whose
+closers end a run that was lost: one reading of the events, the
+transformer's, on every node. A tool result's message id is generated again
+(``{runId}:r{n}``): it differs from the one sent only when the run skipped
+ids its thread already held (a reused runId).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import orjson
 
-from .history import History
-
-_TERMINAL = (b'"type":"RUN_FINISHED"', b'"type":"RUN_ERROR"')
+from .. import create_agui_repairer
 
 
 def events_of(data: bytes) -> list[dict]:
@@ -27,27 +29,36 @@ def events_of(data: bytes) -> list[dict]:
     return events
 
 
+class _Ended(Exception):
+    pass
+
+
 @dataclass
 class Replay:
-    history: History
-    state: dict | None = None  # the newest STATE_SNAPSHOT, if any
-    terminal: bool = False  # the run's last event is RUN_FINISHED or RUN_ERROR
-    events: list[dict] = field(default_factory=list)
+    t: object  # the events-dialect transformer the run's events went through
+    snapshot: dict  # its snapshot(): messages, open (with content), state, ...
+    terminal: bool  # the run's last event is RUN_FINISHED or RUN_ERROR
+
+    def closing_events(self, message: str, code: str) -> list[dict]:
+        """What closes what is open, then RUN_ERROR {message, code}, for readers
+        of a run that ended without its terminal event."""
+        events = self.t.fail(_Ended(message))
+        if events:
+            events[-1]["code"] = code
+        return events
 
 
 def replay(run_log) -> Replay:
     """The run's events held by ``run_log`` (from its first), read once."""
     data, _ = run_log.read(run_log.first - 1) if run_log.last >= run_log.first else (b"", 0)
     events = events_of(data)
-    history = History(run_log.run_id)
-    history.record(events)
-    state = None
-    for event in reversed(events):
-        if event["type"] == "STATE_SNAPSHOT":
-            state = event.get("snapshot")
-            break
+    t = create_agui_repairer(
+        run_log.thread_id, run_log.run_id, dict(getattr(run_log, "state0", None) or {})
+    )
+    for event in events:
+        t(event)
     terminal = bool(events) and events[-1]["type"] in ("RUN_FINISHED", "RUN_ERROR")
-    return Replay(history, state, terminal, events)
+    return Replay(t, t.snapshot(), terminal)
 
 
 def frames_of(events: list[dict], first: int, ids: bool) -> bytes:

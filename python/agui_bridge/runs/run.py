@@ -5,12 +5,14 @@ every frame, once, to its log; every response (the POST that started it, a
 reconnect, a viewer) is a cursor on that log (``runs.cursor``), so the run
 never waits for a reader and a reader never costs a copy.
 
-One transformer per run builds both the wire frames and the thread's new
-history. The hot path (a text delta while a text message is open) goes
-through ``t.encode(item)``, one boundary crossing that returns the frame; the
-delta is appended to the open history message without building any event.
-Every other item goes through ``t(item)``: its events are recorded into the
-history and written as frames with orjson (the same bytes ``encode`` gives).
+One transformer per run builds the wire frames and owns what the run has
+made: ``t.snapshot()`` gives a joining reader's prelude and, once the run
+ended, the thread's new messages; nothing here reads the events a second
+time. The hot path (a text delta while a text message is open) goes
+through ``t.encode(item)``, one boundary crossing that returns the frame.
+Every other item goes through ``t.events_and_frames(item)``: the frames,
+and the events for the spans a resuming reader needs re-opened and for the
+``on_event`` listeners (which then get every item's events that way).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+from functools import partial
 
 import orjson
 
@@ -25,7 +28,6 @@ from .. import create_agui_repairer, create_agui_transformer, create_agui_transl
 from ..context import RunContext, RunInfo
 from ..errors import LeaseLost, RunsUnavailable, ServerShutdown, StoreUnavailable
 from ..store.lease import save
-from .history import History
 from .log import RunLog
 
 log = logging.getLogger("agui_bridge.runs")
@@ -72,11 +74,13 @@ class Run:
         # The thread's messages before this run's output (for a joining reader).
         self.base = base if base is not None else list(ctx.history) + new_messages
         self.lease = lease  # fences the run's save (see store/lease.py)
-        self._ending: list[dict] = []  # the terminal events, appended once the save is done
+        # The terminal events and their frames, appended once the save is done.
+        self._ending: tuple[list[dict], bytes] = ([], b"")
+        self._before_end: dict = {}
         self.crumbs = agent.dialect == "crumbs"
         factory = _FACTORIES[agent.dialect]
         # Ids generated from a reused runId skip the ids the thread holds (the
-        # transformer takes its own copy of them; History only keeps the reference).
+        # transformer takes its own copy of them).
         held = ctx.held
         # The transformer numbers every event (1 for RUN_STARTED); with
         # event_ids its frames carry them, and t.last_id is the log's position.
@@ -88,7 +92,10 @@ class Run:
             held_ids=held,
             event_ids=self.ids,
         )
-        self.history = History(ctx.run_id, held)
+        # The run ended in RUN_ERROR (readers keep what they saw, closed).
+        self.errored = False
+        # The open text message's id, for the hot path: from the spans below.
+        self.text_id: str | None = None
         self.log = run_log if run_log is not None else RunLog(ctx.thread_id, ctx.run_id)
         # Where the frames go: the log itself (memory), or a writer to a log
         # shared by several nodes, which feeds this node's log back (runs.redis).
@@ -108,14 +115,10 @@ class Run:
         self._pending_size = 0
         self._begun = False
         self._first = _first_item(agent.dialect, ctx)
+        self._first_events: list[dict] = []
         self.task: asyncio.Task | None = None
         self.info = RunInfo(agent.agent_id, ctx.thread_id, ctx.run_id)
         self.listeners = list(app._listeners)
-        self.observer = (
-            factory(thread_id=ctx.thread_id, run_id=ctx.run_id, state=ctx.state, held_ids=held)
-            if (self.listeners)
-            else None
-        )
 
     # -- readers -------------------------------------------------------------
 
@@ -152,32 +155,41 @@ class Run:
             self.unavailable = error or RunsUnavailable("the run log is unreachable")
         self.task.cancel()
 
-    def snapshot(self) -> tuple[list[dict], dict]:
-        """The thread's messages with this run's progress so far, and the state."""
-        return self.base + self.history.snapshot_messages(), self.t.state
+    def snapshot(self) -> dict:
+        """What a reader joining now needs (``t.snapshot()``, docs/contract-notes.md)
+        of the run as its log holds it, the thread's messages before the run first."""
+        snap = dict(self._before_end) if self._ending[0] else self.t.snapshot()
+        snap["messages"] = self.base + snap["messages"]
+        return snap
+
+    @property
+    def ended_in_log(self) -> bool:
+        """The log holds the run's terminal event."""
+        return self.t.finished and not self._ending[0]
 
     # -- frames --------------------------------------------------------------
 
-    def _frames(self, events: list[dict]) -> bytes:
-        """The frames of ``events`` (the transformer numbered them), and the spans
-        they open or close."""
-        out = []
+    def _track(self, events: list[dict]) -> None:
+        """Notes the spans ``events`` (the transformer numbered them) open and
+        close: which START frame re-opens what for a reader resuming after n."""
         n = self.t.last_id - len(events)
-        ids = self.ids
         spans = self._spans
         for event in events:
             n += 1
-            data = b"data: " + orjson.dumps(event) + b"\n\n"
             kind = event["type"]
             opens = _OPENS.get(kind)
             if opens is not None:
-                spans.append(("o", n, opens[0], event.get(opens[1]), data))
+                key = event.get(opens[1])
+                spans.append(("o", n, opens[0], key, b"data: " + orjson.dumps(event) + b"\n\n"))
+                if opens[0] == "t":
+                    self.text_id = key
             else:
                 closes = _CLOSES.get(kind)
                 if closes is not None:
-                    spans.append(("c", n, closes[0], event.get(closes[1])))
-            out.append(b"id: %d\n" % n + data if ids else data)
-        return b"".join(out)
+                    key = event.get(closes[1])
+                    spans.append(("c", n, closes[0], key))
+                    if closes[0] == "t" and key == self.text_id:
+                        self.text_id = None
 
     def _publish(self, frame: bytes) -> bool:
         """Queues a frame; the frames of one loop tick reach the log together.
@@ -213,24 +225,12 @@ class Run:
         self.flush()
         if self.out.ended:
             return
-        self.history.close_text()
         self.out.end()
         runs = getattr(self.app, "runs", None)
         if runs is not None and self.out is self.log:
             runs.ended(self.log)
 
     # -- the run -------------------------------------------------------------
-
-    async def _notify(self, item) -> None:
-        observer = self.observer
-        try:
-            events = observer(item) if item is not _FINISH else observer.finish()
-        except Exception as error:
-            events = observer.fail(error)
-        await self._deliver(events)
-
-    async def _notify_fail(self, error: BaseException) -> None:
-        await self._deliver(self.observer.fail(error))
 
     async def _deliver(self, events: list[dict]) -> None:
         for event in events:
@@ -242,49 +242,66 @@ class Run:
                 except Exception:
                     log.exception("on_event callback failed")
 
-    def _apply(self, item) -> bytes:
-        """Any item: its events go to the history, its frames are returned."""
+    def _apply(self, item) -> tuple[list[dict], bytes]:
+        """Any item: its events (spans noted) and its frames."""
         t = self.t
-        history = self.history
-        events = t(item)
+        events, frames = t.events_and_frames(item)
         # Only an item off the text hot path can end the run.
         self.ended = t.finished
         if events:
             if events[-1]["type"] == "RUN_ERROR":
                 # What readers saw before the error stays, closed, as in their
                 # reducers (a shutdown or a cancel keeps it the same way).
-                history.errored = True
-            history.record(events)
-        return self._frames(events)
+                self.errored = True
+            self._track(events)
+        return events, frames
 
-    def _terminal(self, events: list[dict]) -> None:
-        """The run's last events go to its history; readers get them once the
-        thread is saved (``_publish_end``): RUN_FINISHED means the turn is stored."""
-        self.history.record(events)
+    def _terminal(self, end) -> list[dict]:
+        """The run's last events (``end()``: the transformer's finish or fail);
+        readers get them once the thread is saved (``_publish_end``):
+        RUN_FINISHED means the turn is stored. Until then a joining reader gets
+        the run as the log holds it: the snapshot from before them."""
+        self._before_end = self.t.snapshot()
+        events, frames = end()
         self.flush(self.t.last_id - len(events))  # the frames before them
-        self._ending = events
+        self._ending = (events, frames)
+        return events
 
-    def _publish_end(self, refused: BaseException | None = None) -> None:
-        """Appends the terminal events; a RUN_FINISHED whose save was refused
-        becomes RUN_ERROR (same id: the closers before it are unchanged)."""
-        events, self._ending = self._ending, []
+    def _encoded(self, events: list[dict]) -> bytes:
+        """The frames of the run's last ``events`` (numbered as the transformer did)."""
+        first = self.t.last_id - len(events) + 1
+        out = []
+        for n, event in enumerate(events, first):
+            data = b"data: " + orjson.dumps(event) + b"\n\n"
+            out.append(b"id: %d\n" % n + data if self.ids else data)
+        return b"".join(out)
+
+    def _fail(self, error: BaseException) -> list[dict]:
+        return self._terminal(partial(self.t.fail_events_and_frames, error))
+
+    def _publish_end(self, refused: BaseException | None = None) -> list[dict]:
+        """Appends the terminal events (and returns them); a RUN_FINISHED whose save
+        was refused becomes RUN_ERROR (same id: the closers before it are unchanged)."""
+        (events, frames), self._ending = self._ending, ([], b"")
         if refused is not None and events and events[-1]["type"] == "RUN_FINISHED":
             known = isinstance(refused, (LeaseLost, StoreUnavailable))
             code = type(refused).__name__ if known else "save_failed"
             message = str(refused) if isinstance(refused, LeaseLost) else _SAVE_FAILED
             events = [*events[:-1], {"type": "RUN_ERROR", "message": message, "code": code}]
-        frame = self._frames(events)
-        if frame:
-            self._pending.append(frame)
+            frames = self._encoded(events)
+        self._track(events)
+        if frames:
+            self._pending.append(frames)
         self.flush()
+        return events
 
     def begin(self) -> None:
         """Appends RUN_STARTED at once, so the response's first write carries it."""
         self._begun = True
-        events = self.t(self._first)
-        self.history.record(events)
+        events, frames = self.t.events_and_frames(self._first)
+        self._first_events = events
         self.log.started = b"data: " + orjson.dumps(events[0]) + b"\n\n"
-        frames = self._frames(events)
+        self._track(events)
         spans = self._spans
         self._spans = []
         self.out.append(frames, self.t.last_id, spans)
@@ -296,39 +313,37 @@ class Run:
         failed = None
         finishing = False
         try:
-            first = self._first
             if not self._begun:
                 self.begin()
-            if self.observer is not None:
-                await self._notify(first)
+            listeners = self.listeners
+            if listeners:
+                await self._deliver(self._first_events)
             agen = self.agent.fn(ctx)
             # The hot path, kept in locals: a text delta while a text message is
-            # open needs no events, only its frame and its text for the history.
-            history = self.history
-            text_of = _text_of(self.agent.dialect, history)
+            # open needs no events, only its frame (listeners need the events).
+            is_text = _text_of(self.agent.dialect, self) if not listeners else None
             encode = self.t.encode
+            apply = self._apply
             publish = self._publish
-            observer = self.observer
             try:
                 async for item in agen:
-                    if history.text_id is not None and (delta := text_of(item)) is not None:
+                    if is_text is not None and self.text_id is not None and is_text(item):
                         frame = encode(item)
-                        if frame:
-                            history.text_parts.append(delta)
+                        events = None
                     else:
-                        frame = self._apply(item)
+                        events, frame = apply(item)
                     if frame and publish(frame):
                         await asyncio.sleep(0)
-                    if observer is not None:
-                        await self._notify(item)
+                    if events and listeners:
+                        await self._deliver(events)
                     if self.ended:
                         break
             finally:
                 aclose = getattr(agen, "aclose", None)
                 if aclose is not None:
                     await aclose()
-            self._terminal(self.t.finish())
-            finishing = self.observer is not None  # told once the save is done
+            self._terminal(self.t.finish_events_and_frames)
+            finishing = bool(listeners)  # told once the save is done
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if self.lost:
@@ -349,28 +364,28 @@ class Run:
                 log.error(
                     "run %s of thread %s ended: %s", ctx.run_id, ctx.thread_id, self.unavailable
                 )
-                self.history.errored = True
-                self._terminal(self.t.fail(RunsUnavailable(str(self.unavailable))))
+                self.errored = True
+                self._fail(RunsUnavailable(str(self.unavailable)))
             elif self.stopping:
                 # A stop is not an error: what is open is closed, RUN_FINISHED,
                 # and the partial answer is stored.
                 if task is not None:
                     task.uncancel()
                 log.info("run %s of thread %s stopped", ctx.run_id, ctx.thread_id)
-                self._terminal(self.t.finish())
+                self._terminal(self.t.finish_events_and_frames)
             elif self.shutting_down:
                 # Readers get closers + RUN_ERROR (code server_shutdown); the
                 # partial answer is stored and pending interrupts stay pending.
                 if task is not None:
                     task.uncancel()
                 log.warning("run %s of thread %s ended: server shutdown", ctx.run_id, ctx.thread_id)
-                self.history.errored = True
-                self._terminal(self.t.fail(ServerShutdown("the server is shutting down")))
+                self.errored = True
+                self._fail(ServerShutdown("the server is shutting down"))
             elif self.cancelled:
                 log.info(
                     "run %s of thread %s cancelled: its client left", ctx.run_id, ctx.thread_id
                 )
-                self._terminal(self.t.fail(ClientLeft("the client left")))
+                self._fail(ClientLeft("the client left"))
                 self._publish_end()
                 await app._release(ctx.thread_id, self)
                 self._end_log()
@@ -384,10 +399,10 @@ class Run:
         except Exception as error:
             failed = error
             log.exception("run %s of thread %s failed", ctx.run_id, ctx.thread_id)
-            self.history.errored = True
-            self._terminal(self.t.fail(error))
-            if self.observer is not None:
-                await self._notify_fail(error)
+            self.errored = True
+            events = self._fail(error)
+            if self.listeners:
+                await self._deliver(events)
         refused = None
         try:
             await self._save(failed)
@@ -400,33 +415,31 @@ class Run:
                 "run %s of thread %s: saving the thread failed", ctx.run_id, ctx.thread_id
             )
         finally:
-            self._publish_end(refused)
+            events = self._publish_end(refused)
             if finishing:
-                await (self._notify(_FINISH) if refused is None else self._notify_fail(refused))
+                await self._deliver(events)
             await app._release(ctx.thread_id, self)
             self._end_log()
 
     async def _save(self, failed) -> None:
-        history = self.history
-        history.close_text()
+        # The run has ended: nothing is open, its messages are whole.
+        snap = self.t.snapshot()
         # New interrupts replace the pending ones; a run that ends without any
         # settles them, except a failed run, which leaves them pending.
-        interrupts = history.interrupts
-        if not interrupts and history.errored:
+        interrupts = snap["interrupts"]
+        if not interrupts and self.errored:
             interrupts = self.pending
-        state = self.t.state
         await save(
             self.app.store,
             self.ctx.thread_id,
             self.agent.agent_id,
-            history.messages,  # the user's turn was stored when the run started
-            state,
+            snap["messages"],  # the user's turn was stored when the run started
+            snap["state"],
             interrupts,
             self.lease,
         )
 
 
-_FINISH = object()
 _SAVE_FAILED = "the thread could not be saved; this turn's answer is not stored"
 
 _FACTORIES = {
@@ -447,35 +460,28 @@ def _first_item(dialect: str, ctx):
     return ""
 
 
-def _text_of(dialect: str, history: History):
+def _text_of(dialect: str, run: Run):
+    """Whether an item is a text delta (given a text message is open)."""
     if dialect == "crumbs":
         return _crumb_text
     if dialect == "chunks":
         return _chunk_text
 
     def event_text(item):
-        # Only content for the message open in the history: any other one opens a message.
-        if (
+        # Only content for the open message: any other one opens a message.
+        return (
             type(item) is dict
             and item.get("type") == "TEXT_MESSAGE_CONTENT"
-            and item.get("messageId") == history.text_id
-        ):
-            return item.get("delta")
-        return None
+            and item.get("messageId") == run.text_id
+        )
 
     return event_text
 
 
-def _crumb_text(item):
-    """The delta of a text:delta crumb, else None (the transformer checks its type)."""
-    if type(item) is dict and item.get("type") == "text:delta":
-        return item.get("delta")
-    return None
+def _crumb_text(item) -> bool:
+    """A text:delta crumb (the transformer checks its delta)."""
+    return type(item) is dict and item.get("type") == "text:delta"
 
 
-def _chunk_text(item):
-    if type(item) is str:
-        return item
-    if type(item) is dict and item.get("type") in ("token", "chunk"):
-        return item.get("content")
-    return None
+def _chunk_text(item) -> bool:
+    return type(item) is str or (type(item) is dict and item.get("type") in ("token", "chunk"))
