@@ -86,10 +86,17 @@ class Server:
             deadline = time.monotonic() + timeout
             while not _exited(self.process.pid) and time.monotonic() < deadline:
                 time.sleep(0.02)
+        leftovers = children_of(self.process.pid)
         # The main process is not reaped yet (a zombie at worst), so the group id is still ours.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signal.SIGKILL)
-        return self.process.wait(timeout=10)
+        code = self.process.wait(timeout=10)
+        # SIGKILL is delivered, not done, when killpg returns: a worker can still
+        # hold its port (or answer) for a moment, so wait until it is gone.
+        deadline = time.monotonic() + 10
+        while any(map(_running, leftovers)) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return code
 
 
 def _exited(pid: int) -> bool:
@@ -172,6 +179,14 @@ def server_process(base_url: str) -> subprocess.Popen:
 def worker_pids(base_url: str) -> list[int]:
     """The pids of the granian workers serving ``base_url`` (children of the main process)."""
     return children_of(_PROCESSES[base_url].pid)
+
+
+def _running(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def children_of(parent: int) -> list[int]:
