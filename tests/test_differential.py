@@ -225,6 +225,35 @@ def event(kind, **fields):
     return st.fixed_dictionaries({"type": st.just(kind), **fields})
 
 
+# JSON Patch pointers into the keys OBJECTS and the created state use, with
+# escapes, array indexes (canonical or not) and bad pointers.
+POINTERS = st.sampled_from(
+    [
+        "",
+        "/k",
+        "/x",
+        "/shared",
+        "/k/0",
+        "/k/-",
+        "/k/a",
+        "/x/k",
+        "/ü",
+        "/a~1b",
+        "/~0",
+        "/k/01",
+        "k",
+        "/~2",
+    ]
+)
+PATCH_OPS = st.fixed_dictionaries(
+    {
+        "op": st.sampled_from(["add", "remove", "replace", "move", "copy", "test", "nope"]),
+        "path": POINTERS,
+    },
+    optional={"from": POINTERS, "value": VALUES},
+)
+
+
 def model(cls, **fields):
     """The same event as an ag_ui.core model: both builds read it through one helper."""
     return st.builds(lambda kw: cls(**kw), st.fixed_dictionaries(fields))
@@ -253,7 +282,9 @@ GOOD_EVENTS = st.one_of(
     event("STEP_FINISHED", stepName=STEP_NAMES),
     event("CUSTOM", name=NAMES, **optional(value=VALUES)),
     event("RUN_STARTED", **optional(threadId=st.just("t2"), runId=st.just("r2"))),
-    event("STATE_DELTA", delta=st.just([])),
+    event("STATE_DELTA", delta=st.lists(PATCH_OPS, max_size=3)),
+    event("STATE_DELTA", delta=st.lists(PATCH_OPS, max_size=3)),
+    event("STATE_DELTA", delta=st.one_of(st.just([]), VALUES, st.lists(VALUES, max_size=2))),
     event("RAW", event=VALUES),
     event("MESSAGES_SNAPSHOT", messages=st.just([])),
     event("TEXT_MESSAGE_CONTENT", messageId=MESSAGE_IDS, delta=TEXT, rawEvent=st.just(object())),

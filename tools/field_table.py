@@ -100,6 +100,7 @@ EVENTS = {
     "TOOL_CALL_CHUNK": ((), {"toolCallId": "str", "toolCallName": "str", "delta": "str"}),
     "TOOL_CALL_RESULT": (("toolCallId", "content"), {"toolCallId": "str", "content": "str"}),
     "STATE_SNAPSHOT": (("snapshot",), {"snapshot": "object"}),
+    "STATE_DELTA": ((), {"delta": "json"}),
     "STEP_STARTED": (("stepName",), {"stepName": "str"}),
     "STEP_FINISHED": (("stepName",), {"stepName": "str"}),
     "CUSTOM": (("name",), {"name": "str", "value": "json"}),

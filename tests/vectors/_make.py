@@ -1238,6 +1238,142 @@ SPECS = [
             FINISH,
         ],
     ),
+    (
+        E,
+        "events state delta patches the run state",
+        {**IDS, "state": {"shared": 1, "todo": ["a", "b"], "doc": {"x": 1, "y": 2}}},
+        [
+            ev("STATE_SNAPSHOT", snapshot={"agent": {"step": 1}}),
+            ev(
+                "STATE_DELTA",
+                delta=[
+                    {"op": "replace", "path": "/agent/step", "value": 2},
+                    {"op": "add", "path": "/todo/1", "value": "inserted"},
+                    {"op": "add", "path": "/todo/-", "value": "last"},
+                    {"op": "remove", "path": "/todo/0"},
+                    {"op": "add", "path": "/doc/x", "value": 10},
+                    {"op": "move", "from": "/doc/y", "path": "/moved"},
+                    {"op": "copy", "from": "/todo", "path": "/doc/copy"},
+                    {"op": "test", "path": "/agent/step", "value": 2.0},
+                    {"op": "add", "path": "/a~1b~0c", "value": None, "extra": "kept"},
+                ],
+            ),
+            ev("STATE_DELTA", delta=[]),
+            ev("STATE_DELTA", delta=[{"op": "remove", "path": "/shared"}]),
+            ev("STATE_SNAPSHOT", snapshot={"after": True}),
+            ev("STATE_DELTA", delta=[{"op": "replace", "path": "", "value": {"root": 1}}]),
+            FINISH,
+        ],
+    ),
+    (
+        E,
+        "events bad state deltas raise and change nothing",
+        {**IDS, "state": {"list": [1], "n": 1}},
+        [
+            {
+                "input": {"type": "STATE_DELTA"},
+                "error": "STATE_DELTA: 'delta' must be an array",
+            },
+            {
+                "input": {"type": "STATE_DELTA", "delta": {"op": "add"}},
+                "error": "STATE_DELTA: 'delta' must be an array",
+            },
+            {
+                "input": {
+                    "type": "STATE_DELTA",
+                    "delta": [{"op": "add", "path": "/a", "value": 1}, 3],
+                },
+                "error": "STATE_DELTA: 'delta[1]' must be an object",
+            },
+            {
+                "input": {"type": "STATE_DELTA", "delta": [{"op": "merge", "path": "/n"}]},
+                "error": "STATE_DELTA: 'delta[0].op' must be one of "
+                "add, remove, replace, move, copy, test",
+            },
+            {
+                "input": {"type": "STATE_DELTA", "delta": [{"op": "remove", "path": 1}]},
+                "error": "STATE_DELTA: 'delta[0].path' must be a string",
+            },
+            {
+                "input": {"type": "STATE_DELTA", "delta": [{"op": "remove", "path": "n"}]},
+                "error": "STATE_DELTA: 'delta[0].path' must be a JSON pointer",
+            },
+            {
+                "input": {"type": "STATE_DELTA", "delta": [{"op": "remove", "path": "/n~"}]},
+                "error": "STATE_DELTA: 'delta[0].path' must be a JSON pointer",
+            },
+            {
+                "input": {"type": "STATE_DELTA", "delta": [{"op": "copy", "path": "/c"}]},
+                "error": "STATE_DELTA: 'delta[0].from' must be a string",
+            },
+            {
+                "input": {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/c"}]},
+                "error": "STATE_DELTA: 'delta[0].value' is missing",
+            },
+            {
+                "input": {"type": "STATE_DELTA", "delta": [{"op": "remove", "path": "/gone"}]},
+                "error": 'STATE_DELTA: delta[0] remove: nothing at "/gone"',
+            },
+            {
+                "input": {
+                    "type": "STATE_DELTA",
+                    "delta": [{"op": "add", "path": "/list/2", "value": 0}],
+                },
+                "error": 'STATE_DELTA: delta[0] add: nothing at "/list/2"',
+            },
+            {
+                "input": {
+                    "type": "STATE_DELTA",
+                    "delta": [{"op": "replace", "path": "/list/01", "value": 0}],
+                },
+                "error": 'STATE_DELTA: delta[0] replace: nothing at "/list/01"',
+            },
+            {
+                "input": {
+                    "type": "STATE_DELTA",
+                    "delta": [{"op": "move", "from": "/x", "path": "/y"}],
+                },
+                "error": 'STATE_DELTA: delta[0] move: nothing at "/x"',
+            },
+            {
+                "input": {
+                    "type": "STATE_DELTA",
+                    "delta": [{"op": "move", "from": "/list", "path": "/list/0"}],
+                },
+                "error": 'STATE_DELTA: delta[0] move: "/list/0" is inside "/list"',
+            },
+            {
+                "input": {
+                    "type": "STATE_DELTA",
+                    "delta": [{"op": "test", "path": "/n", "value": True}],
+                },
+                "error": 'STATE_DELTA: delta[0] test: the value at "/n" differs',
+            },
+            {
+                "input": {
+                    "type": "STATE_DELTA",
+                    "delta": [{"op": "replace", "path": "", "value": [1]}],
+                },
+                "error": "STATE_DELTA: delta[0] replace: the state must stay an object",
+            },
+            {
+                "input": {"type": "STATE_DELTA", "delta": [{"op": "remove", "path": ""}]},
+                "error": "STATE_DELTA: delta[0] remove: the state must stay an object",
+            },
+            {
+                "input": {
+                    "type": "STATE_DELTA",
+                    "delta": [
+                        {"op": "add", "path": "/n", "value": 2},
+                        {"op": "remove", "path": "/none"},
+                    ],
+                },
+                "error": 'STATE_DELTA: delta[1] remove: nothing at "/none"',
+            },
+            ev("STATE_SNAPSHOT", snapshot={}),
+            FINISH,
+        ],
+    ),
 ]
 
 

@@ -11,6 +11,7 @@ from ..errors import CrumbError
 from ..event_models import event_dict
 from .fields import parse_fields
 from .framing import Framer
+from .json_patch import apply_patch
 from .json_values import copy_json, is_unicode
 from .stream import EventStream
 from .table import EVENTS
@@ -64,6 +65,10 @@ class EventRepairer(EventStream):
         )
         if opens and "toolCallId" in fields:
             self._framer.check_fresh(event_type, "toolCallId", fields["toolCallId"])
+        elif event_type == "STATE_DELTA":
+            # Applied to a copy here, so a patch that fails changes nothing.
+            delta = fields.get("delta")
+            fields["state"], fields["delta"] = apply_patch(event_type, self._framer.state, delta)
         return event_type, fields
 
     def _apply(self, parsed) -> None:
@@ -159,6 +164,11 @@ class EventRepairer(EventStream):
     def _snapshot(self, f):
         self._framer.snapshot(f["snapshot"])
 
+    def _delta(self, f):
+        # An empty patch changes nothing and says nothing, like an empty text delta.
+        if f["delta"]:
+            self._framer.state_delta(f["state"], f["delta"])
+
     def _step_start(self, f):
         self._framer.step_start(f["stepName"])
 
@@ -202,6 +212,7 @@ _HANDLERS = {
     "TOOL_CALL_CHUNK": EventRepairer._tool_chunk,
     "TOOL_CALL_RESULT": EventRepairer._tool_result,
     "STATE_SNAPSHOT": EventRepairer._snapshot,
+    "STATE_DELTA": EventRepairer._delta,
     "STEP_STARTED": EventRepairer._step_start,
     "STEP_FINISHED": EventRepairer._step_end,
     "CUSTOM": EventRepairer._custom,

@@ -299,6 +299,11 @@ class Framer:
         # A deep copy: a caller changing a returned event must not change the run.
         self.emit({"type": "STATE_SNAPSHOT", "snapshot": copy_json(self.state)})
 
+    def state_delta(self, state: dict, delta: list) -> None:
+        """``state`` is the run state with ``delta`` applied (and shares nothing with it)."""
+        self.state = state
+        self.emit({"type": "STATE_DELTA", "delta": delta})
+
     def custom(self, name: str, value) -> None:
         self.emit({"type": "CUSTOM", "name": name, "value": value})
 

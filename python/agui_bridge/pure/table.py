@@ -78,6 +78,7 @@ EVENTS = {
     "TOOL_CALL_CHUNK": ((), {"toolCallId": STRING, "toolCallName": STRING, "delta": STRING}),
     "TOOL_CALL_RESULT": (("toolCallId", "content"), {"toolCallId": STRING, "content": STRING}),
     "STATE_SNAPSHOT": (("snapshot",), {"snapshot": OBJECT}),
+    "STATE_DELTA": ((), {"delta": JSON}),
     "STEP_STARTED": (("stepName",), {"stepName": STRING}),
     "STEP_FINISHED": (("stepName",), {"stepName": STRING}),
     "CUSTOM": (("name",), {"name": STRING, "value": JSON}),

@@ -8,6 +8,7 @@ use crate::event::Fields;
 use crate::fields::{self, Input, Kind, Kinds, parse_fields};
 use crate::framing::{Framer, HashSet, IdKind};
 use crate::json::{Map, Value};
+use crate::patch;
 use crate::stream::{Dialect, framer_field};
 use crate::table;
 
@@ -26,6 +27,7 @@ pub enum Row {
     ToolChunk,
     ToolResult,
     StateSnapshot,
+    StateDelta,
     StepStarted,
     StepFinished,
     Custom,
@@ -55,6 +57,7 @@ fn row(event_type: &str) -> Option<RowSpec> {
         "TOOL_CALL_CHUNK" => Row::ToolChunk,
         "TOOL_CALL_RESULT" => Row::ToolResult,
         "STATE_SNAPSHOT" => Row::StateSnapshot,
+        "STATE_DELTA" => Row::StateDelta,
         "STEP_STARTED" => Row::StepStarted,
         "STEP_FINISHED" => Row::StepFinished,
         "CUSTOM" => Row::Custom,
@@ -66,6 +69,8 @@ fn row(event_type: &str) -> Option<RowSpec> {
 #[derive(Debug)]
 pub enum Parsed {
     Row(Row, Fields),
+    /// The run state with the patch applied, and the patch.
+    Delta(Map<String, Value>, Value),
     Unknown,
 }
 
@@ -198,6 +203,12 @@ impl Dialect for Events {
             Kinds::Only(kinds),
             false,
         )?;
+        if row == Row::StateDelta {
+            // Applied to a copy here, so a patch that fails changes nothing.
+            let (state, delta) =
+                patch::apply_patch(&event_type, &self.framer.state, fields.get("delta"))?;
+            return Ok(Parsed::Delta(state, delta));
+        }
         // A tool call the thread holds may not be opened again (contract section 6).
         let opens =
             row == Row::ToolStart || (row == Row::ToolChunk && fields.contains_key("toolCallName"));
@@ -218,6 +229,16 @@ impl Dialect for Events {
                 }
                 return;
             }
+            Parsed::Delta(state, delta) => {
+                if !self.framer.started {
+                    self.framer.start(None, None);
+                }
+                // An empty patch changes nothing and says nothing, like an empty text delta.
+                if delta.as_array().is_some_and(|ops| !ops.is_empty()) {
+                    self.framer.state_delta(state, delta);
+                }
+                return;
+            }
             Parsed::Row(row, f) => (row, f),
             Parsed::Unknown => {
                 if !self.framer.started {
@@ -231,7 +252,8 @@ impl Dialect for Events {
             self.framer.start(None, None);
         }
         match row {
-            Row::RunStarted => {}
+            // Both are taken before this match.
+            Row::RunStarted | Row::StateDelta => {}
             Row::RunFinished => {
                 let result = f.remove("result");
                 let outcome = f.remove("outcome");

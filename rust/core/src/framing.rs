@@ -343,6 +343,14 @@ impl Framer {
         self.emit(event);
     }
 
+    /// `state` is the run state with `delta` applied (`patch::apply_patch`).
+    pub fn state_delta(&mut self, state: Map<String, Value>, delta: Value) {
+        self.state = state;
+        let mut event = event("STATE_DELTA");
+        put(&mut event, "delta", delta);
+        self.emit(event);
+    }
+
     pub fn custom(&mut self, name: &str, value: Value) {
         let mut event = event("CUSTOM");
         put(&mut event, "name", name);

@@ -12,6 +12,7 @@ pub mod fields;
 pub mod framing;
 pub mod json;
 pub mod messages;
+pub mod patch;
 pub mod sse;
 pub mod stream;
 pub mod table;

@@ -143,6 +143,7 @@ pub const EVENTS: &[Row] = &[
         &["snapshot"],
         &[("snapshot", Kind::Object)],
     ),
+    ("STATE_DELTA", &[], &[("delta", Kind::Json)]),
     ("STEP_STARTED", &["stepName"], &[("stepName", Kind::Str)]),
     ("STEP_FINISHED", &["stepName"], &[("stepName", Kind::Str)]),
     (
