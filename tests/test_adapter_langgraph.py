@@ -24,12 +24,16 @@ async def run(http, body) -> list[dict]:
 
 
 async def test_tokens_stream_and_state_reaches_snapshots(client):
-    events = await run(client, run_body(thread("text"), "hi"))
+    tid = thread("text")
+    body = run_body(tid, "hi")
+    body["state"] = {"shared": "by the client"}
+    events = await run(client, body)
     assert said(events) == "Hello from langgraph; 1 messages"
     assert len(of(events, "TEXT_MESSAGE_CONTENT")) == 9  # token by token, spaces too
-    loop = of(events, "STATE_SNAPSHOT")[-1]["snapshot"]["loop"]
-    assert loop["loopId"] == "langgraph" and loop["node"] == "agent"
-    assert loop["state"] == {"turns": 1}
+    # The graph's state is the thread's state at the top level, as clients read it.
+    snapshot = of(events, "STATE_SNAPSHOT")[-1]["snapshot"]
+    assert snapshot == {"shared": "by the client", "turns": 1}
+    assert (await state_of(client, tid))["values"] == snapshot
     assert events[-1]["type"] == "RUN_FINISHED"
 
 
@@ -55,7 +59,8 @@ async def test_the_checkpointer_holds_the_thread(client):
     message = {"id": "u2", "role": "user", "content": "again"}
     events = await run(client, run_body(tid, [*state["messages"], message]))
     assert said(events) == "Hello from langgraph; 3 messages"
-    assert of(events, "STATE_SNAPSHOT")[-1]["snapshot"]["loop"]["state"] == {"turns": 2}
+    assert of(events, "STATE_SNAPSHOT")[-1]["snapshot"] == {"turns": 2}
+    assert state["values"] == {"turns": 1}  # what the thread stored after the first run
 
 
 async def test_without_a_checkpoint_the_whole_conversation_is_sent():

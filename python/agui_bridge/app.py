@@ -185,7 +185,7 @@ class App:
         self,
         agent_id: str,
         path: str | None = None,
-        dialect: str = "crumbs",
+        dialect: str | None = None,
         authorize_thread: Callable | None = None,
         authorize_stream: Callable | None = None,
     ):
@@ -195,19 +195,27 @@ class App:
         always at ``/agui/{urlencoded agent_id}``. ``dialect``: ``"crumbs"``,
         ``"chunks"``, or ``"events"`` (an agent that yields AG-UI events: dicts or
         ``ag_ui.core`` models, repaired to the contract; docs/events-dialect.md).
+        Left out, it is the function's ``agui_dialect`` attribute (an adapter's
+        agent says what it yields), else ``"crumbs"``.
         ``authorize_thread(identity, thread_id) -> bool`` (sync or async) answers
         403 when false, for runs of this agent and for every route on the threads
         it created. ``authorize_stream(identity, thread_id,
         run_id) -> bool`` (sync or async) guards reading a run's stream (both
         event routes) and cancelling it: 403 when false.
         """
-        if dialect not in ("crumbs", "chunks", "events"):
+        if dialect not in (None, "crumbs", "chunks", "events"):
             raise ValueError("dialect must be 'crumbs', 'chunks' or 'events'")
         if agent_id in self._agents:
             raise ValueError(f"agent {agent_id!r} is already registered")
 
         def register(fn):
             _check_agent(agent_id, fn)
+            declared = getattr(fn, "agui_dialect", None)
+            if dialect is not None and declared is not None and dialect != declared:
+                raise ValueError(f"this agent yields the {declared!r} dialect, not {dialect!r}")
+            chosen_dialect = dialect or declared or "crumbs"
+            if chosen_dialect not in ("crumbs", "chunks", "events"):
+                raise ValueError("dialect must be 'crumbs', 'chunks' or 'events'")
             paths = []
             chosen = path if path is not None else (DEFAULT_PATH if not self._agents else None)
             if chosen is not None:
@@ -216,7 +224,9 @@ class App:
             for p in paths:
                 if p in self._routes or (self.playground and self.playground.get(p)):
                     raise ValueError(f"path {p!r} is already taken")
-            agent = Agent(agent_id, fn, tuple(paths), dialect, authorize_thread, authorize_stream)
+            agent = Agent(
+                agent_id, fn, tuple(paths), chosen_dialect, authorize_thread, authorize_stream
+            )
             self._agents[agent_id] = agent
             for p in paths:
                 self._routes[p] = agent

@@ -6,22 +6,25 @@
 
     graph = builder.compile(checkpointer=InMemorySaver())   # a state with "messages"
     app = App()
-    app.agent("graph")(langgraph_agent(graph))
+    app.agent("graph")(langgraph_agent(graph))   # an events-dialect agent
 
 The graph's checkpointer is keyed by the AG-UI threadId
 (``configurable.thread_id``). A run sends the turn's new messages (the user
 message, the client's tool results) under ``messages_key``; when the
 checkpointer has nothing for the thread yet (or the graph has none), the
-whole conversation is sent. What the graph streams becomes crumbs:
+whole conversation is sent. The agent speaks the events dialect
+(docs/events-dialect.md; ``App`` reads ``agui_dialect`` off the function):
+its AG-UI events go through the framing core, which repairs and numbers them.
+What the graph streams becomes:
 
-- chat model tokens (``stream_mode="messages"``) → text deltas; streamed
-  tool call chunks → tool calls with their arguments as they arrive; a
-  message a node returns whole → its text and tool calls; a ``ToolMessage``
-  → the call's result;
+- chat model tokens (``stream_mode="messages"``) → text; streamed tool call
+  chunks → tool calls with their arguments as they arrive; a message a node
+  returns whole → its text and tool calls; a ``ToolMessage`` → the call's
+  result;
 - the state after each step (``"values"``, without the messages, as JSON)
-  → ``STATE_SNAPSHOT``, as ``loop`` = {loopId ``"langgraph"``, phase
-  ``"step"``, iteration = the step, node?, state} (the crumbs dialect has no
-  top-level state crumb, so the graph's state sits under ``loop.state``);
+  → ``STATE_SNAPSHOT`` of the graph's state at the top level, as
+  CopilotKit's ``useCoAgent`` and ``@ag-ui/client`` read it (merged into the
+  thread's state, rule 9, so it is also what the thread stores);
 - ``interrupt(value)`` → the run suspends (``RUN_FINISHED`` with an
   interrupt outcome; id = LangGraph's interrupt id; ``message``: the value
   if a string, else its ``message``/``question`` field, else its JSON;
@@ -51,11 +54,8 @@ from langchain_core.messages import (
 )
 from langgraph.types import Command
 
-from .. import crumbs as c
 from ..context import RunContext
 from ._messages import conversation, parse_arguments, text, tool_calls, turn_message
-
-LOOP_ID = "langgraph"
 
 
 def langgraph_agent(graph, *, messages_key: str = "messages", config: dict | None = None):
@@ -77,11 +77,19 @@ def langgraph_agent(graph, *, messages_key: str = "messages", config: dict | Non
         stream = _Stream(messages_key)
         modes = ["messages", "updates", "values"]
         async for mode, chunk in graph.astream(graph_input, run_config, stream_mode=modes):
-            for crumb in stream.crumbs(mode, chunk):
-                yield crumb
-        for crumb in stream.close_calls():
-            yield crumb
+            for event in stream.events(mode, chunk):
+                yield event
+        for event in stream.close_calls():
+            yield event
+        if stream.interrupts:
+            interrupts = [
+                i if "id" in i else {"id": ctx.new_id("interrupt"), **i} for i in stream.interrupts
+            ]
+            outcome = {"type": "interrupt", "interrupts": interrupts}
+            yield {"type": "RUN_FINISHED", "outcome": outcome}
 
+    # Its items are AG-UI events: App serves it with the events dialect.
+    run.agui_dialect = "events"
     return run
 
 
@@ -138,33 +146,27 @@ def resume_value(ctx: RunContext) -> Any:
 
 
 class _Stream:
-    """Maps one run's ``(mode, chunk)`` pairs to crumbs."""
+    """Maps one run's ``(mode, chunk)`` pairs to AG-UI events."""
 
     def __init__(self, messages_key: str):
         self.messages_key = messages_key
         self.streamed: set[str] = set()  # ids of messages seen as chunks
         # (message id, index) -> [tool call id, name, buffered argument pieces, started]
         self.calls: dict[tuple, list] = {}
-        self.step = 0
-        self.node: str | None = None
+        # Interrupts shape the run's RUN_FINISHED; the stream goes on until the graph stops.
+        self.interrupts: list[dict] = []
 
-    def crumbs(self, mode: str, chunk: Any) -> list[dict]:
+    def events(self, mode: str, chunk: Any) -> list[dict]:
         if mode == "messages":
             return self._message(chunk[0])
         out = self.close_calls()
         if mode == "updates" and isinstance(chunk, dict):
-            for interrupt in chunk.get("__interrupt__") or ():
-                out.append(_interrupt(interrupt))
-            nodes = [name for name in chunk if not name.startswith("__")]
-            if nodes:
-                self.node = ", ".join(nodes)
+            self.interrupts.extend(_interrupt(i) for i in chunk.get("__interrupt__") or ())
         elif mode == "values" and isinstance(chunk, dict):
-            self.step += 1
             state = {
                 k: v for k, v in chunk.items() if k != self.messages_key and not k.startswith("__")
             }
-            fields = {"node": self.node, "state": _json(state)}
-            out.append(c.loop("step", LOOP_ID, iteration=self.step, **fields))
+            out.append({"type": "STATE_SNAPSHOT", "snapshot": _json(state)})
         return out
 
     def _message(self, message) -> list[dict]:
@@ -172,14 +174,21 @@ class _Stream:
             return self._chunk(message)
         out = self.close_calls()
         if isinstance(message, ToolMessage):
-            out.append(c.tool_result(message.tool_call_id, _content_text(message.content)))
+            content = _content_text(message.content)
+            out.append(
+                {"type": "TOOL_CALL_RESULT", **_call(message.tool_call_id), "content": content}
+            )
         elif isinstance(message, AIMessage) and message.id not in self.streamed:
             said = _content_text(message.content)
             if said:
-                out.append(c.text_delta(said))
+                out.append(_text(said))
             for call in message.tool_calls:
                 call_id = call.get("id") or f"call_{uuid.uuid4().hex[:24]}"
-                out.append(c.tool_call(call_id, call["name"], call.get("args") or {}))
+                out.append(
+                    {"type": "TOOL_CALL_START", **_call(call_id), "toolCallName": call["name"]}
+                )
+                out.append(_args(call_id, _json_text(call.get("args") or {})))
+                out.append({"type": "TOOL_CALL_END", **_call(call_id)})
         return out
 
     def _chunk(self, message: AIMessageChunk) -> list[dict]:
@@ -191,7 +200,7 @@ class _Stream:
                 out.extend(self.close_calls())
         said = _content_text(message.content)
         if said:
-            out.append(c.text_delta(said))
+            out.append(_text(said))
         for piece in message.tool_call_chunks:
             key = (message.id, piece.get("index") or 0)
             entry = self.calls.get(key)
@@ -204,7 +213,7 @@ class _Stream:
             args = piece.get("args")
             if entry[3]:
                 if args:
-                    out.append(c.tool_input_delta(entry[0], args))
+                    out.append(_args(entry[0], args))
                 continue
             if args:
                 entry[2].append(args)
@@ -220,7 +229,7 @@ class _Stream:
             if not entry[3]:
                 entry[1] = entry[1] or "unknown"
                 out.extend(_start(entry))
-            out.append(c.tool_input_end(entry[0]))
+            out.append({"type": "TOOL_CALL_END", **_call(entry[0])})
         self.calls.clear()
         return out
 
@@ -228,10 +237,23 @@ class _Stream:
 def _start(entry: list) -> list[dict]:
     entry[0] = entry[0] or f"call_{uuid.uuid4().hex[:24]}"
     entry[3] = True
-    out = [c.tool_input_start(entry[0], entry[1])]
+    out = [{"type": "TOOL_CALL_START", **_call(entry[0]), "toolCallName": entry[1]}]
     if entry[2]:
-        out.append(c.tool_input_delta(entry[0], "".join(entry[2])))
+        out.append(_args(entry[0], "".join(entry[2])))
     return out
+
+
+def _call(tool_call_id: str) -> dict:
+    return {"toolCallId": tool_call_id}
+
+
+def _text(delta: str) -> dict:
+    # No messageId: the core streams it under the open message or a fresh id.
+    return {"type": "TEXT_MESSAGE_CHUNK", "delta": delta}
+
+
+def _args(tool_call_id: str, delta: str) -> dict:
+    return {"type": "TOOL_CALL_ARGS", "toolCallId": tool_call_id, "delta": delta}
 
 
 def _interrupt(interrupt) -> dict:
@@ -248,12 +270,13 @@ def _interrupt(interrupt) -> dict:
     schema = getattr(interrupt, "response_schema", None)
     if schema is not None and not isinstance(schema, dict):
         schema = schema.model_json_schema() if hasattr(schema, "model_json_schema") else None
-    return c.human_required(
-        interrupt_id=getattr(interrupt, "id", None),
-        reason=reason or "interrupt",
-        message=message,
-        response_schema=schema,
-    )
+    out = {"reason": reason or "interrupt", "message": message}
+    interrupt_id = getattr(interrupt, "id", None)
+    if isinstance(interrupt_id, str) and interrupt_id:
+        out = {"id": interrupt_id, **out}
+    if schema is not None:
+        out["responseSchema"] = _json(schema)
+    return out
 
 
 def _content_text(content: Any) -> str:
