@@ -75,6 +75,13 @@ def pydantic_agent():
             yield {
                 0: DeltaToolCall(name="ask_user", json_args='{"q": "why?"}', tool_call_id=call_id)
             }
+        elif "delete" in prompt:
+            yield "Deleting."
+            yield {
+                0: DeltaToolCall(
+                    name="delete_file", json_args='{"path": "draft.txt"}', tool_call_id=call_id
+                )
+            }
         elif "retry" in prompt:
             yield {0: DeltaToolCall(name="picky", json_args="{}", tool_call_id=call_id)}
         elif "crash" in prompt:
@@ -98,6 +105,11 @@ def pydantic_agent():
     def ask_user(q: str) -> str:
         """Deferred: the frontend answers it."""
         raise CallDeferred
+
+    @agent.tool_plain(requires_approval=True)
+    def delete_file(path: str) -> str:
+        """Deletes a file, once the user approves."""
+        return f"deleted {path}"
 
     @agent.tool_plain
     def picky() -> str:

@@ -135,5 +135,25 @@ def test_langgraph_three_turns_tool_and_interrupt(node, version, app_url, tmp_pa
         "Decision: yes",
     ]
     assert [r["content"] for r in tool_messages(out).values()] == ["sunny in Oslo"]
-    assert out["state"]["loop"]["state"] == {"turns": 3}
+    # The graph's state is the client's state at the top level.
+    assert out["state"] == {"turns": 3}
+    same_history(app_url, out)
+
+
+def test_pydantic_ai_approval_suspends_and_resumes(node, version, app_url, tmp_path):  # noqa: F811
+    scenario = turns("delete the draft")
+    scenario["runs"].append(
+        {"resumePending": {"status": "resolved", "payload": {"approved": True}}}
+    )
+    out = run_client(node, version, app_url + "/agui/pydantic", scenario, tmp_path)
+    for run in out["runs"]:
+        check_lifecycle(run)
+    suspended, resumed = out["runs"]
+    [pending] = suspended["pendingInterrupts"]
+    assert (pending["reason"], pending["metadata"]["toolName"]) == ("tool_approval", "delete_file")
+    assert resumed["pendingInterrupts"] == []
+    texts = [m["content"] for m in assistant_messages(out) if m.get("content")]
+    assert texts == ["Deleting.", "Results: deleted draft.txt"]
+    [result] = tool_messages(out).values()
+    assert (result["toolCallId"], result["content"]) == (pending["toolCallId"], "deleted draft.txt")
     same_history(app_url, out)

@@ -93,6 +93,93 @@ async def test_model_error_is_a_coded_run_error(client):
     assert said(events) == "Starting"
 
 
+def approval_of(events) -> dict:
+    assert events[-1]["type"] == "RUN_FINISHED", events[-1]
+    [interrupt] = events[-1]["outcome"]["interrupts"]
+    return interrupt
+
+
+async def test_an_approval_tool_suspends_the_run_with_an_interrupt(client):
+    tid = thread("approve")
+    events = await run(client, run_body(tid, "delete the draft"))
+    assert said(events) == "Deleting."
+    interrupt = approval_of(events)
+    assert interrupt["reason"] == "tool_approval"
+    assert interrupt["message"] == 'approve delete_file({"path":"draft.txt"})'
+    assert interrupt["metadata"] == {"toolName": "delete_file", "args": {"path": "draft.txt"}}
+    assert interrupt["responseSchema"]["required"] == ["approved"]
+    # The call is announced when it runs, after the approval, not before.
+    assert not of(events, "TOOL_CALL_START") and not of(events, "RUN_ERROR")
+
+
+async def test_an_approved_call_runs_on_resume_and_the_thread_keeps_it(client):
+    tid = thread("approved")
+    interrupt = approval_of(await run(client, run_body(tid, "delete the draft")))
+    state = (await client.get(f"/threads/{tid}/state")).json()
+    resume = [{"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True}}]
+    events = await run(client, run_body(tid, state["messages"], resume=resume))
+    [start] = of(events, "TOOL_CALL_START")
+    assert (start["toolCallId"], start["toolCallName"]) == (interrupt["toolCallId"], "delete_file")
+    assert json.loads("".join(a["delta"] for a in of(events, "TOOL_CALL_ARGS"))) == {
+        "path": "draft.txt"
+    }
+    [result] = of(events, "TOOL_CALL_RESULT")
+    assert result["content"] == "deleted draft.txt"
+    assert said(events) == "Results: deleted draft.txt"
+    assert "outcome" not in events[-1]
+    state = (await client.get(f"/threads/{tid}/state")).json()
+    assert [m["role"] for m in state["messages"]] == [
+        "user",
+        "assistant",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
+    # The next turn reloads the approved call and its result.
+    message = {"id": "u2", "role": "user", "content": "and now?"}
+    events = await run(client, run_body(tid, [*state["messages"], message]))
+    assert said(events).startswith("Hello from pydantic-ai;")
+
+
+@pytest.mark.parametrize(
+    ("resume", "props", "told"),
+    [
+        (
+            {"status": "resolved", "payload": {"approved": False, "reason": "keep it"}},
+            None,
+            "keep it",
+        ),
+        ({"status": "cancelled"}, None, "The user cancelled the tool call."),
+        (
+            {"status": "resolved", "payload": {"approved": "sure?"}},
+            None,
+            "The tool call was denied.",
+        ),
+        (None, {"command": {"resume": "no"}}, "The tool call was denied."),
+    ],
+)
+async def test_a_denied_call_tells_the_model(client, resume, props, told):
+    tid = thread("denied")
+    interrupt = approval_of(await run(client, run_body(tid, "delete the draft")))
+    state = (await client.get(f"/threads/{tid}/state")).json()
+    extra = {"forwardedProps": props} if props else {}
+    if resume is not None:
+        extra["resume"] = [{"interruptId": interrupt["id"], **resume}]
+    events = await run(client, run_body(tid, state["messages"], **extra))
+    [result] = of(events, "TOOL_CALL_RESULT")
+    assert result["content"] == told
+    assert said(events) == f"Results: {told}"
+
+
+async def test_resume_by_forwarded_props_yes(client):
+    tid = thread("approved-fp")
+    approval_of(await run(client, run_body(tid, "delete the draft")))
+    state = (await client.get(f"/threads/{tid}/state")).json()
+    props = {"command": {"resume": "yes"}}
+    events = await run(client, run_body(tid, state["messages"], forwardedProps=props))
+    assert said(events) == "Results: deleted draft.txt"
+
+
 async def test_test_model_tool_calls_with_whole_arguments():
     """pydantic-ai's TestModel gives tool arguments as a dict, not streamed text."""
     from agui_bridge.adapters.pydantic_ai import pydantic_ai_agent
@@ -116,3 +203,16 @@ async def test_test_model_tool_calls_with_whole_arguments():
     assert result["content"] == "0"
     assert said(events) == '{"square":0}'
     assert events[-1]["type"] == "RUN_FINISHED"
+
+
+def test_the_agent_function_says_its_dialect():
+    from agui_bridge.adapters.pydantic_ai import pydantic_ai_agent
+
+    from tests.adapter_apps import pydantic_agent
+
+    fn = pydantic_ai_agent(pydantic_agent())
+    app = App(store="memory://")
+    app.agent("events")(fn)
+    assert app._agents["events"].dialect == "events"
+    with pytest.raises(ValueError, match="yields the 'events' dialect, not 'crumbs'"):
+        App(store="memory://").agent("crumbs", dialect="crumbs")(fn)

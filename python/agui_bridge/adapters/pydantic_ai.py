@@ -11,22 +11,38 @@
         return a + b
 
     app = App()
-    app.agent("assistant")(pydantic_ai_agent(assistant))
+    app.agent("assistant")(pydantic_ai_agent(assistant))   # an events-dialect agent
 
 Each run continues the thread: its messages (history, the client's tool
 results, the new user message) become pydantic-ai's message history (through
-pydantic-ai's own AG-UI loader), and the agent's streamed events become
-crumbs: text, tool calls with their arguments as they stream, and tool
-results (the text pydantic-ai sends the model back). The run's frontend
-tools are an ``ExternalToolset``: a call to one ends the run with its
+pydantic-ai's own AG-UI loader), and the agent's streamed events become AG-UI
+events (the events dialect, docs/events-dialect.md; ``App`` reads
+``agui_dialect`` off the function): text, tool calls with their arguments,
+and tool results (the text pydantic-ai sends the model back). A tool call's
+events go out once pydantic-ai has run it (with its result) or deferred it:
+only then is it known not to wait for an approval. The run's
+frontend tools are an ``ExternalToolset``: a call to one ends the run with its
 ``DeferredToolRequests``, the client executes it, and its next run goes on.
-A tool that needs approval
-(``requires_approval=True``) is not supported: the run ends with
-``RUN_ERROR`` code ``approval_unsupported`` (a result given on resume would
-belong to a call of an earlier run, which a run's stream cannot answer).
-A structured output is the run's
-``RUN_FINISHED.result``; an exception ends the run with ``RUN_ERROR`` (code:
-its class name, e.g. ``UnexpectedModelBehavior``, ``ModelHTTPError``).
+
+A tool that needs approval (``requires_approval=True``, or one raising
+``ApprovalRequired``) suspends the run: ``RUN_FINISHED`` carries an interrupt
+(id ``ctx.new_id("approve")``: ``"{runId}:approve"``, ``"…:approve-2"``…; reason
+``"tool_approval"``; ``toolCallId``; ``message`` ``"approve
+{tool}({arguments})"``; ``responseSchema`` the answer's shape
+``{approved, editedArgs?, reason?}``; ``metadata`` ``{toolName, args}``). The
+call itself is not announced in that run: the client would store a call
+whose result comes only after the approval, in a later run, and a run's
+stream cannot answer a call of an earlier run (contract rule 6). The resume
+(an AG-UI 1.0 ``resume`` entry, or ``forwardedProps.command.resume``) goes
+to pydantic-ai as ``DeferredToolResults.approvals`` on the call rebuilt from
+the interrupt's metadata: approved, the tool runs, and its call and result
+are announced in the resuming run; denied (``approved: false``, a "no", a
+cancelled entry), the model is told so (``reason`` as the message). A
+payload that is neither is a denial (deny by default).
+
+A structured output is the run's ``RUN_FINISHED.result``; an exception ends
+the run with ``RUN_ERROR`` (code: its class name, e.g.
+``UnexpectedModelBehavior``, ``ModelHTTPError``).
 """
 
 from __future__ import annotations
@@ -36,10 +52,18 @@ from typing import Any
 
 import pydantic
 from ag_ui.core import Message
-from pydantic_ai import AgentRunResultEvent, DeferredToolRequests, ToolDefinition
+from pydantic_ai import (
+    AgentRunResultEvent,
+    DeferredToolRequests,
+    DeferredToolResults,
+    ToolApproved,
+    ToolDefinition,
+    ToolDenied,
+)
 from pydantic_ai.messages import (
     DeferredToolRequestsEvent,
     FunctionToolCallEvent,
+    ModelResponse,
     OutputToolResultEvent,
     PartDeltaEvent,
     PartEndEvent,
@@ -53,13 +77,23 @@ from pydantic_ai.messages import (
 from pydantic_ai.toolsets import ExternalToolset
 from pydantic_ai.ui.ag_ui import AGUIAdapter
 
-from .. import crumbs as c
 from ..context import RunContext
 from ._messages import conversation, tool_calls
 
 _MESSAGES = pydantic.TypeAdapter(list[Message])
 _JSON = pydantic.TypeAdapter(Any)
-_NO_APPROVAL = "approval_unsupported"
+APPROVAL = "tool_approval"
+# The answer an approval interrupt expects (pydantic-ai's own AG-UI shape).
+RESPONSE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "approved": {"type": "boolean"},
+        "editedArgs": {"type": "object"},
+        "reason": {"type": "string"},
+    },
+    "required": ["approved"],
+}
+_YES = ("yes", "y", "approve", "approved", "ok", "true", "once", "allow")
 
 
 def pydantic_ai_agent(
@@ -76,21 +110,40 @@ def pydantic_ai_agent(
     """
 
     async def run(ctx: RunContext):
+        approvals = _approvals(ctx)
         history = to_model_messages(conversation(ctx))
         options = dict(run_options)
+        if approvals:
+            calls, results = approvals
+            # The calls waiting for approval were never stored: the model's
+            # response that made them is rebuilt from the interrupts.
+            history.append(ModelResponse(parts=calls))
+            options["deferred_tool_results"] = results
         if ctx.tools:
             options["toolsets"] = [*options.get("toolsets", ()), _frontend(ctx.tools)]
-            output = options.get("output_type") or agent.output_type
-            options["output_type"] = [output, DeferredToolRequests]
+        output = options.get("output_type") or agent.output_type
+        options["output_type"] = [output, DeferredToolRequests]
         if deps is not None:
             options["deps"] = deps(ctx)
         held = {call["id"] for m in ctx.history for call in tool_calls(m)}
         stream = _Stream(held)
         async with agent.run_stream_events(None, message_history=history, **options) as events:
             async for event in events:
-                for crumb in stream.crumbs(event):
-                    yield crumb
+                for out in stream.events(event):
+                    yield out
+        for out in stream.release_all():
+            yield out
+        if stream.approvals:
+            interrupts = [_interrupt(ctx, call) for call in stream.approvals]
+            yield {
+                "type": "RUN_FINISHED",
+                "outcome": {"type": "interrupt", "interrupts": interrupts},
+            }
+        elif stream.result is not None:
+            yield {"type": "RUN_FINISHED", "result": stream.result}
 
+    # Its items are AG-UI events: App serves it with the events dialect.
+    run.agui_dialect = "events"
     return run
 
 
@@ -99,65 +152,177 @@ def to_model_messages(messages: list[dict]) -> list:
     return AGUIAdapter.load_messages(_MESSAGES.validate_python(messages))
 
 
+def _interrupt(ctx: RunContext, call: ToolCallPart) -> dict:
+    args = call.args_as_dict()
+    return {
+        "id": ctx.new_id("approve"),
+        "reason": APPROVAL,
+        "message": f"approve {call.tool_name}({call.args_as_json_str()})",
+        "toolCallId": call.tool_call_id,
+        "responseSchema": RESPONSE_SCHEMA,
+        "metadata": {"toolName": call.tool_name, "args": _JSON.dump_python(args, mode="json")},
+    }
+
+
+def _approvals(ctx: RunContext):
+    """The approval calls this run resumes and their ``DeferredToolResults``, or None."""
+    resume = ctx.resume
+    if resume is None:
+        return None
+    calls, approvals = [], {}
+    answers = {e["interruptId"]: e for e in resume.entries}
+    for interrupt in resume.interrupts:
+        metadata = interrupt.get("metadata")
+        call_id = interrupt.get("toolCallId")
+        if interrupt.get("reason") != APPROVAL or not isinstance(metadata, dict):
+            continue
+        if not isinstance(call_id, str) or not isinstance(metadata.get("toolName"), str):
+            continue
+        if answers:
+            entry = answers.get(interrupt.get("id"), {})
+            status, payload = entry.get("status", "resolved"), entry.get("payload")
+        elif resume.interrupt_id in (None, interrupt.get("id")):
+            status, payload = resume.status, resume.decision
+        else:
+            continue
+        args = metadata.get("args")
+        calls.append(ToolCallPart(metadata["toolName"], args, tool_call_id=call_id))
+        approvals[call_id] = _verdict(status, payload)
+    if not calls:
+        return None
+    return calls, DeferredToolResults(approvals=approvals)
+
+
+def _verdict(status: str, payload: Any) -> ToolApproved | ToolDenied:
+    """The user's answer; anything but a clear yes is a denial."""
+    if status == "cancelled":
+        return ToolDenied("The user cancelled the tool call.")
+    if isinstance(payload, dict):
+        approved = payload.get("approved", payload.get("decision"))
+        if isinstance(approved, str):
+            approved = approved.strip().lower() in _YES
+        if approved is True:
+            edited = payload.get("editedArgs")
+            return ToolApproved(override_args=edited if isinstance(edited, dict) else None)
+        reason = payload.get("reason")
+        return ToolDenied(reason) if isinstance(reason, str) and reason else ToolDenied()
+    if payload is True or (isinstance(payload, str) and payload.strip().lower() in _YES):
+        return ToolApproved()
+    return ToolDenied()
+
+
 class _Stream:
-    """Maps one run's pydantic-ai events to crumbs."""
+    """Maps one run's pydantic-ai events to AG-UI events.
+
+    A tool call's events are held back until pydantic-ai says what the call
+    was: run (its result), left to the client (a deferred external call) or
+    waiting for approval (then it is not sent in this run). pydantic-ai tells
+    an approval only after validating every call of the response, and a tool
+    may ask for one while it runs (``ApprovalRequired``), so nothing earlier
+    can tell.
+    """
 
     def __init__(self, held: set[str]):
         # part index -> [tool call id, arguments streamed as text so far?]
         self.calls: dict[int, list] = {}
+        # tool call id -> its events, held back
+        self.waiting: dict[str, list[dict]] = {}
+        self.sent: set[str] = set()
         self.held = held  # calls of earlier runs: never announced again
+        self.approvals: list[ToolCallPart] = []
+        self.result: Any = None
 
-    def crumbs(self, event) -> list[dict]:
+    def _hold(self, tool_call_id: str, *events: dict) -> list[dict]:
+        self.waiting.setdefault(tool_call_id, []).extend(events)
+        return []
+
+    def release(self, tool_call_id: str) -> list[dict]:
+        out = self.waiting.pop(tool_call_id, [])
+        if out:
+            self.sent.add(tool_call_id)
+        return out
+
+    def release_all(self) -> list[dict]:
+        return [event for call_id in list(self.waiting) for event in self.release(call_id)]
+
+    def events(self, event) -> list[dict]:
         if isinstance(event, PartDeltaEvent):
             delta = event.delta
             if isinstance(delta, TextPartDelta):
-                return [c.text_delta(delta.content_delta)] if delta.content_delta else []
+                return [_text(delta.content_delta)] if delta.content_delta else []
             if isinstance(delta, ToolCallPartDelta):
                 entry = self.calls.get(event.index)
                 if entry is not None and entry[1] and isinstance(delta.args_delta, str):
-                    return [c.tool_input_delta(entry[0], delta.args_delta)]
+                    return self._hold(entry[0], _args(entry[0], delta.args_delta))
                 if entry is not None:
                     entry[1] = False  # a dict delta: the arguments go out whole at the end
             return []
         if isinstance(event, PartStartEvent):
             part = event.part
             if isinstance(part, TextPart):
-                return [c.text_delta(part.content)] if part.content else []
+                return [_text(part.content)] if part.content else []
             if isinstance(part, ToolCallPart):
+                call_id = part.tool_call_id
                 streamed = part.args is None or isinstance(part.args, str)
-                self.calls[event.index] = [part.tool_call_id, streamed]
-                out = [c.tool_input_start(part.tool_call_id, part.tool_name)]
+                self.calls[event.index] = [call_id, streamed]
+                start = {"type": "TOOL_CALL_START", "toolCallId": call_id}
+                self._hold(call_id, {**start, "toolCallName": part.tool_name})
                 if streamed and part.args:
-                    out.append(c.tool_input_delta(part.tool_call_id, part.args))
-                return out
+                    self._hold(call_id, _args(call_id, part.args))
             return []
         if isinstance(event, PartEndEvent):
             entry = self.calls.pop(event.index, None)
             if entry is None or not isinstance(event.part, ToolCallPart):
                 return []
-            out = [] if entry[1] else [c.tool_input_delta(entry[0], event.part.args_as_json_str())]
-            out.append(c.tool_input_end(entry[0]))
-            return out
+            if not entry[1]:
+                self._hold(entry[0], _args(entry[0], event.part.args_as_json_str()))
+            return self._hold(entry[0], {"type": "TOOL_CALL_END", "toolCallId": entry[0]})
         if isinstance(event, FunctionToolCallEvent):
-            part = event.part  # already streamed, unless the model did not stream it
-            if part.tool_call_id in self.held:
+            # Emitted for every call it validates, approval ones included: the
+            # call is held until its result or its deferral says what it is.
+            part = event.part
+            call_id = part.tool_call_id
+            if call_id in self.waiting or call_id in self.sent or call_id in self.held:
                 return []
-            return [c.tool_call(part.tool_call_id, part.tool_name, part.args_as_dict())]
+            # A call the model did not stream (a resumed approval): sent whole.
+            return self._hold(
+                call_id,
+                {"type": "TOOL_CALL_START", "toolCallId": call_id, "toolCallName": part.tool_name},
+                _args(call_id, part.args_as_json_str()),
+                {"type": "TOOL_CALL_END", "toolCallId": call_id},
+            )
         if isinstance(event, ToolResultEvent):
             if isinstance(event, OutputToolResultEvent):
                 return []  # the output tool's "final result processed": the output is the result
             part = event.part
-            return [c.tool_result(part.tool_call_id, part.model_response_str())]
-        if isinstance(event, DeferredToolRequestsEvent) and event.requests.approvals:
-            names = ", ".join(call.tool_name for call in event.requests.approvals)
-            message = f"tools that need approval are not supported: {names}"
-            return [c.agent_error(message, _NO_APPROVAL)]
+            out = self.release(part.tool_call_id)
+            content = part.model_response_str()
+            out.append(
+                {"type": "TOOL_CALL_RESULT", "toolCallId": part.tool_call_id, "content": content}
+            )
+            return out
+        if isinstance(event, DeferredToolRequestsEvent):
+            out = []
+            for call in event.requests.calls:
+                out += self.release(call.tool_call_id)
+            for call in event.requests.approvals:
+                self.waiting.pop(call.tool_call_id, None)
+                self.approvals.append(call)
+            return out
         if isinstance(event, AgentRunResultEvent):
             output = event.result.output
-            if isinstance(output, str | DeferredToolRequests) or output is None:
-                return []
-            return [c.run_end(_JSON.dump_python(output, mode="json"))]
+            if not (isinstance(output, str | DeferredToolRequests) or output is None):
+                self.result = _JSON.dump_python(output, mode="json")
         return []
+
+
+def _text(delta: str) -> dict:
+    # No messageId: the core streams it under the open message or a fresh id.
+    return {"type": "TEXT_MESSAGE_CHUNK", "delta": delta}
+
+
+def _args(tool_call_id: str, delta: str) -> dict:
+    return {"type": "TOOL_CALL_ARGS", "toolCallId": tool_call_id, "delta": delta}
 
 
 def _frontend(tools: list[dict]) -> ExternalToolset:
