@@ -95,6 +95,8 @@ def _script(messages: list[dict]):
     words = last["content"] if isinstance(last["content"], str) else ""
     if "add" in words:
         return calls(("add", {"a": 2, "b": 3}), lead="Adding.")
+    if "calculate" in words:
+        return calls(("calculate", {"expression": "6 * 7"}), lead="Calculating.")
     if "parallel" in words:
         return calls(("add", {"a": 1, "b": 2}), ("divide", {"a": 1, "b": 0}), interleave=True)
     if "city" in words:
