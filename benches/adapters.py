@@ -11,9 +11,9 @@ process, side by side (the three alternate round by round):
   transport serving the documented SSE body; pydantic-ai's
   ``run_stream_events`` on a ``FunctionModel``; LangGraph's ``astream``
   with the modes the adapter uses on a fake chat model);
-- ``adapter``: the adapter's agent function on the same answer, crumbs
+- ``adapter``: the adapter's agent function on the same answer, its items
   iterated and dropped;
-- ``+ encode``: the adapter's crumbs through the transformer's ``encode``
+- ``+ encode``: the adapter's items through its dialect's ``encode``
   (the SSE bytes the App writes).
 
 ``mapping alone``: the adapter's event-to-crumbs mapping run on the
@@ -46,7 +46,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "python"), str(ROOT)]
 
-from agui_bridge import IMPLEMENTATION, create_agui_transformer  # noqa: E402
+from agui_bridge import (  # noqa: E402
+    IMPLEMENTATION,
+    create_agui_repairer,
+    create_agui_transformer,
+)
 from agui_bridge.context import RunContext  # noqa: E402
 
 ARGS = json.dumps({"city": "Oslo", "days": 3, "units": "metric", "detail": "hourly"})
@@ -118,7 +122,7 @@ def openai_case(tokens: int):
     def mapper():
         return _ModelCall(ctx(), 1)._chunk
 
-    return framework, adapter, collect, mapper
+    return framework, adapter, collect, mapper, "crumbs"
 
 
 def pydantic_ai_case(tokens: int):
@@ -159,9 +163,9 @@ def pydantic_ai_case(tokens: int):
             return [event async for event in events]
 
     def mapper():
-        return _Stream(set()).crumbs
+        return _Stream(set()).events
 
-    return framework, lambda: wrapped(ctx()), collect, mapper
+    return framework, lambda: wrapped(ctx()), collect, mapper, wrapped.agui_dialect
 
 
 def langgraph_case(tokens: int):
@@ -219,9 +223,9 @@ def langgraph_case(tokens: int):
 
     def mapper():
         stream = _Stream("messages")
-        return lambda pair: stream.crumbs(*pair)
+        return lambda pair: stream.events(*pair)
 
-    return framework, lambda: wrapped(ctx()), collect, mapper
+    return framework, lambda: wrapped(ctx()), collect, mapper, wrapped.agui_dialect
 
 
 # -- measuring ----------------------------------------------------------------------------
@@ -234,11 +238,13 @@ async def drain(agen) -> int:
     return count
 
 
-async def encode_all(agen) -> int:
-    t = create_agui_transformer(thread_id="bench-thread", run_id="bench-run")
+async def encode_all(agen, dialect: str) -> int:
+    # The pydantic-ai and LangGraph agents yield AG-UI events (the events dialect).
+    create = create_agui_repairer if dialect == "events" else create_agui_transformer
+    t = create(thread_id="bench-thread", run_id="bench-run")
     size = 0
-    async for crumb in agen:
-        size += len(t.encode(crumb))
+    async for item in agen:
+        size += len(t.encode(item))
     return size + len(t.finish_encoded())
 
 
@@ -269,19 +275,19 @@ def mapping_cost(items, mapper, rounds) -> float:
 
 
 async def measure(name, case, tokens, rounds) -> dict:
-    framework, adapter, collect, mapper = case(tokens)
+    framework, adapter, collect, mapper, dialect = case(tokens)
     mapping = mapping_cost(await collect(), mapper, rounds * 4)
     events = await framework()
     crumbs = await drain(adapter())
     for _ in range(2):  # warm up every path
         await framework()
         await drain(adapter())
-        await encode_all(adapter())
+        await encode_all(adapter(), dialect)
     base, wrapped, encoded = [], [], []
     for _ in range(rounds):
         base.append(await timed(framework))
         wrapped.append(await timed(lambda: drain(adapter())))
-        encoded.append(await timed(lambda: encode_all(adapter())))
+        encoded.append(await timed(lambda: encode_all(adapter(), dialect)))
     base_us, wrapped_us, encoded_us = (statistics.median(x) for x in (base, wrapped, encoded))
     # Paired by round, so drift from the shared machine's load cancels out.
     added = statistics.median(w - b for w, b in zip(wrapped, base, strict=True))
