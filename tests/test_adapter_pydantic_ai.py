@@ -207,6 +207,7 @@ async def test_test_model_tool_calls_with_whole_arguments():
 
 def test_the_agent_function_says_its_dialect():
     from agui_bridge.adapters.pydantic_ai import pydantic_ai_agent
+    from agui_bridge.app import App
 
     from tests.adapter_apps import pydantic_agent
 
