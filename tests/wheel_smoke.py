@@ -268,7 +268,9 @@ def check_vectors() -> None:
         t = factories[vector["dialect"]](**vector.get("create", {}))
         out = b""
         for step in vector["steps"]:
-            if "finish" in step:
+            if "snapshot" in step:
+                check(t.snapshot() == step["snapshot"], f"{path.stem}: the snapshot differs")
+            elif "finish" in step:
                 out += t.finish_encoded()
             elif "fail" in step:
                 out += t.fail_encoded(make_exception(step["fail"]))
