@@ -16,6 +16,7 @@ import orjson
 from .. import create_agui_repairer
 from ..runs import PING, Trimmed
 from ..runs.cursor import _send
+from .runs import event_of
 from .stream import Projector, made_so_far
 
 
@@ -24,16 +25,6 @@ def sse(name: str, data, n: int | None = None) -> bytes:
     if n is not None:
         frame += b"id: %d\n" % n
     return frame + b"\n"
-
-
-def _event_of(frame: bytes) -> dict | None:
-    at = frame.find(b"data: ")
-    if at < 0:
-        return None
-    try:
-        return orjson.loads(frame[at + 6 :].split(b"\n", 1)[0])
-    except orjson.JSONDecodeError:
-        return None
 
 
 async def origin(app, record):
@@ -51,7 +42,7 @@ async def origin(app, record):
     with contextlib.suppress(Trimmed):
         data, _ = run_log.read(position)
         for frame in data.split(b"\n\n"):
-            event = _event_of(frame) if frame else None
+            event = event_of(frame) if frame else None
             if event is not None:
                 made(event)
     if thread is None:
@@ -94,7 +85,7 @@ async def pump(app, conn, record, modes, after: int, gone) -> None:
                 if not frame:
                     continue
                 n += 1
-                event = _event_of(frame)
+                event = event_of(frame)
                 parts = projector.feed(event) if event is not None else []
                 if n <= after:
                     continue

@@ -27,12 +27,16 @@ def terminal_event(run_log) -> dict | None:
     """The last event of an ended log (RUN_FINISHED or RUN_ERROR), else None."""
     if not run_log.ended or not run_log.chunks:
         return None
-    chunk = run_log.chunks[-1]
-    at = chunk.rfind(b"data: ")
+    return event_of(run_log.chunks[-1], last=True)
+
+
+def event_of(frames: bytes, last: bool = False) -> dict | None:
+    """The event in the first (or ``last``) data line of SSE frames, else None."""
+    at = frames.rfind(b"data: ") if last else frames.find(b"data: ")
     if at < 0:
         return None
     try:
-        return orjson.loads(chunk[at + 6 :].split(b"\n", 1)[0])
+        return orjson.loads(frames[at + 6 :].split(b"\n", 1)[0])
     except orjson.JSONDecodeError:
         return None
 
