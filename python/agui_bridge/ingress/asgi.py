@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from .handler import Closed, TooLarge
+from .handler import BrokenBody, Closed, TooLarge
 
 
 class Aborted(Exception):
@@ -64,8 +64,10 @@ class AsgiConn:
         while True:
             message = await self.receive()
             if message["type"] == "http.disconnect":
+                # granian reports a body it cannot read (bad chunked framing) as
+                # a disconnect: answered 400 (a client that really left reads nothing).
                 self.gone = True
-                raise Closed
+                raise BrokenBody
             chunk = message.get("body", b"")
             total += len(chunk)
             # Noted before any TooLarge: discard_body must not wait for more.

@@ -46,6 +46,10 @@ class TooLarge(Exception):
     pass
 
 
+class BrokenBody(Exception):
+    """The body ended before its end (bad chunked framing, or the client left)."""
+
+
 class HttpError(Exception):
     def __init__(self, status: int, code: str, message: str, headers=()):
         super().__init__(message)
@@ -330,6 +334,9 @@ class Handler:
             return None, too_large
         try:
             return await conn.read_body(app.body_limit), None
+        except BrokenBody:
+            message = "the request body could not be read (bad chunked framing or a cut connection)"
+            return None, HttpError(400, "invalid_body", message, [("connection", "close")])
         except TooLarge:
             await conn.discard_body(drain)
             return None, too_large
