@@ -100,8 +100,10 @@ class App:
     are ended by the server: their readers get the closers and ``RUN_ERROR``
     (code ``server_shutdown``), their partial turn is stored and their leases
     released, before the worker exits. Keep it below the server's kill timeout
-    (``agui-bridge serve``: 30 s). It needs the server's own SIGTERM handling
-    (granian, RSGI or ASGI; uvicorn), which the App chains onto.
+    (``agui-bridge serve``: 30 s, ``--kill-timeout``; it refuses to start an
+    App whose drain_timeout does not end 5 s before it: ``agui_bridge.worker``).
+    It needs the server's own SIGTERM handling (granian, RSGI or ASGI;
+    uvicorn), which the App chains onto.
     ``lease_ttl``: seconds a run's lease on its thread lasts unless renewed (it
     is renewed every third of that while the run lives): after a worker dies,
     its threads take new runs again within that time.

@@ -19,6 +19,9 @@ from pathlib import Path
 # default (1024) let 1,030 slow senders stall everyone. Slow senders are
 # bounded in time (--header-timeout here, App(body_timeout=) for bodies).
 BACKPRESSURE = 8192
+# Seconds a stopping worker gets before the main process kills it; the App's
+# drain_timeout must fit in it (checked in each worker: agui_bridge.worker).
+KILL_TIMEOUT = 30.0
 
 
 def _serve(
@@ -30,7 +33,10 @@ def _serve(
     log_level: str = "info",
     header_timeout: float = 10.0,
     backpressure: int = BACKPRESSURE,
+    kill_timeout: float = KILL_TIMEOUT,
 ) -> int:
+    from functools import partial
+
     from granian import Granian
     from granian.constants import Interfaces
     from granian.http import HTTP1Settings
@@ -46,7 +52,7 @@ def _serve(
         working_dir=Path.cwd(),
         log_level=log_level,
         websockets=False,
-        workers_kill_timeout=30,
+        workers_kill_timeout=kill_timeout,
         # A worker that dies (OOM killer, a crash in native code) is replaced;
         # without this granian stops the whole server.
         respawn_failed_workers=True,
@@ -54,7 +60,14 @@ def _serve(
         backpressure=backpressure,
         http1_settings=HTTP1Settings(header_read_timeout=int(header_timeout * 1000)),
     )
-    server.serve()
+    from . import worker
+
+    # Each worker loads the target itself, checks its drain time and stops
+    # when this process dies (see agui_bridge.worker).
+    loader = partial(
+        worker.load, wd=Path.cwd(), factory=factory, parent=os.getpid(), kill_timeout=kill_timeout
+    )
+    server.serve(target_loader=loader)
     return 0
 
 
@@ -81,7 +94,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
-    serve = commands.add_parser("serve", help="serve an agui_bridge App: MODULE:APP")
+    serve = commands.add_parser(
+        "serve",
+        help="serve an agui_bridge App: MODULE:APP",
+        description="Serves an agui_bridge App on granian's ASGI interface, whose sends"
+        " wait for a slow client. (granian --interface rsgi also serves an App, but"
+        " under RSGI a reader that stops reading pins every frame of the run sent"
+        " after its socket filled, until it leaves.)",
+    )
     serve.add_argument("target", metavar="MODULE:APP", help="e.g. myagents:app")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
@@ -99,6 +119,13 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=BACKPRESSURE,
         help="connections one worker serves at once (streams and slow senders included)",
+    )
+    serve.add_argument(
+        "--kill-timeout",
+        type=float,
+        default=KILL_TIMEOUT,
+        help="seconds a stopping worker gets before it is killed; the App's drain_timeout"
+        " must end 5 s before it (a longer one is refused at start)",
     )
 
     demo = commands.add_parser("demo", help="serve the built-in demo agent")
@@ -125,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
             args.log_level,
             args.header_timeout,
             args.backpressure,
+            args.kill_timeout,
         )
     if args.store is not None:
         # The workers import the demo app themselves: the store reaches them by environment.
