@@ -56,7 +56,7 @@ async def test_batches_are_entries_with_n0_ids_and_read_the_same_on_another_node
     sink.append(frame(3, "c"), 3, [("o", 3, "t", "x", b"data: {}\n\n")])
     sink.end()
     await until(lambda: log_a.ended)
-    client = a._clients()
+    client = a.client.open()
     entries = await client.xrange(Keys("t", "r").log)
     assert [e[0] for e in entries] == [b"2-0", b"3-0", b"3-1"]
     assert [e[1].get(b"a") for e in entries] == [b"1", b"3", b"0"]

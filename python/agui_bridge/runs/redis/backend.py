@@ -1,0 +1,197 @@
+"""``RedisRuns``: the run-log backend interface (``runs.backend``) on Redis."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+
+import orjson
+
+from ...errors import RunsUnavailable
+from ..backend import _settled
+from ..limits import Limits
+from ..log import Logs, RunLog
+from .client import DOWN, Client
+from .control import Control, send_cancel
+from .layout import Keys
+from .mirror import BLOCK_MS, Mirror, Reading
+from .sink import RedisSink
+
+log = logging.getLogger("agui_bridge.runs")
+
+
+class RedisRuns:
+    """Run logs on one Redis, shared by every node (see ``runs.redis``)."""
+
+    def __init__(
+        self,
+        url: str,
+        limits: Limits,
+        ids: bool = True,
+        lease_ttl: float = 10.0,
+        block_ms: int = BLOCK_MS,
+    ):
+        self.url = url
+        self.limits = limits
+        self.ids = ids
+        self.lease_ttl = lease_ttl
+        self.retention = max(1, int(limits.run_retention + 0.999))
+        self.logs = Logs(limits)  # this node's mirrors
+        self.node = uuid.uuid4().hex
+        self.local: dict[tuple[str, str], RedisSink] = {}  # the runs this node runs
+        self.client = Client(url, on_use=self._on_use)
+        self.control = Control(self.client, self.node, self.local)
+        self.reading = Reading(self.client, self.logs, self.local, block_ms, self.retention, ids)
+        self._opening: dict[tuple[str, str], asyncio.Future] = {}
+
+    @property
+    def calls(self):
+        """Commands sent, by name (a script call is one round trip): the batching's measure."""
+        return self.client.calls
+
+    def _on_use(self) -> None:
+        self.control.ensure()
+
+    # -- the backend interface (runs.backend) ----------------------------------
+
+    async def start(self, thread_id, run_id, agent_id, owner_id, input_ids, fence, state):
+        keys = Keys(thread_id, run_id)
+        token = b"%d:%s:%s" % (fence, self.node.encode(), run_id.encode())
+        meta = [
+            b"agent", agent_id,
+            b"owner", owner_id or "",
+            b"inputs", _inputs_to(input_ids),
+            b"state", orjson.dumps(state),
+            b"node", self.node,
+            b"fence", token,
+        ]  # fmt: skip
+        args = [fence, self.retention, int(self.lease_ttl * 1000), run_id, token, *meta]
+        try:
+            started = await self.client.script(
+                "start", [keys.meta, keys.log, keys.fence, keys.active, keys.alive], args
+            )
+        except DOWN as error:
+            raise RunsUnavailable(f"the run log is unreachable: {error}") from None
+        if not started:
+            return None
+        # A cancel sent from another node must find this node listening.
+        await self.control.subscribed(2)
+        mirror = self.reading.mirror(thread_id, run_id)
+        mirror.agent_id = agent_id
+        mirror.owner_id = owner_id
+        mirror.input_ids = input_ids
+        mirror.state0 = state
+        mirror.node = self.node
+        mirror.fence = token
+        self.reading.read(mirror)
+        sink = RedisSink(self.client, self.local, self.retention, thread_id, run_id, token)
+        return mirror, sink
+
+    async def get(self, thread_id: str, run_id: str) -> RunLog | None:
+        key = (thread_id, run_id)
+        mirror = self.logs.get(thread_id, run_id)
+        if mirror is not None and not mirror.ended:
+            return mirror
+        opening = self._opening.get(key)
+        if opening is not None:
+            return await asyncio.shield(opening)
+        future = asyncio.get_running_loop().create_future()
+        self._opening[key] = future
+        try:
+            found = await self._open(thread_id, run_id, mirror)
+            future.set_result(found)
+            return found
+        except BaseException as error:
+            future.set_exception(error)
+            future.exception()  # retrieved: only the waiters see it
+            raise
+        finally:
+            del self._opening[key]
+
+    async def _open(self, thread_id: str, run_id: str, held: Mirror | None):
+        keys = Keys(thread_id, run_id)
+        meta = await self.client.call("hgetall", keys.meta)
+        if not meta:
+            return held  # an ended run this node still holds is served from here
+        fence = meta.get(b"fence") or b""
+        if held is not None and held.fence == fence:
+            return held
+        mirror = self.reading.mirror(thread_id, run_id)
+        mirror.agent_id = meta.get(b"agent", b"").decode()
+        mirror.owner_id = meta.get(b"owner", b"").decode()
+        mirror.input_ids = _inputs_from(meta.get(b"inputs") or b"[]")
+        mirror.state0 = orjson.loads(meta.get(b"state") or b"{}")
+        mirror.node = meta.get(b"node", b"").decode()
+        mirror.fence = fence
+        self.reading.read(mirror)
+        await self.reading.primed(mirror)
+        return mirror
+
+    async def active_of(self, thread_id: str) -> RunLog | None:
+        run_id = await self.client.call("get", Keys(thread_id, "").active)
+        if run_id is None:
+            return None
+        mirror = await self.get(thread_id, run_id.decode())
+        return mirror if mirror is not None and not mirror.ended else None
+
+    def ended(self, log: RunLog) -> None:
+        pass  # a mirror counts against retention when its reader sees the end
+
+    async def cancel(self, mirror: Mirror) -> bool:
+        if mirror.ended:
+            return False
+        sink = self.local.get((mirror.thread_id, mirror.run_id))
+        if sink is not None:
+            run = sink.run
+            if not run.stop():
+                return False
+            await _settled(run.task, self.limits.send_timeout)
+        elif not await send_cancel(self.client, mirror.node, mirror.thread_id, mirror.run_id):
+            return False  # that node is gone; its run ends as run_lost
+        # The run's end reaches this node's copy through the log.
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.limits.send_timeout):
+                while not mirror.ended:
+                    await mirror.waiter()
+        return True
+
+    def renewer(self, run):
+        sink = run.out
+
+        async def renewed() -> None:
+            keys = sink.keys
+            try:
+                result = await self.client.script(
+                    "heartbeat",
+                    [keys.log, keys.meta, keys.fence, keys.alive, keys.active],
+                    [sink.fence, self.retention, int(self.lease_ttl * 1000)],
+                )
+            except DOWN as error:
+                log.warning("run %s: renewing in Redis failed: %s", sink.run_id, error)
+                return
+            if result in (-1, -2) and not sink.ended:
+                sink.failed(True, None)
+
+        return renewed
+
+    async def aclose(self) -> None:
+        for sink in list(self.local.values()):
+            if sink.task is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(asyncio.shield(sink.task), 5)
+        for mirror in list(self.logs.by_run.values()):
+            if mirror.reader is not None:
+                mirror.reader.cancel()
+        self.control.close()
+        await self.client.aclose()
+
+
+def _inputs_to(input_ids) -> bytes:
+    """The request's message keys (ids, or bytes for id-less messages) as JSON."""
+    return orjson.dumps([[k.decode(), 1] if isinstance(k, bytes) else [k, 0] for k in input_ids])
+
+
+def _inputs_from(raw: bytes) -> frozenset:
+    return frozenset(k.encode() if kind else k for k, kind in orjson.loads(raw))

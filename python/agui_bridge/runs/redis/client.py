@@ -1,0 +1,82 @@
+"""The connections to Redis of one node: commands, blocking reads, the scripts.
+
+Imported only when a ``redis://`` backend is opened: the default and the demo
+need neither redis-py nor a server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+
+from ...errors import RunsUnavailable
+from .layout import SCRIPTS
+
+try:
+    import redis.asyncio as aioredis
+    from redis.asyncio.retry import Retry
+    from redis.backoff import NoBackoff
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.exceptions import RedisError
+    from redis.exceptions import TimeoutError as RedisTimeoutError
+except ImportError as error:  # pragma: no cover - the extra is installed in tests
+    raise ImportError("Redis run logs need redis-py: pip install 'agui-bridge[redis]'") from error
+
+# What "Redis is unreachable" looks like from redis-py.
+DOWN = (RedisConnectionError, RedisTimeoutError, OSError)
+
+__all__ = ["DOWN", "Client", "RedisError"]
+
+
+class Client:
+    """Two pools on one Redis, opened on first use (so each worker opens its own)."""
+
+    def __init__(self, url: str, on_use=None):
+        self.url = url
+        self.on_use = on_use  # called on every use (the node keeps its control channel up)
+        # Commands sent, by name (a script call is one round trip): the batching's measure.
+        self.calls: Counter = Counter()
+        self.commands = None
+        self.blocking = None
+        self.scripts: dict = {}
+
+    def open(self):
+        """The command connection (both pools are opened on the first call)."""
+        if self.commands is None:
+            # Commands: a short connect timeout (Redis down answers 503 at
+            # once), one retry (a connection Redis dropped is reopened).
+            self.commands = aioredis.Redis.from_url(
+                self.url, socket_connect_timeout=2, retry=Retry(NoBackoff(), 1)
+            )
+            # Blocking reads on their own pool, without a socket timeout
+            # shorter than the block: they never starve ordinary commands.
+            self.blocking = aioredis.Redis.from_url(
+                self.url, socket_connect_timeout=2, socket_timeout=None, retry=Retry(NoBackoff(), 0)
+            )
+            for name, source in SCRIPTS.items():
+                self.scripts[name] = self.commands.register_script(source)
+        if self.on_use is not None:
+            self.on_use()
+        return self.commands
+
+    async def script(self, name: str, keys, args):
+        """Runs one of ``layout.SCRIPTS`` (redis-py's errors pass through)."""
+        self.open()
+        self.calls[name] += 1
+        return await self.scripts[name](keys=keys, args=args)
+
+    async def call(self, method: str, *args):
+        """One command; Redis unreachable is ``RunsUnavailable``."""
+        client = self.open()
+        self.calls[method] += 1
+        try:
+            return await getattr(client, method)(*args)
+        except DOWN as error:
+            raise RunsUnavailable(f"the run log is unreachable: {error}") from None
+
+    async def aclose(self) -> None:
+        for client in (self.commands, self.blocking):
+            if client is not None:
+                with contextlib.suppress(Exception):
+                    await client.aclose()
+        self.commands = self.blocking = None

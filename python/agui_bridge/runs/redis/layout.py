@@ -1,0 +1,101 @@
+"""The Redis layout of shared run logs: the keys (see ``runs.redis``) and the
+Lua scripts that change them, one round trip each."""
+
+from __future__ import annotations
+
+import orjson
+
+# Entries a stream keeps at least (MAXLEN ~): far past a run's batches, so it
+# bounds a runaway run, not a normal one.
+MAX_ENTRIES = 100_000
+
+# KEYS: meta, log, fence, active, alive
+# ARGV: fence, retention, ttl ms, run id, token, then the meta's fields
+_START = """
+local cur = redis.call('GET', KEYS[3])
+if cur then
+  local held = tonumber(string.match(cur, '^(%d+)'))
+  if held and held > tonumber(ARGV[1]) and redis.call('EXISTS', KEYS[4]) == 1 then
+    return 0
+  end
+end
+redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('SET', KEYS[3], ARGV[5], 'EX', ARGV[2])
+redis.call('HSET', KEYS[1], unpack(ARGV, 6))
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+redis.call('SET', KEYS[4], ARGV[4], 'EX', ARGV[2])
+redis.call('SET', KEYS[5], '1', 'PX', ARGV[3])
+return 1
+"""
+
+# KEYS: log, meta, fence, active, alive
+# ARGV: fence, retention, maxlen, end id ('' none), run id, then (id, a, d, s) per batch
+_APPEND = """
+if redis.call('EXISTS', KEYS[2]) == 0 then return -3 end
+if redis.call('GET', KEYS[3]) ~= ARGV[1] then return -1 end
+if redis.call('HEXISTS', KEYS[2], 'ended') == 1 then return -2 end
+for i = 6, #ARGV, 4 do
+  if ARGV[i + 3] == '' then
+    redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[3], ARGV[i], 'a', ARGV[i + 1], 'd', ARGV[i + 2])
+  else
+    redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[3], ARGV[i], 'a', ARGV[i + 1],
+      'd', ARGV[i + 2], 's', ARGV[i + 3])
+  end
+end
+if ARGV[4] ~= '' then
+  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[3], ARGV[4], 'a', '0', 'd', '', 'e', '1')
+  redis.call('HSET', KEYS[2], 'ended', '1')
+  if redis.call('GET', KEYS[4]) == ARGV[5] then redis.call('DEL', KEYS[4]) end
+  redis.call('DEL', KEYS[5])
+end
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+redis.call('EXPIRE', KEYS[2], ARGV[2])
+redis.call('EXPIRE', KEYS[3], ARGV[2])
+return 1
+"""
+
+# KEYS: log, meta, fence, alive, active; ARGV: fence, retention, ttl ms
+_HEARTBEAT = """
+if redis.call('EXISTS', KEYS[2]) == 0 then return -3 end
+if redis.call('GET', KEYS[3]) ~= ARGV[1] then return -1 end
+if redis.call('HEXISTS', KEYS[2], 'ended') == 1 then return -2 end
+redis.call('SET', KEYS[4], '1', 'PX', ARGV[3])
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+redis.call('EXPIRE', KEYS[2], ARGV[2])
+redis.call('EXPIRE', KEYS[3], ARGV[2])
+redis.call('EXPIRE', KEYS[5], ARGV[2])
+return 1
+"""
+
+# KEYS: log, meta, alive, active
+# ARGV: the stream's last id as the caller read it, the entry's id, a, d, run id, retention
+_LOSE = """
+if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
+if redis.call('EXISTS', KEYS[2]) == 0 then return -3 end
+if redis.call('HEXISTS', KEYS[2], 'ended') == 1 then return -2 end
+local top = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+local last = '0-0'
+if top[1] then last = top[1][1] end
+if last ~= ARGV[1] then return -4 end
+redis.call('XADD', KEYS[1], ARGV[2], 'a', ARGV[3], 'd', ARGV[4], 'e', '1')
+redis.call('HSET', KEYS[2], 'ended', '1')
+if redis.call('GET', KEYS[4]) == ARGV[5] then redis.call('DEL', KEYS[4]) end
+redis.call('EXPIRE', KEYS[1], ARGV[6])
+redis.call('EXPIRE', KEYS[2], ARGV[6])
+return 1
+"""
+
+SCRIPTS = {"start": _START, "append": _APPEND, "heartbeat": _HEARTBEAT, "lose": _LOSE}
+
+
+class Keys:
+    __slots__ = ("active", "alive", "fence", "log", "meta")
+
+    def __init__(self, thread_id: str, run_id: str):
+        run = b"agui:run:" + orjson.dumps([thread_id, run_id])
+        thread = b"agui:thread:" + orjson.dumps([thread_id])
+        self.log = run + b":log"
+        self.meta = run + b":meta"
+        self.alive = run + b":alive"
+        self.fence = thread + b":fence"
+        self.active = thread + b":active"

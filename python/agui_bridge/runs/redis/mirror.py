@@ -1,0 +1,161 @@
+"""This node's copy of a run whose log is on Redis, and the one reader that feeds it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import orjson
+
+from ...errors import RunsUnavailable
+from ..log import Logs, RunLog
+from ..replay import frames_of, replay
+from .client import DOWN, Client
+from .layout import Keys
+
+log = logging.getLogger("agui_bridge.runs")
+
+# How long a reader's XREAD blocks before it checks that the run's node is alive.
+BLOCK_MS = 500
+READ_COUNT = 1000
+
+
+class Mirror(RunLog):
+    """This node's copy of a run's log, fed by one blocking reader."""
+
+    __slots__ = ("fence", "keys", "node", "position", "primed", "reader", "state0")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.keys = Keys(self.thread_id, self.run_id)
+        self.fence = b""  # the run's token (a reused runId is another run)
+        self.node = ""
+        self.state0: dict = {}
+        self.position = b"0-0"  # the id of the last entry read
+        self.primed = asyncio.Event()  # caught up with the stream once
+        self.reader: asyncio.Task | None = None
+
+    def apply(self, entry_id: bytes, fields: dict) -> None:
+        data = fields.get(b"d") or b""
+        spans = fields.get(b"s")
+        ops = ()
+        if spans:
+            ops = [
+                (o[0], o[1], o[2], o[3], o[4].encode()) if o[0] == "o" else tuple(o)
+                for o in orjson.loads(spans)
+            ]
+        if data:
+            first = int(fields.get(b"a") or 0)
+            if self.last == 0 and first > 1:
+                self.first = first  # the stream was trimmed before this node read it
+            if not self.started and first == 1:
+                frame = data[: data.index(b"\n\n") + 2]
+                if frame.startswith(b"id: "):
+                    frame = frame[frame.index(b"\n") + 1 :]
+                self.started = frame
+            self.append(data, int(entry_id.split(b"-", 1)[0]), ops)
+        elif ops:
+            self.append(b"", self.last, ops)
+        self.position = entry_id
+        if fields.get(b"e"):
+            self.end()
+
+
+class Reading:
+    """This node's mirrors of shared run logs: one blocking XREAD per run, the
+    check that the run's node is alive, and what readers get when Redis is not."""
+
+    def __init__(
+        self, client: Client, logs: Logs, local: dict, block_ms: int, retention: int, ids: bool
+    ):
+        self.client = client
+        self.logs = logs
+        self.local = local  # the runs this node runs (their sinks), by (thread, run)
+        self.block_ms = block_ms
+        self.retention = retention
+        self.ids = ids
+
+    def mirror(self, thread_id: str, run_id: str) -> Mirror:
+        old = self.logs.get(thread_id, run_id)
+        if old is not None and old.reader is not None:
+            old.reader.cancel()
+        mirror = self.logs.create(thread_id, run_id, cls=Mirror)
+        self.logs.active.pop(thread_id, None)  # Redis knows the active run
+        return mirror
+
+    def read(self, mirror: Mirror) -> None:
+        mirror.reader = asyncio.get_running_loop().create_task(self._reader(mirror))
+
+    async def primed(self, mirror: Mirror) -> None:
+        waiter = asyncio.ensure_future(mirror.primed.wait())
+        await asyncio.wait([waiter, mirror.reader], return_when=asyncio.FIRST_COMPLETED)
+        waiter.cancel()
+        if not mirror.primed.is_set():
+            raise RunsUnavailable("the run log is unreachable")
+
+    async def _reader(self, mirror: Mirror) -> None:
+        """The one XREAD of this run on this node: entries → the mirror's frames."""
+        self.client.open()
+        blocking = self.client.blocking
+        key = mirror.keys.log
+        try:
+            while not mirror.ended:
+                block = self.block_ms if mirror.primed.is_set() else None
+                self.client.calls["xread"] += 1
+                reply = await blocking.xread({key: mirror.position}, count=READ_COUNT, block=block)
+                entries = reply[0][1] if reply else []
+                for entry_id, fields in entries:
+                    mirror.apply(entry_id, fields)
+                if len(entries) < READ_COUNT:
+                    mirror.primed.set()
+                if not entries and block is not None and not mirror.ended:
+                    await self._check_alive(mirror)
+            mirror.primed.set()
+            self.logs.ended(mirror)
+        except asyncio.CancelledError:
+            raise
+        except (*DOWN, RunsUnavailable) as error:
+            self._unreachable(mirror, error)
+        except Exception:
+            log.exception("run %s: reading its log failed", mirror.run_id)
+            self._unreachable(mirror, None)
+
+    async def _check_alive(self, mirror: Mirror) -> None:
+        keys = mirror.keys
+        if await self.client.call("exists", keys.alive):
+            return
+        # The run's node stopped renewing: end the run for every reader, once.
+        played = replay(mirror)
+        if played.terminal:
+            entry_id, first, data = b"%d-1" % mirror.last, b"0", b""
+        else:
+            events = played.closing_events("the node running this run was lost", "run_lost")
+            first = mirror.last + 1
+            data = frames_of(events, first, self.ids)
+            entry_id, first = b"%d-0" % (first + len(events) - 1), b"%d" % first
+        result = await self.client.script(
+            "lose",
+            [keys.log, keys.meta, keys.alive, keys.active],
+            [mirror.position, entry_id, first, data, mirror.run_id, self.retention],
+        )
+        if result == 1:
+            log.warning("run %s of thread %s: its node was lost", mirror.run_id, mirror.thread_id)
+
+    def _unreachable(self, mirror: Mirror, error) -> None:
+        """Redis cannot be read: this node's readers get the closers and
+        RUN_ERROR runs_unavailable; the copy is dropped, so a later request
+        reads Redis again."""
+        log.error("run %s: its log is unreachable: %s", mirror.run_id, error)
+        if not mirror.ended:
+            played = replay(mirror)
+            if not played.terminal:
+                events = played.closing_events("the run log is unreachable", "runs_unavailable")
+                data = frames_of(events, mirror.last + 1, self.ids)
+                mirror.append(data, mirror.last + len(events))
+            mirror.end()
+        self.logs.discard(mirror)
+        sink = self.local.get((mirror.thread_id, mirror.run_id))
+        if sink is not None:
+            sink.run.log_failed(False, RunsUnavailable("the run log is unreachable"))
+
+    # -- control ---------------------------------------------------------------

@@ -1,0 +1,121 @@
+"""Where a run on this node appends when its log is on Redis."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import orjson
+
+from ...errors import RunsUnavailable
+from .client import DOWN, Client
+from .layout import MAX_ENTRIES, Keys
+
+log = logging.getLogger("agui_bridge.runs")
+
+
+class RedisSink:
+    """Where a run on this node appends: batches go to Redis, one round trip
+    per run-loop flush at most (all that queued while one was in flight)."""
+
+    __slots__ = (
+        "client",
+        "end_id",
+        "ended",
+        "fence",
+        "keys",
+        "last",
+        "local",
+        "queue",
+        "retention",
+        "run",
+        "run_id",
+        "started",
+        "task",
+        "thread_id",
+    )
+
+    def __init__(
+        self, client: Client, local: dict, retention: int, thread_id: str, run_id: str, fence: bytes
+    ):
+        self.client = client
+        self.local = local  # the runs this node runs, by (thread, run)
+        self.retention = retention
+        self.thread_id = thread_id
+        self.run_id = run_id
+        self.keys = Keys(thread_id, run_id)
+        self.fence = fence
+        self.last = 0
+        self.queue: list = []
+        self.ended = False
+        self.end_id = b""
+        self.started = b""
+        self.run = None
+        self.task: asyncio.Task | None = None
+
+    def bind(self, run) -> None:
+        self.run = run
+        self.local[(self.thread_id, self.run_id)] = self
+
+    def append(self, data: bytes, last_id: int, spans=()) -> None:
+        if self.ended or not data:
+            return
+        ops = b""
+        if spans:
+            ops = orjson.dumps([op if op[0] == "c" else (*op[:4], op[4].decode()) for op in spans])
+        self.queue.append((b"%d-0" % last_id, b"%d" % (self.last + 1), data, ops))
+        self.last = last_id
+        self._kick()
+
+    def end(self) -> None:
+        if self.ended:
+            return
+        self.ended = True
+        self.end_id = b"%d-1" % self.last
+        self._kick()
+
+    def _kick(self) -> None:
+        if self.task is None:
+            self.task = asyncio.get_running_loop().create_task(self._drain())
+
+    async def _drain(self) -> None:
+        try:
+            while self.queue or self.end_id:
+                batch, self.queue = self.queue, []
+                end_id = self.end_id if not self.queue else b""
+                if end_id:
+                    self.end_id = b""
+                args = [self.fence, self.retention, MAX_ENTRIES, end_id, self.run_id]
+                for entry in batch:
+                    args.extend(entry)
+                keys = self.keys
+                try:
+                    result = await self.client.script(
+                        "append",
+                        [keys.log, keys.meta, keys.fence, keys.active, keys.alive],
+                        args,
+                    )
+                except DOWN as error:
+                    self.failed(False, error)
+                    return
+                if result != 1:
+                    # -1/-2: fenced off or ended by another node; -3: the log is
+                    # gone (Redis lost it).
+                    self.failed(result in (-1, -2), None)
+                    return
+        finally:
+            self.task = None
+            if self.ended and not self.queue and not self.end_id:
+                self.local.pop((self.thread_id, self.run_id), None)
+
+    def failed(self, lost: bool, error) -> None:
+        self.queue = []
+        self.end_id = b""
+        self.ended = True
+        if lost:
+            log.error("run %s: the log refused its frames (lease lost)", self.run_id)
+        else:
+            log.error("run %s: appending to Redis failed: %s", self.run_id, error)
+        self.local.pop((self.thread_id, self.run_id), None)
+        if self.run is not None:
+            self.run.log_failed(lost, RunsUnavailable(f"the run log is unreachable: {error}"))
