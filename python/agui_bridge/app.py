@@ -21,6 +21,8 @@ from urllib.parse import quote
 from .ingress.asgi import serve_asgi
 from .ingress.handler import Handler, HttpError
 from .ingress.rsgi import RsgiConn
+from .ops import Ops
+from .ops.serve import watch_drain
 from .playground import Playground
 from .runs import Limits
 from .runs.backend import open_runs
@@ -137,12 +139,19 @@ class App:
         drain_timeout: float = 20.0,
         runs: Any = "memory://",
         playground: bool | str = False,
+        health: Any = True,
+        cors: Any = None,
+        metrics: bool | str = False,
+        limits: Any = None,
+        tracing: bool | None = None,
     ):
         if on_disconnect not in ("continue", "cancel"):
             raise ValueError("on_disconnect must be 'continue' or 'cancel'")
         self._store_spec = store
-        self._store = None if isinstance(store, str) else store
-        self.authenticate = authenticate
+        # Health, metrics, traces, logs, CORS and per-identity limits (agui_bridge.ops).
+        self.ops = Ops(self, health, cors, metrics, limits, tracing)
+        self._store = None if isinstance(store, str) else self.ops.watch_store(store)
+        self.authenticate = self.ops.authenticate(authenticate)
         self.body_limit = body_limit
         self.body_timeout = body_timeout
         self.keepalive = keepalive
@@ -157,7 +166,7 @@ class App:
         self.limits = Limits(**{k: v for k, v in given.items() if v is not None})
         self.event_ids = event_ids
         self.lease_ttl = lease_ttl
-        self.runs = open_runs(runs, self.limits, event_ids, lease_ttl)
+        self.runs = self.ops.watch_runs(open_runs(runs, self.limits, event_ids, lease_ttl))
         self._logs = getattr(self.runs, "logs", None)  # this worker's logs
         self.drain_timeout = drain_timeout
         self.closing = False  # the worker is shutting down: no new runs
@@ -173,6 +182,7 @@ class App:
             playground = "/"
         self.playground = Playground(playground) if playground else None
         self._handler = Handler(self)
+        self._front = self.ops.front(self._handler)
 
     # -- configuration -------------------------------------------------------
 
@@ -180,7 +190,7 @@ class App:
     def store(self):
         """The thread store, opened on first use (so each granian worker opens its own)."""
         if self._store is None:
-            self._store = open_store(self._store_spec)
+            self._store = self.ops.watch_store(open_store(self._store_spec))
         return self._store
 
     def agent(
@@ -299,6 +309,7 @@ class App:
         """
         if threading.current_thread() is not threading.main_thread():
             return
+        watch_drain(self, loop)  # agui-bridge serve --drain-delay: /readyz 503 first
         for sig in (signal.SIGTERM, signal.SIGINT):
             previous = signal.getsignal(sig)
             if not callable(previous) or getattr(previous, "_agui_app", None) is self:
@@ -331,12 +342,12 @@ class App:
     # -- servers -------------------------------------------------------------
 
     async def __call__(self, scope, receive, send) -> None:
-        await serve_asgi(self, self._handler, scope, receive, send)
+        await serve_asgi(self, self._front, scope, receive, send)
 
     async def __rsgi__(self, scope, protocol) -> None:
         if scope.proto != "http":
             return
-        await self._handler.handle(RsgiConn(scope, protocol))
+        await self._front.handle(RsgiConn(scope, protocol))
 
     def __rsgi_init__(self, loop) -> None:
         self.watch_signals(loop)

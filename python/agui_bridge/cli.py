@@ -34,6 +34,8 @@ def _serve(
     header_timeout: float = 10.0,
     backpressure: int = BACKPRESSURE,
     kill_timeout: float = KILL_TIMEOUT,
+    log_format: str = "text",
+    drain_delay: float = 0.0,
 ) -> int:
     from functools import partial
 
@@ -41,7 +43,14 @@ def _serve(
     from granian.constants import Interfaces
     from granian.http import HTTP1Settings
 
+    from .ops.logs import dictconfig
+    from .ops.serve import drain_first, metrics_folder
+
     _raise_open_files(backpressure * workers + 1024)
+    # The workers inherit it: App(metrics=True) then sums them in one scrape.
+    metrics_folder()
+    # The workers take their logging from granian's config (log_dictconfig): the
+    # package's loggers (run ends, requests) included, as text or JSON lines.
     server = Granian(
         target,
         address=host,
@@ -51,6 +60,7 @@ def _serve(
         factory=factory,
         working_dir=Path.cwd(),
         log_level=log_level,
+        log_dictconfig=dictconfig(log_format, log_level),
         websockets=False,
         workers_kill_timeout=kill_timeout,
         # A worker that dies (OOM killer, a crash in native code) is replaced;
@@ -67,6 +77,7 @@ def _serve(
     loader = partial(
         worker.load, wd=Path.cwd(), factory=factory, parent=os.getpid(), kill_timeout=kill_timeout
     )
+    drain_first(server, drain_delay)
     server.serve(target_loader=loader)
     return 0
 
@@ -108,6 +119,19 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--workers", type=int, default=1)
     serve.add_argument("--factory", action="store_true", help="APP is a function returning the App")
     serve.add_argument("--log-level", default="info")
+    serve.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="json: one JSON object per line (requests and run ends with their ids)",
+    )
+    serve.add_argument(
+        "--drain-delay",
+        type=float,
+        default=0.0,
+        help="seconds between SIGTERM and the server closing its socket, during which"
+        " /readyz answers 503 and no run starts (let the load balancer notice)",
+    )
     serve.add_argument(
         "--header-timeout",
         type=float,
@@ -153,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
             args.header_timeout,
             args.backpressure,
             args.kill_timeout,
+            args.log_format,
+            args.drain_delay,
         )
     if args.store is not None:
         # The workers import the demo app themselves: the store reaches them by environment.

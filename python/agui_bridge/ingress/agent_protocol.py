@@ -715,6 +715,8 @@ class AgentProtocol:
         query = _query(conn)
         after = _after(conn)
         record = await self._run_of(conn, thread_id, run_id, "read")
+        if record.log is not None:
+            await self.app.ops.admit_reader(record.log)  # 429 past a per-identity limit
         modes = _modes(query.get("stream_mode"))
         if not modes:
             modes = tuple(record.kwargs.get("stream_mode") or ("values",))

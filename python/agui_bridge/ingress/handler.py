@@ -256,7 +256,8 @@ class Handler:
         except HttpError:
             raise
         except Exception as error:
-            log.info("authenticate rejected a request: %r", error)
+            # The type only: an exception's text may quote the credential it refused.
+            log.info("authenticate rejected a request: %s", type(error).__name__)
             raise HttpError(401, "unauthorized", "authentication failed") from None
         if identity is None or identity is False:
             raise HttpError(401, "unauthorized", "authentication required")
@@ -393,6 +394,7 @@ class Handler:
             )
         if thread_id in app._active:
             raise HttpError(409, "run_active", f"thread {thread_id!r} already has an active run")
+        slots = await app.ops.admit_run(agent.agent_id, identity)  # 429 past a limit
         app._active[thread_id] = None  # claimed now; a Run replaces it below
         store = app.store
         lease = None
@@ -406,13 +408,15 @@ class Handler:
             run = await self._prepare(agent, run_input, identity, lease)
         except BaseException:
             app._active.pop(thread_id, None)
+            for slot in slots:
+                await slot.release()
             if lease is not None:
                 await store.release(lease)
             raise
         app._active[thread_id] = run
         app._hold(thread_id, lease, run)
         run.begin()
-        run.task = asyncio.get_running_loop().create_task(run.run())
+        run.task = app.ops.launch(run, slots)  # counted, traced and logged (agui_bridge.ops)
         app._tasks.add(run.task)
         run.task.add_done_callback(app._tasks.discard)
         return run
@@ -602,6 +606,7 @@ class Handler:
         await self._read_log(conn, run_log, after)
 
     async def _read_log(self, conn, run_log, after: int | None) -> None:
+        await self.app.ops.admit_reader(run_log)  # 429 past a per-identity limit
         ids = self.app.event_ids
         if after is not None and run_log.first <= after + 1 and after <= run_log.last:
             prelude = exact_prelude(run_log, after, ids)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import time
 from functools import partial
 
 import orjson
@@ -117,6 +118,11 @@ class Run:
         self._first = _first_item(agent.dialect, ctx)
         self._first_events: list[dict] = []
         self.task: asyncio.Task | None = None
+        # For agui_bridge.ops: when the first frames after RUN_STARTED reached
+        # the log (time to first event), the bytes appended, the last event.
+        self.first_at: float | None = None
+        self.bytes_out = 0
+        self.terminal: dict | None = None
         self.info = RunInfo(agent.agent_id, ctx.thread_id, ctx.run_id)
         self.listeners = list(app._listeners)
 
@@ -214,6 +220,9 @@ class Run:
         if not pending:
             return
         data = b"".join(pending) if len(pending) > 1 else pending[0]
+        if self.first_at is None:
+            self.first_at = time.monotonic()
+        self.bytes_out += len(data)
         self._pending = []
         self._pending_size = 0
         spans = self._spans
@@ -293,6 +302,8 @@ class Run:
         if frames:
             self._pending.append(frames)
         self.flush()
+        if events:
+            self.terminal = events[-1]
         return events
 
     def begin(self) -> None:
@@ -304,6 +315,7 @@ class Run:
         self._track(events)
         spans = self._spans
         self._spans = []
+        self.bytes_out += len(frames)
         self.out.append(frames, self.t.last_id, spans)
 
     async def run(self) -> None:

@@ -1,0 +1,215 @@
+"""Running the gateway in production: health, metrics, traces, logs, CORS, limits.
+
+One ``Ops`` per App holds what is switched on (``App(health=, cors=,
+metrics=, limits=)``, traces by the ``OTEL_*`` environment) and the small
+hooks the rest of the package calls: ``serve`` (the front door every request
+passes), ``admit_run``/``run_started`` (the run gate), ``admit_reader`` (a
+reader of a run's stream) and the store and run-backend wrappers. The logic
+of each concern is in its own module here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+import orjson
+
+from .cors import Cors, cors_of, cross_site_allowed
+from .front import CURRENT, Observed, Request
+from .health import Health, answer, health_of
+from .labels import route_label
+from .limits import IdentityLimits, Limiter, limits_of
+from .logs import RunEnd, access_log, log_request, log_run_end
+from .metrics import Metrics, metrics_of
+from .outcome import outcome_of
+from .tracing import tracer_of
+
+log = logging.getLogger("agui_bridge.ops")
+
+__all__ = ["Cors", "Health", "IdentityLimits", "Ops", "cross_site_allowed"]
+
+
+class Ops:
+    def __init__(self, app, health=True, cors=None, metrics=False, limits=None, tracing=None):
+        self.app = app
+        self.health = health_of(health)
+        self.cors = cors_of(cors)
+        self.metrics: Metrics | None = metrics_of(metrics)
+        config = limits_of(limits)
+        self.limits = Limiter(config, app) if config is not None else None
+        self.tracer = tracer_of(tracing)
+        self.endpoints: dict[str, str] = dict(self.health.paths()) if self.health else {}
+        if self.metrics is not None:
+            self.endpoints[self.metrics.path] = "metrics"
+        self._watch = bool(self.metrics or self.limits or self.tracer)
+
+    # -- the front door --------------------------------------------------------
+
+    def front(self, handler):
+        """What the front ends drive (``.handle(conn)``): this layer, then ``handler``."""
+        return _Front(self, handler)
+
+    async def serve(self, handler, conn) -> None:
+        kind = self.endpoints.get(conn.path)
+        if kind is not None and conn.method in ("GET", "HEAD"):
+            await self._endpoint(kind, conn)
+            return
+        cors = self.cors
+        extra = None
+        if cors is not None:
+            origin = conn.headers.get("origin")
+            if origin:
+                wanted = conn.headers.get("access-control-request-method")
+                if conn.method == "OPTIONS" and wanted:
+                    requested = conn.headers.get("access-control-request-headers")
+                    await conn.respond(*cors.preflight(origin, wanted, requested))
+                    return
+                if cors.allows(origin):
+                    extra = cors.response_headers(origin)
+        if not (extra or self._watch or access_log.isEnabledFor(logging.INFO)):
+            await handler.handle(conn)
+            return
+        req = Request(conn.method, conn.path, route_label(self.app, conn.path), conn.client)
+        token = CURRENT.set(req)
+        tracer = self.tracer
+        try:
+            if tracer is not None:
+                with tracer.request(req, conn.headers):
+                    await handler.handle(Observed(conn, req, extra, self.metrics))
+            else:
+                await handler.handle(Observed(conn, req, extra, self.metrics))
+        finally:
+            CURRENT.reset(token)
+            for slot in req.slots:
+                await slot.release()
+            duration = time.monotonic() - req.started
+            if self.metrics is not None:
+                self.metrics.request(req, duration)
+            log_request(req, duration)
+
+    async def _endpoint(self, kind: str, conn) -> None:
+        if kind == "metrics":
+            status, body, headers = self.metrics.scrape(conn.headers.get("accept"))
+        else:
+            status, body, headers = await answer(self.app, kind, self.health)
+        await conn.respond(status, b"" if conn.method == "HEAD" else body, headers)
+
+    # -- identities and limits ---------------------------------------------------
+
+    def authenticate(self, authenticate):
+        """Wraps the App's ``authenticate`` so the request's identity is known here."""
+        if authenticate is None:
+            return None
+
+        async def identified(request):
+            identity = authenticate(request)
+            if hasattr(identity, "__await__"):
+                identity = await identity
+            req = CURRENT.get()
+            if req is not None:
+                req.identity = identity
+                req.identified = True
+            return identity
+
+        identified.__wrapped__ = authenticate
+        return identified
+
+    def _who(self, identity=None) -> str:
+        req = CURRENT.get()
+        if identity is None and req is not None:
+            identity = req.identity
+        return self.limits.key(identity, req)
+
+    async def admit_run(self, agent_id: str, identity) -> list:
+        """The limit slots a new run takes (429 past a limit: before anything starts)."""
+        limits = self.limits
+        if limits is None:
+            return []
+        try:
+            return await limits.admit_run(self._who(identity), agent_id)
+        except Exception as error:
+            if self.metrics is not None and getattr(error, "status", 0) == 429:
+                self.metrics.limited(error.code)
+            raise
+
+    async def admit_reader(self, run_log) -> None:
+        """A reader of another response's run (429 past a limit); held until it ends."""
+        limits = self.limits
+        req = CURRENT.get()
+        if limits is None or req is None:
+            return
+        try:
+            req.slots.extend(await limits.admit_reader(self._who(), run_log.thread_id,
+                                                       run_log.run_id))  # fmt: skip
+        except Exception as error:
+            if self.metrics is not None and getattr(error, "status", 0) == 429:
+                self.metrics.limited(error.code)
+            raise
+
+    # -- runs ------------------------------------------------------------------
+
+    def launch(self, run, slots=()):
+        """Creates the run's task (the run gate's last step): counted now, measured,
+        traced and logged when it ends, its limit slots released then."""
+        loop = asyncio.get_running_loop()
+        run.ops_started = time.monotonic()
+        req = CURRENT.get()
+        if req is not None:
+            req.thread_id, req.run_id = run.ctx.thread_id, run.ctx.run_id
+            req.agent_id = run.agent.agent_id
+        if self.metrics is not None:
+            self.metrics.run_started(run.agent.agent_id)
+        tracer = self.tracer
+        span = None
+        if tracer is not None:
+            span = tracer.run_span(run)
+            run.agent = tracer.traced_agent(run)
+            with tracer.current(span):  # the task's context starts from this one
+                task = loop.create_task(run.run())
+        else:
+            task = loop.create_task(run.run())
+        slots = list(slots)
+        task.add_done_callback(lambda _: self._run_done(run, slots, span))
+        return task
+
+    def _run_done(self, run, slots, span) -> None:
+        end = RunEnd(run, *outcome_of(run), time.monotonic())
+        if self.metrics is not None:
+            self.metrics.run_ended(end)
+        if span is not None:
+            self.tracer.run_ended(span, end)
+        log_run_end(end)
+        for slot in slots:
+            slot.release_soon()
+
+    # -- the parts it watches ------------------------------------------------------
+
+    def watch_store(self, store):
+        if self.metrics is None and self.tracer is None:
+            return store
+        from .watch import watch_store
+
+        return watch_store(store, self.metrics, self.tracer)
+
+    def watch_runs(self, runs):
+        if self.metrics is None and self.tracer is None:
+            return runs
+        from .watch import watch_runs
+
+        return watch_runs(runs, self.metrics, self.tracer)
+
+    def error_body(self, code: str, message: str) -> bytes:
+        return orjson.dumps({"error": {"code": code, "message": message}})
+
+
+class _Front:
+    __slots__ = ("handler", "ops")
+
+    def __init__(self, ops: Ops, handler):
+        self.ops = ops
+        self.handler = handler
+
+    def handle(self, conn):
+        return self.ops.serve(self.handler, conn)

@@ -1,0 +1,330 @@
+"""Per-identity limits (``App(limits=IdentityLimits(...))``): what one caller may hold.
+
+- ``runs``: concurrent runs per identity; ``agent_runs``: concurrent runs
+  per identity on one agent;
+- ``readers``: open run streams per identity (a reader is a response that
+  reads a run another response started: a resume, a join, an Agent Protocol
+  join; a run's own response counts under ``runs``); ``run_readers``: open
+  readers per run (of any identity);
+- ``starts_per_minute``: run starts per identity, a token bucket that holds
+  ``burst`` starts (default: the rate, at least 1) and refills at that rate.
+
+Past a limit the request gets 429 with a JSON error body and ``Retry-After``,
+before any run starts (nothing is stored, no lease is taken). The identity
+is ``key(identity)``: by default the identity's ``id``, ``sub`` or ``owner``
+(a dict key or an attribute), a string identity itself, and without
+``authenticate`` the client's address.
+
+With ``App(runs="redis://…")`` the counters live on that Redis, shared by
+every worker and node (a limit of 2 is 2 across the cluster); each slot held
+is renewed while its run or reader lives and expires ``slot_ttl`` seconds
+after its node stops renewing it (a node that dies frees its slots). Else
+each worker counts its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..ingress.handler import HttpError
+
+log = logging.getLogger("agui_bridge.ops")
+
+
+@dataclass(frozen=True)
+class IdentityLimits:
+    runs: int | None = None
+    agent_runs: int | None = None
+    readers: int | None = None
+    run_readers: int | None = None
+    starts_per_minute: float | None = None
+    burst: int | None = None
+    key: Callable | None = None
+    slot_ttl: float = 30.0
+
+    def key_of(self, identity, req=None) -> str:
+        if self.key is not None:
+            return str(self.key(identity))
+        if identity is None:
+            client = getattr(req, "client", None) or ""
+            return "addr:" + client.rsplit(":", 1)[0]
+        if isinstance(identity, str):
+            return identity
+        for name in ("id", "sub", "owner"):
+            value = (
+                identity.get(name) if isinstance(identity, dict) else getattr(identity, name, None)
+            )
+            if value is not None:
+                return str(value)
+        return repr(identity)
+
+
+class Slot:
+    """One unit of a limit, held until ``release``."""
+
+    __slots__ = ("counter", "keys", "member", "released")
+
+    def __init__(self, counter, keys: list[str], member: str):
+        self.counter = counter
+        self.keys = keys
+        self.member = member
+        self.released = False
+
+    async def release(self) -> None:
+        if not self.released:
+            self.released = True
+            await self.counter.release(self)
+
+    def release_soon(self) -> None:
+        if not self.released:
+            task = asyncio.get_running_loop().create_task(self.release())
+            self.counter.tasks.add(task)
+            task.add_done_callback(self.counter.tasks.discard)
+
+
+def _refused(code: str, message: str, retry_after: float) -> HttpError:
+    seconds = str(max(1, math.ceil(retry_after)))
+    return HttpError(429, code, message, [("retry-after", seconds)])
+
+
+class Limiter:
+    """The checks, over a counter (this worker's, or Redis)."""
+
+    def __init__(self, config: IdentityLimits, app):
+        self.config = config
+        self.app = app
+        self._counter = None
+
+    def key(self, identity, req=None) -> str:
+        return self.config.key_of(identity, req)
+
+    @property
+    def counter(self):
+        if self._counter is None:
+            url = getattr(self.app.runs, "url", None)
+            if isinstance(url, str) and url.startswith(("redis://", "rediss://", "unix://")):
+                self._counter = RedisCounter(url, self.config.slot_ttl)
+            else:
+                self._counter = MemoryCounter()
+        return self._counter
+
+    async def admit_run(self, who: str, agent_id: str) -> list:
+        c = self.config
+        wanted = []
+        if c.runs is not None:
+            wanted.append((f"runs:{who}", c.runs, "too_many_runs",
+                           f"this identity already has {c.runs} run(s) going"))  # fmt: skip
+        if c.agent_runs is not None:
+            wanted.append((f"agent-runs:{who}:{agent_id}", c.agent_runs, "too_many_agent_runs",
+                           f"this identity already has {c.agent_runs} run(s) of this agent"
+                           " going"))  # fmt: skip
+        slots = []
+        if wanted:
+            slot = await self._acquire(wanted)
+            slots.append(slot)
+        if c.starts_per_minute is not None:
+            rate = c.starts_per_minute
+            burst = c.burst if c.burst is not None else max(1, int(rate))
+            wait = await self.counter.take(f"starts:{who}", rate / 60.0, burst)
+            if wait > 0:
+                for slot in slots:
+                    await slot.release()
+                raise _refused("rate_limited", f"more than {rate:g} run starts per minute", wait)
+        return slots
+
+    async def admit_reader(self, who: str, thread_id: str, run_id: str) -> list:
+        c = self.config
+        wanted = []
+        if c.readers is not None:
+            wanted.append((f"readers:{who}", c.readers, "too_many_readers",
+                           f"this identity already reads {c.readers} stream(s)"))  # fmt: skip
+        if c.run_readers is not None:
+            wanted.append((f"run-readers:{thread_id}:{run_id}", c.run_readers,
+                           "too_many_run_readers",
+                           f"this run already has {c.run_readers} reader(s)"))  # fmt: skip
+        return [await self._acquire(wanted)] if wanted else []
+
+    async def _acquire(self, wanted) -> Slot:
+        keys = [w[0] for w in wanted]
+        caps = [w[1] for w in wanted]
+        counter = self.counter
+        got = await counter.acquire(keys, caps)
+        if isinstance(got, tuple):  # (which limit is full, seconds to wait)
+            _, _, code, message = wanted[got[0]]
+            raise _refused(code, message, got[1])
+        slot = Slot(counter, keys, got)
+        counter.held(slot)
+        return slot
+
+
+class MemoryCounter:
+    """This worker's counts."""
+
+    def __init__(self):
+        self.counts: dict[str, int] = {}
+        self.buckets: dict[str, tuple[float, float]] = {}
+        self.tasks: set = set()
+        self._pending: dict[str, list[str]] = {}
+
+    async def acquire(self, keys, caps):
+        for i, (key, cap) in enumerate(zip(keys, caps, strict=True)):
+            if self.counts.get(key, 0) >= cap:
+                return i, 1.0
+        for key in keys:
+            self.counts[key] = self.counts.get(key, 0) + 1
+        return uuid.uuid4().hex
+
+    def held(self, slot) -> None:
+        pass
+
+    async def release(self, slot) -> None:
+        for key in slot.keys:
+            left = self.counts.get(key, 0) - 1
+            if left > 0:
+                self.counts[key] = left
+            else:
+                self.counts.pop(key, None)
+
+    async def take(self, key: str, per_second: float, burst: int) -> float:
+        now = time.monotonic()
+        tokens, then = self.buckets.get(key, (float(burst), now))
+        tokens = min(float(burst), tokens + (now - then) * per_second)
+        if tokens >= 1.0:
+            self.buckets[key] = (tokens - 1.0, now)
+            return 0.0
+        self.buckets[key] = (tokens, now)
+        return (1.0 - tokens) / per_second
+
+
+# Slots: a sorted set per limit key, each member scored by when it expires
+# (Redis's clock), so a dead node's slots lapse. All keys or none.
+_ACQUIRE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[1])
+local member = ARGV[2]
+for i, key in ipairs(KEYS) do
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+  if redis.call('ZCARD', key) >= tonumber(ARGV[2 + i]) then return i end
+end
+for i, key in ipairs(KEYS) do
+  redis.call('ZADD', key, now + ttl, member)
+  redis.call('PEXPIRE', key, ttl)
+end
+return 0
+"""
+_RENEW = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[1])
+for i, key in ipairs(KEYS) do
+  redis.call('ZADD', key, 'XX', now + ttl, ARGV[1 + i])
+  redis.call('PEXPIRE', key, ttl)
+end
+return 0
+"""
+# A token bucket: tokens and when they were counted; returns the ms to wait (0: taken).
+_TAKE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local rate = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local held = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+local tokens = tonumber(held[1]) or burst
+local at = tonumber(held[2]) or now
+tokens = math.min(burst, tokens + (now - at) * rate)
+local wait = 0
+if tokens >= 1 then tokens = tokens - 1 else wait = math.ceil((1 - tokens) / rate) end
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', now)
+redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate) + 1000)
+return wait
+"""
+PREFIX = "agui:limits:"
+
+
+class RedisCounter:
+    """Counts shared by every node on one Redis (``App(runs="redis://…")``'s)."""
+
+    def __init__(self, url: str, ttl: float):
+        self.url = url
+        self.ttl_ms = int(ttl * 1000)
+        self.tasks: set = set()
+        self.slots: set[Slot] = set()
+        self._client = None
+        self._scripts: dict = {}
+        self._renewer: asyncio.Task | None = None
+
+    def _redis(self):
+        if self._client is None:
+            import redis.asyncio as aioredis
+
+            self._client = aioredis.Redis.from_url(self.url, socket_connect_timeout=2)
+            for name, source in (("acquire", _ACQUIRE), ("renew", _RENEW), ("take", _TAKE)):
+                self._scripts[name] = self._client.register_script(source)
+        return self._client
+
+    async def _run(self, name: str, keys, args):
+        from ..errors import RunsUnavailable
+
+        self._redis()
+        try:
+            return await self._scripts[name](keys=keys, args=args)
+        except (OSError, ConnectionError) as error:
+            raise RunsUnavailable(f"the limits' counters are unreachable: {error}") from None
+        except Exception as error:
+            if type(error).__module__.startswith("redis"):
+                raise RunsUnavailable(f"the limits' counters are unreachable: {error}") from None
+            raise
+
+    async def acquire(self, keys, caps):
+        member = uuid.uuid4().hex
+        result = await self._run("acquire", [PREFIX + k for k in keys],
+                                 [self.ttl_ms, member, *caps])  # fmt: skip
+        if result:
+            return int(result) - 1, 1.0
+        return member
+
+    def held(self, slot: Slot) -> None:
+        self.slots.add(slot)
+        if self._renewer is None or self._renewer.done():
+            self._renewer = asyncio.get_running_loop().create_task(self._renew())
+
+    async def release(self, slot: Slot) -> None:
+        self.slots.discard(slot)
+        client = self._redis()
+        with contextlib.suppress(Exception):
+            pipe = client.pipeline(transaction=False)
+            for key in slot.keys:
+                pipe.zrem(PREFIX + key, slot.member)
+            await pipe.execute()
+
+    async def _renew(self) -> None:
+        while self.slots:
+            await asyncio.sleep(self.ttl_ms / 3000)
+            for slot in list(self.slots):
+                try:
+                    await self._run("renew", [PREFIX + k for k in slot.keys],
+                                    [self.ttl_ms, *([slot.member] * len(slot.keys))])  # fmt: skip
+                except Exception as error:
+                    log.warning("renewing a limit slot failed: %s", error)
+
+    async def take(self, key: str, per_second: float, burst: int) -> float:
+        wait_ms = await self._run("take", [PREFIX + key], [per_second / 1000.0, burst])
+        return int(wait_ms) / 1000.0
+
+
+def limits_of(value):
+    if value is None or value is False:
+        return None
+    if isinstance(value, IdentityLimits):
+        return value
+    if isinstance(value, dict):
+        return IdentityLimits(**value)
+    raise TypeError("limits must be an agui_bridge.ops.IdentityLimits or a dict of its fields")

@@ -1,0 +1,119 @@
+"""Health and readiness (agui_bridge.ops.health) on `agui-bridge serve` with two
+workers, PostgreSQL threads and Redis run logs: /healthz, /readyz, 503 while the
+store does not answer and from the moment a drain starts (--drain-delay)."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+
+import httpx
+import orjson
+import pytest
+
+from tests.servers import serve_cli
+
+TARGET = "tests.ops_apps:app"
+
+
+def _run_body(thread_id: str, text: str) -> dict:
+    return {"threadId": thread_id, "runId": thread_id + "-r",
+            "messages": [{"id": thread_id + "-m", "role": "user", "content": text}]}  # fmt: skip
+
+
+def _until(predicate, timeout: float = 20.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError("not within the time allowed")
+
+
+def test_health_and_readiness_follow_the_store(pg_server, pg_url, redis_url):
+    env = {"OPS_STORE": pg_url, "OPS_RUNS": redis_url}
+    with serve_cli(env, target=TARGET, workers=2) as server:
+        base = server.base_url
+        # No credentials: the app's authenticate is not asked.
+        assert httpx.post(base + "/agui/talk", json=_run_body("t0", "hi")).status_code == 401
+        for _ in range(4):  # both workers, whichever answers
+            live = httpx.get(base + "/healthz")
+            ready = httpx.get(base + "/readyz")
+            assert (live.status_code, live.json()) == (200, {"status": "ok"})
+            assert (ready.status_code, ready.json()) == (200, {"status": "ready"})
+            assert b"talk" not in live.content + ready.content
+        run = httpx.post(base + "/agui/talk", json=_run_body("t1", "hi"),
+                         headers={"authorization": "Bearer ann"})  # fmt: skip
+        assert run.status_code == 200 and "RUN_FINISHED" in run.text
+        assert b"t1" not in httpx.get(base + "/readyz").content
+        pg_server.halt()
+        try:
+            down = _until(lambda: (r := httpx.get(base + "/readyz", timeout=10)).status_code == 503
+                          and r)  # fmt: skip
+            assert down.json()["status"] == "unavailable"
+            assert any(f.startswith("store") for f in down.json()["failed"])
+            assert down.headers["retry-after"]
+            # The loop still answers: alive, not ready.
+            assert httpx.get(base + "/healthz").status_code == 200
+        finally:
+            pg_server.resume()
+        _until(lambda: httpx.get(base + "/readyz", timeout=10).status_code == 200, 60)
+
+
+def test_readyz_is_503_from_the_start_of_a_drain(tmp_path):
+    with serve_cli({"OPS_OPEN": "1"}, "--drain-delay", "4", target=TARGET, workers=2) as server:
+        base = server.base_url
+        lines: list[str] = []
+
+        def long_run():
+            body = _run_body("slow", "slow 10")
+            with httpx.stream("POST", base + "/agui/talk", json=body, timeout=30) as response:
+                lines.extend(response.iter_lines())
+
+        reader = threading.Thread(target=long_run)
+        reader.start()
+        _until(lambda: lines or httpx.get(base + "/readyz").status_code == 200)
+        time.sleep(1.0)
+        server.process.send_signal(signal.SIGTERM)
+        started = time.monotonic()
+        seen = []
+        while time.monotonic() - started < 2.5:
+            try:
+                seen.append(httpx.get(base + "/readyz", timeout=2))
+            except httpx.TransportError:
+                break
+            time.sleep(0.1)
+        assert len(seen) >= 4, "the server stopped answering before the drain delay"
+        assert all(r.status_code == 503 and r.json() == {"status": "draining"} for r in seen[1:])
+        refused = httpx.post(base + "/agui/talk", json=_run_body("late", "hi"), timeout=5)
+        assert refused.status_code == 503 and refused.json()["error"]["code"] == "server_shutdown"
+        assert httpx.get(base + "/healthz").status_code == 200
+        reader.join(30)
+        # The run that was going when the drain began finished whole.
+        events = [orjson.loads(x[6:])["type"] for x in lines if x.startswith("data: ")]
+        assert events[-1] == "RUN_FINISHED"
+        assert events.count("TEXT_MESSAGE_CONTENT") == 10
+
+
+@pytest.mark.parametrize("interface", ["asgi"])
+def test_health_paths_are_configurable(interface):
+    import asyncio
+
+    from agui_bridge import App
+
+    app = App(store="memory://", health={"live": "/live", "ready": "/ready"})
+
+    async def go():
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            assert (await client.get("/live")).status_code == 200
+            assert (await client.get("/ready")).json() == {"status": "ready"}
+            assert (await client.get("/healthz")).status_code == 404
+            off = App(store="memory://", health=False)
+            other = httpx.AsyncClient(transport=httpx.ASGITransport(app=off), base_url="http://t")
+            async with other:
+                assert (await other.get("/readyz")).status_code == 404
+
+    asyncio.run(go())
