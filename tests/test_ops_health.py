@@ -10,7 +10,6 @@ import time
 
 import httpx
 import orjson
-import pytest
 
 from tests.servers import serve_cli
 
@@ -95,25 +94,3 @@ def test_readyz_is_503_from_the_start_of_a_drain(tmp_path):
         events = [orjson.loads(x[6:])["type"] for x in lines if x.startswith("data: ")]
         assert events[-1] == "RUN_FINISHED"
         assert events.count("TEXT_MESSAGE_CONTENT") == 10
-
-
-@pytest.mark.parametrize("interface", ["asgi"])
-def test_health_paths_are_configurable(interface):
-    import asyncio
-
-    from agui_bridge import App
-
-    app = App(store="memory://", health={"live": "/live", "ready": "/ready"})
-
-    async def go():
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
-            assert (await client.get("/live")).status_code == 200
-            assert (await client.get("/ready")).json() == {"status": "ready"}
-            assert (await client.get("/healthz")).status_code == 404
-            off = App(store="memory://", health=False)
-            other = httpx.AsyncClient(transport=httpx.ASGITransport(app=off), base_url="http://t")
-            async with other:
-                assert (await other.get("/readyz")).status_code == 404
-
-    asyncio.run(go())

@@ -1,0 +1,90 @@
+"""The ops layer's parts on their own: CORS policies, route labels, health paths."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+from agui_bridge import App
+
+
+def test_cors_is_off_by_default():
+    async def go():
+        app = App(store="memory://")
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            r = await client.options("/ag-ui/run", headers={
+                "origin": "http://a.example", "access-control-request-method": "POST"})  # fmt: skip
+            assert not [h for h in r.headers if h.startswith("access-control-")]
+
+    asyncio.run(go())
+
+
+def test_cors_origin_forms():
+    import re
+
+    from agui_bridge.ops import Cors, cross_site_allowed
+
+    assert Cors(origins=["https://a.example"]).allows("https://a.example")
+    assert not Cors(origins=["https://a.example"]).allows("https://b.example")
+    rule = Cors(origins=re.compile(r"https://[a-z]+\.example\.com"))
+    assert rule.allows("https://app.example.com") and not rule.allows("https://x.example.com.evil")
+    assert Cors(origins=lambda o: o.endswith(".test")).allows("http://a.test")
+    assert not Cors(origins="*").allows("null")
+    creds = Cors(origins=["https://a.example"], credentials=True)
+    assert ("access-control-allow-credentials", "true") in creds.response_headers(
+        "https://a.example"
+    )
+
+    class Fake:
+        class ops:
+            cors = Cors(origins=["https://a.example"])
+
+    assert cross_site_allowed(Fake, {"origin": "https://a.example"})
+    assert cross_site_allowed(Fake, {"origin": "http://gw:8000", "host": "gw:8000"})
+    assert cross_site_allowed(Fake, {})
+    assert not cross_site_allowed(Fake, {"origin": "https://evil.example"})
+
+
+def test_health_paths_are_configurable():
+    app = App(store="memory://", health={"live": "/live", "ready": "/ready"})
+
+    async def go():
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            assert (await client.get("/live")).status_code == 200
+            assert (await client.get("/ready")).json() == {"status": "ready"}
+            assert (await client.get("/healthz")).status_code == 404
+            off = App(store="memory://", health=False)
+            other = httpx.AsyncClient(transport=httpx.ASGITransport(app=off), base_url="http://t")
+            async with other:
+                assert (await other.get("/readyz")).status_code == 404
+
+    asyncio.run(go())
+
+
+def test_route_labels_hold_no_ids():
+    from agui_bridge.ops.labels import route_label
+
+    app = App(store="memory://")
+
+    @app.agent("a b")
+    async def agent(ctx):
+        yield {"type": "text:delta", "delta": "x"}
+
+    cases = {
+        "/ag-ui/run": "/ag-ui/run",
+        "/agui/a%20b": "/agui/{agent_id}",
+        "/threads": "/threads",
+        "/threads/search": "/threads/search",
+        "/threads/t-123": "/threads/{thread_id}",
+        "/threads/t-123/state": "/threads/{thread_id}/state",
+        "/threads/t-123/runs/r-9/events": "/threads/{thread_id}/runs/{run_id}/events",
+        "/threads/t-123/runs/r-9/cancel": "/threads/{thread_id}/runs/{run_id}/cancel",
+        "/threads/t-123/runs/wait": "/threads/{thread_id}/runs/wait",
+        "/runs/stream": "/runs/stream",
+        "/assistants/a/schemas": "/assistants/{assistant_id}/schemas",
+        "/agents": "/agents",
+        "/wp-admin/x/y": "other",
+    }
+    assert {path: route_label(app, path) for path in cases} == cases
