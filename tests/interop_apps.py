@@ -161,6 +161,37 @@ async def frontend_tool(ctx):
     yield crumbs.run_end()
 
 
+async def reasoning(ctx):
+    """Reasoning (contract section 8) around text and a tool call, with a
+    signature, and a model call whose usage a 1.0 client is told."""
+    yield crumbs.task_start("model-1", "chat", model="m-1")
+    yield crumbs.reasoning_delta("The user wants ")
+    yield crumbs.reasoning_delta("a sum.")
+    yield crumbs.reasoning_encrypted("sig-1")
+    yield crumbs.text_delta("Adding.")
+    yield crumbs.reasoning_delta("Call the tool.")
+    yield crumbs.tool_call("call-sum", "add", {"a": 2, "b": 3})
+    yield crumbs.reasoning_encrypted("tc-sig", entity_id="call-sum", subtype="tool-call")
+    yield crumbs.tool_result("call-sum", 5)
+    yield crumbs.reasoning_delta("Now answer.")
+    yield crumbs.reasoning_end()
+    yield crumbs.task_end(
+        "model-1",
+        "chat",
+        model="m-1",
+        usage={"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19},
+    )
+    yield crumbs.text_delta("It is 5.")
+    yield crumbs.run_end()
+
+
+async def chunk_reasoning(ctx):
+    yield {"type": "reasoning", "content": "Thinking in chunks."}
+    yield "Chunked "
+    yield {"type": "reasoning", "content": "More."}
+    yield {"type": "done", "output": "ok"}
+
+
 async def chunks(ctx):
     """The chunks dialect (seed 001): tokens, a tool call and result, a plan, done."""
     for token in ("Chunked ", "answer ", "to: ", ctx.input):
@@ -199,8 +230,9 @@ CRUMB_AGENTS = {
     "state": state,
     "approval": approval,
     "conversation": conversation,
+    "reasoning": reasoning,
 }
-CHUNK_AGENTS = {"chunks": chunks, "chunk_approval": chunk_approval}
+CHUNK_AGENTS = {"chunks": chunks, "chunk_approval": chunk_approval, "reasoning": chunk_reasoning}
 
 # Hand-written broken streams (``/raw/<name>``): they prove the harness fails
 # when the client rejects a stream or warns, so a passing scenario means something.
@@ -262,7 +294,9 @@ async def minimal_app(scope, proto):
     if scope.proto != "http":
         return
     head, _, name = scope.path.strip("/").partition("/")
-    if head == "scenario" and name in CRUMB_AGENTS:
+    # ``/cancelled/<crumb agent>``: the run is stopped after its third item (contract section 8).
+    stop_after = 3 if head == "cancelled" else None
+    if head in ("scenario", "cancelled") and name in CRUMB_AGENTS:
         agent, make = CRUMB_AGENTS[name], create_agui_transformer
     elif head == "agui" and name in CHUNK_AGENTS:
         agent, make = CHUNK_AGENTS[name], create_agui_translator
@@ -283,15 +317,24 @@ async def minimal_app(scope, proto):
         proto.response_bytes(200, SSE_HEADERS, _broken_frames(name, run_input))
         return
     ctx = _ctx(run_input)
-    transformer = make(thread_id=ctx.thread_id, run_id=ctx.run_id, state=ctx.state)
+    transformer = make(
+        thread_id=ctx.thread_id,
+        run_id=ctx.run_id,
+        state=ctx.state,
+        protocol_version=run_input.protocol_version,
+    )
     transport = proto.response_stream(200, SSE_HEADERS)
     try:
+        count = 0
         async for item in agent(ctx):
             frames = transformer.encode(item)
             if frames:
                 await transport.send_bytes(frames)
             await asyncio.sleep(0)  # one frame batch per item, as a model stream would
-        tail = transformer.finish_encoded()
+            count += 1
+            if count == stop_after:
+                break
+        tail = transformer.finish_encoded() if stop_after is None else transformer.cancel_encoded()
     except Exception as error:  # the stream already started: end it with RUN_ERROR
         tail = transformer.fail_encoded(error)
     if tail:

@@ -139,6 +139,35 @@ GOOD_CRUMBS = st.one_of(
     ),
     crumb("agent:run:start", **optional(runId=st.just("r2"), sessionId=st.just("s2"))),
     crumb("mystery:type", x=VALUES),
+    # Contract section 8.
+    crumb("reasoning:delta", delta=TEXT),
+    crumb("reasoning:delta", delta=TEXT),
+    crumb("reasoning:end"),
+    crumb(
+        "reasoning:encrypted",
+        encryptedValue=TEXT,
+        **optional(
+            entityId=st.sampled_from(["r1:th1", "r1:th2", "c1", "r2:th1"]),
+            subtype=st.sampled_from(["message", "tool-call"]),
+        ),
+    ),
+    crumb(
+        "task:end",
+        taskRunId=st.just("tr"),
+        taskId=st.just("t"),
+        usage=st.fixed_dictionaries(
+            {},
+            optional={
+                "prompt_tokens": st.one_of(INTS, st.booleans()),
+                "outputTokens": st.integers(0, 2**54),
+                "provider": st.sampled_from(["p", "q"]),
+                "completion_tokens_details": st.fixed_dictionaries(
+                    {}, optional={"reasoning_tokens": INTS}
+                ),
+            },
+        ),
+        **optional(model=st.one_of(TEXT, INTS)),
+    ),
 )
 RARE_CRUMBS = st.one_of(
     crumb(
@@ -158,6 +187,10 @@ BAD_CRUMBS = st.sampled_from(
         {"type": "loop:iteration:start", "loopId": "L", "iteration": "1"},
         {"type": "pipeline:step:start", "stepName": None},
         {"type": "human:required", "responseSchema": []},
+        {"type": "reasoning:delta", "delta": 1},
+        {"type": "reasoning:encrypted"},
+        {"type": "reasoning:encrypted", "encryptedValue": "v", "subtype": "other"},
+        {"type": "reasoning:encrypted", "encryptedValue": "v", "entityId": 2},
         {"type": "text:delta", "delta": "\ud800"},
         {"type": 3},
         42,
@@ -184,6 +217,7 @@ GOOD_CHUNKS = st.one_of(
         lambda t, d: {"type": t, **d}, st.sampled_from(["subagent.started", "subagent.x"]), OBJECTS
     ),
     st.builds(lambda t, d: {"type": t, **d}, st.sampled_from(["progress", "subagent"]), OBJECTS),
+    st.fixed_dictionaries({"type": st.just("reasoning"), "content": TEXT}),
     OBJECTS,
     st.one_of(st.integers(), st.none(), st.lists(st.integers(), max_size=2), st.booleans()),
 )
@@ -212,6 +246,7 @@ BAD_CHUNKS = st.sampled_from(
         {"type": "tool_call", "name": "f", "id": 7},
         {"type": "tool_result", "output": "x"},
         {"type": "plan_update", "plan": {1, 2}},
+        {"type": "reasoning", "content": 1},
         {"type": "progress", "when": object()},
         "lone \udc00",
     ]
@@ -294,6 +329,31 @@ GOOD_EVENTS = st.one_of(
     model(_core.StepStartedEvent, step_name=STEP_NAMES),
     model(_core.CustomEvent, name=NAMES, value=VALUES),
     model(_core.RawEvent, event=st.just(object())),
+    # Contract section 8.
+    event("REASONING_START", messageId=MESSAGE_IDS),
+    event("REASONING_END", messageId=MESSAGE_IDS),
+    event("REASONING_MESSAGE_START", messageId=MESSAGE_IDS, **optional(role=st.just("reasoning"))),
+    event("REASONING_MESSAGE_CONTENT", messageId=MESSAGE_IDS, delta=TEXT),
+    event("REASONING_MESSAGE_CONTENT", messageId=MESSAGE_IDS, delta=TEXT),
+    event("REASONING_MESSAGE_END", messageId=MESSAGE_IDS),
+    event("REASONING_MESSAGE_CHUNK", **optional(messageId=MESSAGE_IDS, delta=TEXT)),
+    event(
+        "REASONING_ENCRYPTED_VALUE",
+        subtype=st.sampled_from(["message", "tool-call"]),
+        entityId=st.one_of(MESSAGE_IDS, TOOL_IDS, st.just("r1:th1")),
+        encryptedValue=TEXT,
+    ),
+    event("ACTIVITY_SNAPSHOT", messageId=MESSAGE_IDS, activityType=NAMES, content=OBJECTS),
+    event(
+        "ACTIVITY_SNAPSHOT",
+        messageId=st.sampled_from(["a1", "a2"]),
+        activityType=NAMES,
+        content=OBJECTS,
+        **optional(replace=st.one_of(st.booleans(), VALUES)),
+    ),
+    event(
+        "ACTIVITY_DELTA", messageId=st.sampled_from(["a1", "a2"]), activityType=NAMES, patch=VALUES
+    ),
 )
 RARE_EVENTS = st.one_of(
     event(
@@ -304,6 +364,12 @@ RARE_EVENTS = st.one_of(
         ),
     ),
     event("RUN_ERROR", message=TEXT, **optional(code=TEXT)),
+    event(
+        "RUN_FINISHED",
+        usage=st.lists(
+            st.one_of(OBJECTS, st.fixed_dictionaries({"inputTokens": INTS})), max_size=2
+        ),
+    ),
     model(_core.RunFinishedEvent, thread_id=st.just("x"), run_id=st.just("y"), result=VALUES),
 )
 BAD_EVENTS = st.sampled_from(
@@ -315,6 +381,13 @@ BAD_EVENTS = st.sampled_from(
         {"type": "STATE_SNAPSHOT", "snapshot": [1]},
         {"type": "CUSTOM", "name": "x", "value": {1, 2}},
         {"type": "RUN_ERROR"},
+        {
+            "type": "REASONING_ENCRYPTED_VALUE",
+            "subtype": "x",
+            "entityId": "m",
+            "encryptedValue": "v",
+        },
+        {"type": "ACTIVITY_SNAPSHOT", "messageId": "a", "activityType": "x", "content": 1},
         {"type": "TEXT_MESSAGE_CHUNK", "delta": "\ud800"},
         {"type": 3},
         {"delta": "x"},
@@ -325,7 +398,7 @@ BAD_EVENTS = st.sampled_from(
 )
 EVENT_ITEM = st.one_of(GOOD_EVENTS, GOOD_EVENTS, GOOD_EVENTS, BAD_EVENTS)
 
-ENDINGS = st.sampled_from(["finish", "fail", "finish", "none"])
+ENDINGS = st.sampled_from(["finish", "fail", "finish", "none", "cancel"])
 # Ids the thread already holds (section 6): generated ones of both run ids
 # (r2 comes from agent:run:start), and agent-supplied tool and interrupt ids.
 HELD = st.lists(
@@ -347,7 +420,9 @@ def runs(draw, items, terminals, max_size):
     held = draw(st.one_of(st.just([]), HELD))
     # Section 7: event ids off, or on from 1 or from a later n.
     ids = draw(st.sampled_from([None, (True, 1), (True, 41), (False, 9)]))
-    return sequence, draw(ENDINGS), (held, ids)
+    # Section 8: what the client declared.
+    version = draw(st.sampled_from([None, "1.0", "0.0.58"]))
+    return sequence, draw(ENDINGS), (held, ids, version)
 
 
 def crumb_runs():
@@ -365,9 +440,9 @@ def event_runs():
 # ---- running ----
 
 
-def make(impl, dialect, options=((), None)):
-    held, ids = options
-    kw = {"held_ids": held}
+def make(impl, dialect, options=((), None, None)):
+    held, ids, version = options
+    kw = {"held_ids": held, "protocol_version": version}
     if ids is not None:
         kw["event_ids"], kw["first_id"] = ids
     if dialect == "crumbs":
@@ -390,10 +465,12 @@ def ending(t, how, encoded):
     if how == "fail":
         exc = RuntimeError("stream broke: ü")
         return t.fail_encoded(exc) if encoded else t.fail(exc)
+    if how == "cancel":
+        return t.cancel_encoded() if encoded else t.cancel()
     return b"" if encoded else []
 
 
-def replay(impl, dialect, items, how, options=((), None)):
+def replay(impl, dialect, items, how, options=((), None, None)):
     """Per-step outcomes via t(item) and via t.encode(item), plus encode_many,
     and the frames of one transformer fed by every method in turn."""
     t_events, t_bytes, t_many, t_mixed = (make(impl, dialect, options) for _ in range(4))

@@ -365,6 +365,99 @@ def test_minimal_server(node, client_version, minimal_url, tmp_path, name):
     SCENARIOS[name](node, client_version, lambda n: minimal_url + minimal_path(n), tmp_path)
 
 
+def reasoning_events(run) -> list[dict]:
+    return [e for e in run["events"] if e["type"].startswith("REASONING_")]
+
+
+def test_minimal_reasoning(node, client_version, minimal_url, tmp_path):
+    """Contract section 8: the real client verifies reasoning around text and a
+    tool call and its reducer shows the reasoning messages; a 1.0 client is told
+    the server's version and the run's usage, 0.0.58 (no protocolVersion) neither."""
+    url = minimal_url + "/scenario/reasoning"
+    out = run_client(node, client_version, url, one_turn("add 2 and 3"), tmp_path)
+    run = out["runs"][0]
+    check_lifecycle(run)
+    assert [m["role"] for m in out["messages"]] == [
+        "user",
+        "reasoning",
+        "assistant",
+        "tool",
+        "reasoning",
+        "reasoning",
+        "assistant",
+    ]
+    thoughts = [m for m in out["messages"] if m["role"] == "reasoning"]
+    assert [m["content"] for m in thoughts] == [
+        "The user wants a sum.",
+        "Call the tool.",
+        "Now answer.",
+    ]
+    assert [m["content"] for m in assistant_messages(out)] == ["Adding.", "It is 5."]
+    # Three messages (four events each), four deltas, two encrypted values.
+    assert len(reasoning_events(run)) == 3 * 4 + 4 + 2
+    started, finished = run["events"][0], run["events"][-1]
+    if client_version == "1.0.0":
+        assert thoughts[0]["encryptedValue"] == "sig-1"
+        assert assistant_messages(out)[0]["toolCalls"][0]["encryptedValue"] == "tc-sig"
+        assert started["protocolVersion"] == "1.0"
+        assert finished["usage"] == [
+            {"model": "m-1", "inputTokens": 12, "outputTokens": 7, "totalTokens": 19}
+        ]
+    else:
+        assert "protocolVersion" not in started
+        assert "usage" not in finished
+
+
+def test_minimal_chunk_reasoning(node, client_version, minimal_url, tmp_path):
+    out = run_client(node, client_version, minimal_url + "/agui/reasoning", one_turn(), tmp_path)
+    check_lifecycle(out["runs"][0])
+    assert [(m["role"], m["content"]) for m in out["messages"][1:]] == [
+        ("reasoning", "Thinking in chunks."),
+        ("assistant", "Chunked "),
+        ("reasoning", "More."),
+    ]
+
+
+def test_minimal_cancelled_run(node, client_version, minimal_url, tmp_path):
+    """A stopped run: a 1.0 client reads the cancelled outcome, 0.0.58 today's RUN_FINISHED;
+    the open reasoning is closed first and kept."""
+    url = minimal_url + "/cancelled/reasoning"
+    out = run_client(node, client_version, url, one_turn(), tmp_path)
+    run = out["runs"][0]
+    check_lifecycle(run)
+    assert [(m["role"], m["content"]) for m in out["messages"][1:]] == [
+        ("reasoning", "The user wants a sum.")
+    ]
+    finished = run["events"][-1]
+    if client_version == "1.0.0":
+        assert finished["outcome"] == {"type": "cancelled"}
+    else:
+        assert "outcome" not in finished
+
+
+def test_a_client_without_protocol_version_gets_no_1_0_field(minimal_url):
+    """What 0.0.x clients send (no protocolVersion) gets no 1.0-only field on the
+    wire, whatever the run reports; with "1.0" the same run carries them."""
+    body = one_turn("x")
+    request = {
+        "threadId": body["threadId"],
+        "runId": "r1",
+        "messages": body["initialMessages"],
+        "tools": [],
+        "context": [],
+        "forwardedProps": {},
+        "state": {},
+    }
+    for path in ("/scenario/reasoning", "/cancelled/reasoning"):
+        old = httpx.post(minimal_url + path, json=request, timeout=30).text
+        new = httpx.post(minimal_url + path, json={**request, "protocolVersion": "1.0"}).text
+        for needle in ('"protocolVersion"', '"usage":[', '"cancelled"'):
+            assert needle not in old
+        assert '"protocolVersion":"1.0"' in new
+        assert "REASONING_MESSAGE_CONTENT" in old
+    assert '"usage":[' in new or '"cancelled"' in new
+
+
 @pytest.mark.parametrize(
     ("broken", "needle"),
     [

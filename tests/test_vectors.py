@@ -76,6 +76,8 @@ def test_vector_events(impl, path):
             assert json.dumps(snapshot) == json.dumps(step["snapshot"]), f"step {index}: key order"
         elif "finish" in step:
             events += t.finish()
+        elif "cancel" in step:
+            events += t.cancel()
         elif "fail" in step:
             events += t.fail(make_exception(step["fail"]))
         elif "error" in step:
@@ -111,6 +113,8 @@ def test_vector_encode_bytes(impl, path):
             assert t.snapshot() == step["snapshot"]
         elif "finish" in step:
             out += t.finish_encoded()
+        elif "cancel" in step:
+            out += t.cancel_encoded()
         elif "fail" in step:
             out += t.fail_encoded(make_exception(step["fail"]))
         elif "error" in step:

@@ -272,6 +272,8 @@ def check_vectors() -> None:
                 check(t.snapshot() == step["snapshot"], f"{path.stem}: the snapshot differs")
             elif "finish" in step:
                 out += t.finish_encoded()
+            elif "cancel" in step:
+                out += t.cancel_encoded()
             elif "fail" in step:
                 out += t.fail_encoded(make_exception(step["fail"]))
             elif "error" in step:

@@ -39,6 +39,8 @@ NAMED_KINDS = {
             "content",
             "id",
             "name",
+            "encryptedValue",
+            "subtype",
         ],
         "str",
     ),
@@ -65,6 +67,10 @@ CRUMBS = {
     "subagent:run:end": ("subagentId", "parentAgentId"),
     "task:start": ("taskRunId", "taskId"),
     "task:end": ("taskRunId", "taskId"),
+    # Contract section 8.
+    "reasoning:delta": ("delta",),
+    "reasoning:end": (),
+    "reasoning:encrypted": ("encryptedValue",),
 }
 # Any other `loop:*` crumb.
 LOOP_REQUIRED = ("loopId",)
@@ -79,14 +85,15 @@ CHUNKS = {
     "plan_update": ((), {}),
     "interrupt": ((), {}),
     "done": ((), {}),
+    "reasoning": (("content",), {"content": "str"}),
 }
 
 # Events (docs/events-dialect.md): required fields, and every field the row
 # reads with its kind; fields not listed are not read at all.
 EVENTS = {
     "RUN_STARTED": ((), {"threadId": "str", "runId": "str"}),
-    "RUN_FINISHED": ((), {"result": "json", "outcome": "object"}),
-    "RUN_ERROR": (("message",), {"message": "str", "code": "str"}),
+    "RUN_FINISHED": ((), {"result": "json", "outcome": "object", "usage": "json"}),
+    "RUN_ERROR": (("message",), {"message": "str", "code": "str", "usage": "json"}),
     "TEXT_MESSAGE_START": (("messageId",), {"messageId": "str"}),
     "TEXT_MESSAGE_CONTENT": (("messageId", "delta"), {"messageId": "str", "delta": "str"}),
     "TEXT_MESSAGE_END": (("messageId",), {"messageId": "str"}),
@@ -104,6 +111,25 @@ EVENTS = {
     "STEP_STARTED": (("stepName",), {"stepName": "str"}),
     "STEP_FINISHED": (("stepName",), {"stepName": "str"}),
     "CUSTOM": (("name",), {"name": "str", "value": "json"}),
+    # Contract section 8: reasoning and activity, repaired like text.
+    "REASONING_START": (("messageId",), {"messageId": "str"}),
+    "REASONING_MESSAGE_START": (("messageId",), {"messageId": "str"}),
+    "REASONING_MESSAGE_CONTENT": (("messageId", "delta"), {"messageId": "str", "delta": "str"}),
+    "REASONING_MESSAGE_END": (("messageId",), {"messageId": "str"}),
+    "REASONING_MESSAGE_CHUNK": ((), {"messageId": "str", "delta": "str"}),
+    "REASONING_END": (("messageId",), {"messageId": "str"}),
+    "REASONING_ENCRYPTED_VALUE": (
+        ("subtype", "entityId", "encryptedValue"),
+        {"subtype": "str", "entityId": "str", "encryptedValue": "str"},
+    ),
+    "ACTIVITY_SNAPSHOT": (
+        ("messageId", "activityType", "content"),
+        {"messageId": "str", "activityType": "str", "content": "object", "replace": "json"},
+    ),
+    "ACTIVITY_DELTA": (
+        ("messageId", "activityType", "patch"),
+        {"messageId": "str", "activityType": "str", "patch": "json"},
+    ),
 }
 
 RUST_KIND = {"str": "Str", "int": "Int", "object": "Object", "json": "Json"}

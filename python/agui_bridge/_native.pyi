@@ -18,6 +18,9 @@ class _EventStream:
     def events_and_frames(self, item: object) -> tuple[list[dict[str, Any]], bytes]: ...
     def finish_events_and_frames(self) -> tuple[list[dict[str, Any]], bytes]: ...
     def fail_events_and_frames(self, exc: BaseException) -> tuple[list[dict[str, Any]], bytes]: ...
+    def cancel(self) -> list[dict[str, Any]]: ...
+    def cancel_encoded(self) -> bytes: ...
+    def cancel_events_and_frames(self) -> tuple[list[dict[str, Any]], bytes]: ...
     def snapshot(self) -> dict[str, Any]: ...
     @property
     def dropped(self) -> int: ...
@@ -35,6 +38,8 @@ class _EventStream:
     def last_id(self) -> int: ...
     @property
     def state(self) -> dict[str, Any]: ...
+    @property
+    def protocol_v1(self) -> bool: ...
 
 class _Plain(_EventStream):
     """A dialect made from the thread, run and state alone (stub only)."""
@@ -48,6 +53,7 @@ class _Plain(_EventStream):
         held_ids: Iterable[str] | None = None,
         event_ids: bool = False,
         first_id: int = 1,
+        protocol_version: str | None = None,
     ) -> None: ...
 
 @final
@@ -67,6 +73,7 @@ class ChunkTranslator(_EventStream):
         held_ids: Iterable[str] | None = None,
         event_ids: bool = False,
         first_id: int = 1,
+        protocol_version: str | None = None,
     ) -> None: ...
 
 @final
@@ -80,6 +87,7 @@ def create_agui_transformer(
     held_ids: Iterable[str] | None = None,
     event_ids: bool = False,
     first_id: int = 1,
+    protocol_version: str | None = None,
 ) -> CrumbTransformer: ...
 def create_agui_translator(
     thread_id: str | None = None,
@@ -90,6 +98,7 @@ def create_agui_translator(
     held_ids: Iterable[str] | None = None,
     event_ids: bool = False,
     first_id: int = 1,
+    protocol_version: str | None = None,
 ) -> ChunkTranslator: ...
 def create_agui_repairer(
     thread_id: str | None = None,
@@ -99,6 +108,7 @@ def create_agui_repairer(
     held_ids: Iterable[str] | None = None,
     event_ids: bool = False,
     first_id: int = 1,
+    protocol_version: str | None = None,
 ) -> EventRepairer: ...
 def encode_sse(
     event_or_events: dict[str, Any] | list[dict[str, Any]] | tuple[dict[str, Any], ...],

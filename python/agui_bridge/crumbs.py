@@ -122,13 +122,36 @@ def task_end(
     duration_ms: int | None = None,
     usage: dict | None = None,
     error: dict | None = None,
+    model: str | None = None,
 ) -> dict:
+    """``usage`` is summed into the run's ``TokenUsage[]`` under ``model`` (contract section 8)."""
     return _crumb(
         "task:end",
         taskRunId=task_run_id,
         taskId=task_id,
+        model=model,
         status=status,
         durationMs=duration_ms,
         usage=usage,
         error=error,
+    )
+
+
+def reasoning_delta(delta: str) -> dict:
+    """A piece of the model's reasoning (contract section 8)."""
+    return {"type": "reasoning:delta", "delta": delta}
+
+
+def reasoning_end() -> dict:
+    """Closes the open reasoning message (text or a tool call closes it too)."""
+    return {"type": "reasoning:end"}
+
+
+def reasoning_encrypted(
+    encrypted_value: str, entity_id: str | None = None, subtype: str | None = None
+) -> dict:
+    """A provider's opaque reasoning artefact (a signature): by default for the open,
+    else the latest, reasoning message; ``subtype="tool-call"`` names a tool call."""
+    return _crumb(
+        "reasoning:encrypted", encryptedValue=encrypted_value, entityId=entity_id, subtype=subtype
     )

@@ -45,6 +45,8 @@ class RunInput:
     context: list[dict] = field(default_factory=list)
     forwarded_props: Any = None
     resume: Resume | None = None
+    # What the client declared (contract section 8): absent for 0.0.x clients.
+    protocol_version: str | None = None
 
 
 def _text_of(content) -> str:
@@ -185,4 +187,12 @@ def map_run_input(body) -> RunInput:
         context=_list(body, "context"),
         forwarded_props=body.get("forwardedProps"),
         resume=_resume(body),
+        protocol_version=_protocol_version(body),
     )
+
+
+def _protocol_version(body: dict) -> str | None:
+    declared = body.get("protocolVersion")
+    if declared is not None and not isinstance(declared, str):
+        raise RunInputError("'protocolVersion' must be a string")
+    return declared

@@ -42,6 +42,7 @@ def raw(value):
 
 
 FINISH = {"finish": True}
+CANCEL = {"cancel": True}
 # Filled in with t.snapshot() at that point.
 SNAPSHOT = {"snapshot": None}
 
@@ -1171,8 +1172,8 @@ SPECS = [
             ev("STATE_DELTA", delta=[{"op": "add", "path": "/k", "value": 2}]),
             ev("MESSAGES_SNAPSHOT", messages=[]),
             ev("RAW", event={"any": "thing"}),
-            ev("REASONING_START", messageId="r"),
-            ev("ACTIVITY_SNAPSHOT", messageId="a", activityType="x", content={}),
+            ev("THINKING_START"),
+            ev("SUBAGENT_STARTED", subagentRunId="s"),
             ev("TEXT_MESSAGE_CONTENT", messageId="m-a", delta="", timestamp=None),
             ev(
                 "RUN_FINISHED",
@@ -1374,6 +1375,328 @@ SPECS = [
             FINISH,
         ],
     ),
+    # ---- contract section 8: reasoning, and the 1.0 run lifecycle ----
+    (
+        C,
+        "reasoning closes before text tools and the terminal",
+        IDS,
+        [
+            inp("reasoning:delta", delta="Let me "),
+            inp("reasoning:delta", delta=""),
+            inp("reasoning:delta", delta="think."),
+            td("Answer"),
+            inp("reasoning:delta", delta="More."),
+            inp("file:generated", uri="f://a", mimeType="text/plain"),
+            inp("tool:input:start", toolCallId="c1", toolName="f"),
+            inp("reasoning:delta", delta="Last."),
+            SNAPSHOT,
+            inp("agent:run:end"),
+            SNAPSHOT,
+        ],
+    ),
+    (
+        C,
+        "reasoning end and encrypted values",
+        IDS,
+        [
+            inp("reasoning:end"),
+            inp("reasoning:encrypted", encryptedValue="none-yet"),
+            inp("reasoning:delta", delta="a"),
+            inp("reasoning:encrypted", encryptedValue="sig-1"),
+            inp("reasoning:end"),
+            inp("reasoning:end"),
+            inp("reasoning:encrypted", encryptedValue="sig-2", subtype=None),
+            inp("reasoning:encrypted", encryptedValue="x", entityId="r1:m9"),
+            inp("tool:call", toolCallId="c1", toolName="f", input={}),
+            inp("reasoning:encrypted", encryptedValue="tc", entityId="c1", subtype="tool-call"),
+            inp("reasoning:encrypted", encryptedValue="tc", entityId="nope", subtype="tool-call"),
+            inp("reasoning:encrypted", encryptedValue="tc", subtype="tool-call"),
+            inp("reasoning:encrypted", encryptedValue="sig-3", entityId="r1:th1"),
+            SNAPSHOT,
+            FINISH,
+        ],
+    ),
+    (
+        C,
+        "bad reasoning crumbs raise and change nothing",
+        IDS,
+        [
+            inp("reasoning:delta", delta="a"),
+            {
+                "input": {"type": "reasoning:delta"},
+                "error": "reasoning:delta: 'delta' must be a string",
+            },
+            {
+                "input": {"type": "reasoning:delta", "delta": 5},
+                "error": "reasoning:delta: 'delta' must be a string",
+            },
+            {
+                "input": {"type": "reasoning:encrypted", "encryptedValue": None},
+                "error": "reasoning:encrypted: 'encryptedValue' must be a string",
+            },
+            {
+                "input": {"type": "reasoning:encrypted", "encryptedValue": {"a": 1}},
+                "error": "reasoning:encrypted: 'encryptedValue' must be a string",
+            },
+            {
+                "input": {"type": "reasoning:encrypted", "encryptedValue": "v", "subtype": "x"},
+                "error": 'reasoning:encrypted: \'subtype\' must be "message" or "tool-call"',
+            },
+            {
+                "input": {"type": "reasoning:encrypted", "encryptedValue": "v", "subtype": 1},
+                "error": "reasoning:encrypted: 'subtype' must be a string",
+            },
+            {
+                "input": {"type": "reasoning:encrypted", "encryptedValue": "v", "entityId": 3},
+                "error": "reasoning:encrypted: 'entityId' must be a string",
+            },
+            inp("reasoning:end"),
+            FINISH,
+        ],
+    ),
+    (
+        C,
+        "reasoning ids skip held ids and join snapshots",
+        {**IDS, "held_ids": ["r1:th1", "r1:th3"]},
+        [
+            inp("pipeline:step:start", stepName="s"),
+            inp("reasoning:delta", delta="one"),
+            inp("reasoning:end"),
+            inp("reasoning:delta", delta="two"),
+            inp("reasoning:delta", delta=" more"),
+            SNAPSHOT,
+            inp("reasoning:delta", delta=""),
+            FINISH,
+            SNAPSHOT,
+        ],
+    ),
+    (
+        C,
+        "a 1.0 client gets the version and the usage",
+        {**IDS, "protocol_version": "1.0"},
+        [
+            inp("task:start", taskRunId="k1", taskId="chat", model="m1"),
+            inp(
+                "task:end",
+                taskRunId="k1",
+                taskId="chat",
+                model="m1",
+                usage={
+                    "prompt_tokens": 10,
+                    "completion_tokens": 5,
+                    "total_tokens": 15,
+                    "completion_tokens_details": {"reasoning_tokens": 2},
+                    "prompt_tokens_details": {"cached_tokens": 4},
+                },
+            ),
+            inp(
+                "task:end",
+                taskRunId="k2",
+                taskId="chat",
+                usage={"inputTokens": 1, "outputTokens": 2, "provider": "p", "model": "m2"},
+            ),
+            inp("task:end", taskRunId="k3", taskId="chat", model="m1", usage={"input_tokens": 3}),
+            inp("task:end", taskRunId="k4", taskId="chat", usage={"prompt_tokens": -1, "x": 2}),
+            inp("task:end", taskRunId="k5", taskId="chat", usage={"total_tokens": True}),
+            td("hi"),
+            inp("agent:run:end", result="done"),
+        ],
+    ),
+    (
+        C,
+        "a 1.0 client gets the usage on RUN_ERROR",
+        {**IDS, "protocol_version": "1.2"},
+        [
+            inp("task:end", taskRunId="k1", taskId="chat", usage={"input_tokens": 7}),
+            fail("RuntimeError", "boom"),
+        ],
+    ),
+    (
+        C,
+        "a 1.0 client gets the cancelled outcome",
+        {**IDS, "protocol_version": "1.0"},
+        [
+            inp("reasoning:delta", delta="hm"),
+            inp("human:required", interruptId="i1"),
+            CANCEL,
+            CANCEL,
+            FINISH,
+        ],
+    ),
+    (
+        C,
+        "a 0.0.x client gets what finish gives on cancel",
+        IDS,
+        [
+            inp("task:end", taskRunId="k1", taskId="chat", usage={"input_tokens": 7}),
+            td("partial"),
+            inp("human:required", interruptId="i1"),
+            CANCEL,
+        ],
+    ),
+    (
+        C,
+        "a client declaring 0.0.58 gets the 0.0.x stream",
+        {**IDS, "protocol_version": "0.0.58"},
+        [
+            inp("task:end", taskRunId="k1", taskId="chat", usage={"input_tokens": 7}),
+            CANCEL,
+        ],
+    ),
+    (
+        K,
+        "chunk reasoning",
+        IDS,
+        [
+            {"input": {"type": "reasoning", "content": "think"}},
+            {"input": {"type": "reasoning", "content": ""}},
+            {"input": {"type": "reasoning", "content": " harder"}},
+            raw("Hello"),
+            {"input": {"type": "reasoning", "content": "again"}},
+            {"input": {"type": "plan_update", "plan": [1]}},
+            {"input": {"type": "tool_call", "id": "c1", "name": "f"}},
+            {"input": {"type": "reasoning", "content": "last"}},
+            {
+                "input": {"type": "reasoning", "content": 5},
+                "error": "reasoning: 'content' must be a string",
+            },
+            {"input": {"type": "reasoning"}, "error": "reasoning: 'content' must be a string"},
+            SNAPSHOT,
+            {"input": {"type": "done", "output": "ok"}},
+        ],
+    ),
+    (
+        K,
+        "chunks cancelled for a 1.0 client",
+        {**IDS, "protocol_version": "1.0"},
+        [raw("Hel"), CANCEL],
+    ),
+    (
+        E,
+        "events reasoning repaired like text",
+        IDS,
+        [
+            ev("REASONING_START", messageId="s1"),
+            ev("REASONING_MESSAGE_START", messageId="m1", role="reasoning"),
+            ev("REASONING_MESSAGE_CONTENT", messageId="m1", delta="a"),
+            ev("REASONING_MESSAGE_CONTENT", messageId="m1", delta=""),
+            ev("REASONING_MESSAGE_START", messageId="m1", role="reasoning"),
+            ev("REASONING_START", messageId="s1"),
+            ev("TEXT_MESSAGE_CONTENT", messageId="t1", delta="x"),
+            ev("REASONING_MESSAGE_CONTENT", messageId="m1", delta="b", timestamp=1),
+            ev("REASONING_ENCRYPTED_VALUE", subtype="message", entityId="m1", encryptedValue="e"),
+            ev("REASONING_MESSAGE_END", messageId="m1"),
+            ev("REASONING_MESSAGE_CONTENT", messageId="m1", delta="late"),
+            ev("REASONING_MESSAGE_END", messageId="m1"),
+            ev("REASONING_MESSAGE_END", messageId="never"),
+            ev("REASONING_END", messageId="s1"),
+            ev("REASONING_END", messageId="s1"),
+            ev("REASONING_END", messageId="never"),
+            ev("REASONING_MESSAGE_CHUNK", delta="c"),
+            ev("REASONING_MESSAGE_CHUNK", messageId="m2", delta="d"),
+            ev("REASONING_ENCRYPTED_VALUE", subtype="message", entityId="zz", encryptedValue="e"),
+            ev("TOOL_CALL_START", toolCallId="t1", toolCallName="f"),
+            ev("REASONING_ENCRYPTED_VALUE", subtype="tool-call", entityId="t1", encryptedValue="k"),
+            ev("REASONING_MESSAGE_CONTENT", messageId="t1", delta="same id as a call"),
+            SNAPSHOT,
+            ev("RUN_FINISHED"),
+            SNAPSHOT,
+        ],
+    ),
+    (
+        E,
+        "events activity passes through",
+        {**IDS, "held_ids": ["h1"]},
+        [
+            ev("ACTIVITY_SNAPSHOT", messageId="a1", activityType="plan", content={"s": [1]}),
+            ev("TEXT_MESSAGE_CONTENT", messageId="t1", delta="x"),
+            ev(
+                "ACTIVITY_DELTA",
+                messageId="a1",
+                activityType="plan",
+                patch=[{"op": "add", "path": "/s/-", "value": 2}],
+            ),
+            ev("ACTIVITY_DELTA", messageId="a9", activityType="plan", patch=[]),
+            ev("ACTIVITY_DELTA", messageId="a1", activityType="plan", patch={"op": "add"}),
+            ev("ACTIVITY_SNAPSHOT", messageId="t1", activityType="plan", content={}),
+            ev("ACTIVITY_SNAPSHOT", messageId="h1", activityType="plan", content={}),
+            ev("ACTIVITY_SNAPSHOT", messageId="a1", activityType="plan", content={}, replace=False),
+            ev("ACTIVITY_SNAPSHOT", messageId="a2", activityType="x", content={}, replace="no"),
+            ev("TEXT_MESSAGE_CONTENT", messageId="a2", delta="y"),
+            FINISH,
+        ],
+    ),
+    (
+        E,
+        "bad reasoning and activity events raise",
+        IDS,
+        [
+            {
+                "input": {
+                    "type": "REASONING_ENCRYPTED_VALUE",
+                    "subtype": "x",
+                    "entityId": "m",
+                    "encryptedValue": "v",
+                },
+                "error": 'REASONING_ENCRYPTED_VALUE: \'subtype\' must be "message" or "tool-call"',
+            },
+            {
+                "input": {
+                    "type": "REASONING_ENCRYPTED_VALUE",
+                    "subtype": "message",
+                    "entityId": "m",
+                },
+                "error": "REASONING_ENCRYPTED_VALUE: 'encryptedValue' must be a string",
+            },
+            {
+                "input": {"type": "REASONING_MESSAGE_CONTENT", "messageId": "m", "delta": 1},
+                "error": "REASONING_MESSAGE_CONTENT: 'delta' must be a string",
+            },
+            {
+                "input": {"type": "REASONING_START"},
+                "error": "REASONING_START: 'messageId' must be a string",
+            },
+            {
+                "input": {
+                    "type": "ACTIVITY_SNAPSHOT",
+                    "messageId": "a",
+                    "activityType": "x",
+                    "content": "text",
+                },
+                "error": "ACTIVITY_SNAPSHOT: 'content' must be an object",
+            },
+            FINISH,
+        ],
+    ),
+    (
+        E,
+        "events usage for a 1.0 client",
+        {**IDS, "protocol_version": "1.0"},
+        [
+            ev(
+                "RUN_FINISHED",
+                usage=[
+                    {"provider": "openai", "model": "m", "inputTokens": 3, "outputTokens": 1},
+                    {"provider": "openai", "model": "m", "inputTokens": 2},
+                    "not an entry",
+                ],
+            ),
+        ],
+    ),
+    (
+        E,
+        "events usage on RUN_ERROR for a 1.0 client",
+        {**IDS, "protocol_version": "1.0"},
+        [
+            ev("RUN_ERROR", message="bad", usage=[{"model": "m", "outputTokens": 4}]),
+        ],
+    ),
+    (
+        E,
+        "events usage not sent to a 0.0.x client",
+        IDS,
+        [ev("RUN_FINISHED", usage=[{"model": "m", "outputTokens": 4}])],
+    ),
 ]
 
 
@@ -1407,6 +1730,8 @@ def run(dialect, create, steps):
             continue
         if "finish" in step:
             got = t.finish()
+        elif "cancel" in step:
+            got = t.cancel()
         elif "fail" in step:
             got = t.fail(make_exception(step["fail"]))
         else:

@@ -36,6 +36,7 @@ class ChunkTranslator(EventStream):
         held_ids=None,
         event_ids=False,
         first_id=1,
+        protocol_version=None,
     ):
         check_text(custom_prefix, "custom_prefix")
         super().__init__(
@@ -47,6 +48,7 @@ class ChunkTranslator(EventStream):
                 held_ids=held_ids,
                 event_ids=event_ids,
                 first_id=first_id,
+                protocol_version=protocol_version,
             )
         )
         self._custom_prefix = custom_prefix
@@ -110,6 +112,8 @@ class ChunkTranslator(EventStream):
             framer.custom("on_interrupt", fields)
         elif kind == "done":
             self._done(fields.get("output"))
+        elif kind == "reasoning":
+            framer.reasoning(fields["content"])
         elif kind is _CUSTOM:
             chunk_type, value = fields
             framer.custom(f"{self._custom_prefix}.{chunk_type}", value)
@@ -147,6 +151,7 @@ def create_agui_translator(
     held_ids=None,
     event_ids=False,
     first_id=1,
+    protocol_version=None,
 ) -> ChunkTranslator:
     return ChunkTranslator(
         thread_id,
@@ -156,4 +161,5 @@ def create_agui_translator(
         held_ids=held_ids,
         event_ids=event_ids,
         first_id=first_id,
+        protocol_version=protocol_version,
     )

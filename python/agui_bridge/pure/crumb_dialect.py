@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..errors import CrumbError
 from .fields import check_error_object, parse_fields
-from .framing import Framer
+from .framing import Framer, check_subtype
 from .json_values import compact, copy_json, is_unicode
 from .stream import EventStream
 from .table import CRUMBS, LOOP_REQUIRED
@@ -42,7 +42,15 @@ class CrumbTransformer(EventStream):
     __slots__ = ("_files", "_interrupt_ids", "_interrupts", "_loop", "_streamed")
 
     def __init__(
-        self, thread_id=None, run_id=None, state=None, *, held_ids=None, event_ids=False, first_id=1
+        self,
+        thread_id=None,
+        run_id=None,
+        state=None,
+        *,
+        held_ids=None,
+        event_ids=False,
+        first_id=1,
+        protocol_version=None,
     ):
         super().__init__(
             Framer(
@@ -53,6 +61,7 @@ class CrumbTransformer(EventStream):
                 held_ids=held_ids,
                 event_ids=event_ids,
                 first_id=first_id,
+                protocol_version=protocol_version,
             )
         )
         self._streamed: set[str] = set()
@@ -85,6 +94,8 @@ class CrumbTransformer(EventStream):
         fields = parse_fields(crumb_type, crumb, required)
         if "error" in fields:
             check_error_object(crumb_type, fields["error"])
+        if crumb_type == "reasoning:encrypted":
+            check_subtype(crumb_type, fields.get("subtype"))
         fresh = _FRESH_IDS.get(crumb_type)
         if fresh is not None and fresh in fields:
             self._framer.check_fresh(crumb_type, fresh, fields[fresh])
@@ -240,6 +251,20 @@ class CrumbTransformer(EventStream):
     def _finish(self) -> None:
         self._run_end({})
 
+    def _task_end(self, f):
+        if "usage" in f:
+            self._framer.usage.add(f["usage"], f.get("model"))
+        self._task(f, False)
+
+    def _reasoning_delta(self, f):
+        self._framer.reasoning(f["delta"])
+
+    def _reasoning_end(self, f):
+        self._framer.end_reasoning()
+
+    def _reasoning_encrypted(self, f):
+        self._framer.encrypted(f.get("subtype", "message"), f.get("entityId"), f["encryptedValue"])
+
 
 _HANDLERS = {
     "text:delta": CrumbTransformer._text,
@@ -258,13 +283,29 @@ _HANDLERS = {
     "subagent:run:start": lambda self, f: self._subagent(f, True),
     "subagent:run:end": lambda self, f: self._subagent(f, False),
     "task:start": lambda self, f: self._task(f, True),
-    "task:end": lambda self, f: self._task(f, False),
+    "task:end": CrumbTransformer._task_end,
+    "reasoning:delta": CrumbTransformer._reasoning_delta,
+    "reasoning:end": CrumbTransformer._reasoning_end,
+    "reasoning:encrypted": CrumbTransformer._reasoning_encrypted,
 }
 
 
 def create_agui_transformer(
-    thread_id=None, run_id=None, state=None, *, held_ids=None, event_ids=False, first_id=1
+    thread_id=None,
+    run_id=None,
+    state=None,
+    *,
+    held_ids=None,
+    event_ids=False,
+    first_id=1,
+    protocol_version=None,
 ) -> CrumbTransformer:
     return CrumbTransformer(
-        thread_id, run_id, state, held_ids=held_ids, event_ids=event_ids, first_id=first_id
+        thread_id,
+        run_id,
+        state,
+        held_ids=held_ids,
+        event_ids=event_ids,
+        first_id=first_id,
+        protocol_version=protocol_version,
     )

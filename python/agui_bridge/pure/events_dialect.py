@@ -10,9 +10,10 @@ from __future__ import annotations
 from ..errors import CrumbError
 from ..event_models import event_dict
 from .fields import parse_fields
-from .framing import Framer
+from .framing import Framer, check_subtype
 from .json_patch import apply_patch
 from .json_values import copy_json, is_unicode
+from .reasoning import Repair
 from .stream import EventStream
 from .table import EVENTS
 
@@ -23,10 +24,18 @@ _ROWS = EVENTS
 
 class EventRepairer(EventStream):
     # _messages: the agent's message id -> the id it streams under (None: started, no content yet).
-    __slots__ = ("_ended", "_interrupts", "_messages")
+    __slots__ = ("_ended", "_interrupts", "_messages", "_reasoning")
 
     def __init__(
-        self, thread_id=None, run_id=None, state=None, *, held_ids=None, event_ids=False, first_id=1
+        self,
+        thread_id=None,
+        run_id=None,
+        state=None,
+        *,
+        held_ids=None,
+        event_ids=False,
+        first_id=1,
+        protocol_version=None,
     ):
         super().__init__(
             Framer(
@@ -37,8 +46,11 @@ class EventRepairer(EventStream):
                 held_ids=held_ids,
                 event_ids=event_ids,
                 first_id=first_id,
+                protocol_version=protocol_version,
             )
         )
+        # The agent's reasoning and activity (contract section 8).
+        self._reasoning = Repair()
         self._messages: dict[str, str | None] = {}
         self._ended: set[str] = set()
         # What the agent's RUN_FINISHED left pending, for snapshot().
@@ -65,6 +77,8 @@ class EventRepairer(EventStream):
         )
         if opens and "toolCallId" in fields:
             self._framer.check_fresh(event_type, "toolCallId", fields["toolCallId"])
+        elif event_type == "REASONING_ENCRYPTED_VALUE":
+            check_subtype(event_type, fields["subtype"])
         elif event_type == "STATE_DELTA":
             # Applied to a copy here, so a patch that fails changes nothing.
             delta = fields.get("delta")
@@ -183,6 +197,7 @@ class EventRepairer(EventStream):
         self._framer.custom(f["name"], f["value"])
 
     def _run_finished(self, f):
+        self._framer.usage.add_all(f.get("usage"))
         outcome = f.get("outcome")
         if isinstance(outcome, dict) and outcome.get("type") == "interrupt":
             interrupts = outcome.get("interrupts")
@@ -193,10 +208,40 @@ class EventRepairer(EventStream):
         return copy_json(self._interrupts)
 
     def _run_error(self, f):
+        self._framer.usage.add_all(f.get("usage"))
         self._framer.run_error(f["message"], f.get("code"))
 
     def _finish(self) -> None:
         self._framer.run_finished()
+
+    # ---- contract section 8, repaired by reasoning.Repair
+
+    def _reasoning_start(self, f):
+        self._reasoning.start_span(self._framer, f["messageId"])
+
+    def _reasoning_end(self, f):
+        self._reasoning.end_span(self._framer, f["messageId"])
+
+    def _reasoning_message_start(self, f):
+        self._reasoning.start(self._framer, f["messageId"])
+
+    def _reasoning_content(self, f):
+        self._reasoning.content(self._framer, f["messageId"], f["delta"])
+
+    def _reasoning_message_end(self, f):
+        self._reasoning.end(self._framer, f["messageId"])
+
+    def _reasoning_chunk(self, f):
+        self._reasoning.chunk(self._framer, f.get("messageId"), f.get("delta", ""))
+
+    def _reasoning_encrypted(self, f):
+        self._reasoning.encrypted(self._framer, f["subtype"], f["entityId"], f["encryptedValue"])
+
+    def _activity_snapshot(self, f):
+        self._reasoning.activity_snapshot(self._framer, f)
+
+    def _activity_delta(self, f):
+        self._reasoning.activity_delta(self._framer, f)
 
 
 _HANDLERS = {
@@ -216,12 +261,34 @@ _HANDLERS = {
     "STEP_STARTED": EventRepairer._step_start,
     "STEP_FINISHED": EventRepairer._step_end,
     "CUSTOM": EventRepairer._custom,
+    "REASONING_START": EventRepairer._reasoning_start,
+    "REASONING_MESSAGE_START": EventRepairer._reasoning_message_start,
+    "REASONING_MESSAGE_CONTENT": EventRepairer._reasoning_content,
+    "REASONING_MESSAGE_END": EventRepairer._reasoning_message_end,
+    "REASONING_MESSAGE_CHUNK": EventRepairer._reasoning_chunk,
+    "REASONING_END": EventRepairer._reasoning_end,
+    "REASONING_ENCRYPTED_VALUE": EventRepairer._reasoning_encrypted,
+    "ACTIVITY_SNAPSHOT": EventRepairer._activity_snapshot,
+    "ACTIVITY_DELTA": EventRepairer._activity_delta,
 }
 
 
 def create_agui_repairer(
-    thread_id=None, run_id=None, state=None, *, held_ids=None, event_ids=False, first_id=1
+    thread_id=None,
+    run_id=None,
+    state=None,
+    *,
+    held_ids=None,
+    event_ids=False,
+    first_id=1,
+    protocol_version=None,
 ) -> EventRepairer:
     return EventRepairer(
-        thread_id, run_id, state, held_ids=held_ids, event_ids=event_ids, first_id=first_id
+        thread_id,
+        run_id,
+        state,
+        held_ids=held_ids,
+        event_ids=event_ids,
+        first_id=first_id,
+        protocol_version=protocol_version,
     )

@@ -12,6 +12,7 @@ from uuid import uuid4
 from ..errors import CrumbError
 from .json_values import NotJson, compact, copy_json, dumps, frames, is_unicode, normalize
 from .messages import RunMessages
+from .usage import PROTOCOL_VERSION, Usage, speaks_v1
 
 
 def check_text(value, name: str) -> str:
@@ -65,6 +66,13 @@ def _created_event_ids(event_ids, first_id) -> tuple[bool, int]:
     return event_ids, int(first_id)
 
 
+def _created_protocol(protocol_version) -> bool:
+    """What the client declared (contract section 8): 1.0 or later, or not."""
+    if protocol_version is None:
+        return False
+    return speaks_v1(check_text(protocol_version, "protocol_version"))
+
+
 def _created_state(state) -> dict:
     if state is None:
         return {}
@@ -87,18 +95,24 @@ class Framer:
         "held",
         "ignored",
         "known_tools",
+        "latest_reasoning_id",
         "latest_text_id",
         "messages",
         "next_event_id",
         "open_parts",
+        "open_reasoning_parts",
         "open_tools",
         "out",
+        "protocol_v1",
+        "reasoning_id",
+        "reasoning_ids",
         "run_id",
         "started",
         "state",
         "steps",
         "text_id",
         "thread_id",
+        "usage",
         "used_ids",
     )
 
@@ -112,6 +126,7 @@ class Framer:
         held_ids=None,
         event_ids=None,
         first_id=None,
+        protocol_version=None,
     ):
         self.thread_id = _created_id(thread_id, "thread_id")
         self.run_id = _created_id(run_id, "run_id")
@@ -122,6 +137,14 @@ class Framer:
         # Every event leaves through ``taken`` (numbered here, contract
         # section 7), counted whether or not its frame carries the id.
         self.event_ids, self.next_event_id = _created_event_ids(event_ids, first_id)
+        # The client declared AG-UI 1.0 or later (contract section 8).
+        self.protocol_v1 = _created_protocol(protocol_version)
+        self.usage = Usage()
+        # The open reasoning message, the latest one, and all of the run's.
+        self.reasoning_id: str | None = None
+        self.latest_reasoning_id: str | None = None
+        self.reasoning_ids: set[str] = set()
+        self.open_reasoning_parts: list[str] = []
         # What the run has made so far, for snapshot().
         self.messages = RunMessages()
         # What the open text message streamed so far: an append per delta.
@@ -137,7 +160,7 @@ class Framer:
         self.known_tools: set[str] = set()
         self.steps: dict[str, None] = {}
         self.used_ids: set[str] = set()
-        self.counters = {"m": 0, "r": 0, "t": 0, "i": 0}
+        self.counters = {"m": 0, "r": 0, "t": 0, "i": 0, "th": 0}
         self.dropped = 0
         self.ignored = 0
         self.close_text_always = close_text_always
@@ -182,7 +205,12 @@ class Framer:
         return (
             messages.messages(self.text_id, self.open_tools),
             messages.open_events(
-                self.steps, self.text_id, "".join(self.open_parts), self.open_tools
+                self.steps,
+                self.reasoning_id,
+                "".join(self.open_reasoning_parts),
+                self.text_id,
+                "".join(self.open_parts),
+                self.open_tools,
             ),
         )
 
@@ -201,12 +229,16 @@ class Framer:
         if run_id is not None:
             self.run_id = run_id
         self.started = True
-        self.out.append({"type": "RUN_STARTED", "threadId": self.thread_id, "runId": self.run_id})
+        event = {"type": "RUN_STARTED", "threadId": self.thread_id, "runId": self.run_id}
+        if self.protocol_v1:
+            event["protocolVersion"] = PROTOCOL_VERSION
+        self.out.append(event)
 
     def text(self, delta: str) -> None:
         if not delta:
             return
         if self.text_id is None:
+            self.close_reasoning()
             message_id = self.new_id("m")
             self.out.append(
                 {"type": "TEXT_MESSAGE_START", "messageId": message_id, "role": "assistant"}
@@ -218,6 +250,7 @@ class Framer:
 
     def open_text_as(self, message_id: str) -> None:
         """Opens a text message under a given id (closing the open one); content follows."""
+        self.close_reasoning()
         self.close_text()
         self.used_ids.add(message_id)
         start = {"type": "TEXT_MESSAGE_START", "messageId": message_id, "role": "assistant"}
@@ -236,6 +269,7 @@ class Framer:
         if tool_call_id in self.known_tools:
             self.dropped += 1
             return False
+        self.close_reasoning()
         self.close_text()
         self.known_tools.add(tool_call_id)
         self.used_ids.add(tool_call_id)
@@ -308,6 +342,7 @@ class Framer:
         self.emit({"type": "CUSTOM", "name": name, "value": value})
 
     def close_all(self) -> None:
+        self.close_reasoning()
         self.close_text()
         for tool_call_id in list(self.open_tools):
             self.tool_end(tool_call_id)
@@ -321,6 +356,7 @@ class Framer:
             event["result"] = result
         if outcome is not None:
             event["outcome"] = outcome
+        self._put_usage(event)
         self.emit(event)
         self.finished = True
 
@@ -329,9 +365,103 @@ class Framer:
         event = {"type": "RUN_ERROR", "message": message}
         if code is not None:
             event["code"] = code
+        self._put_usage(event)
         self.emit(event)
         self.finished = True
         self.errored = True
+
+    def _put_usage(self, event: dict) -> None:
+        """A 1.0 client's terminal event carries the run's token usage (contract section 8)."""
+        if self.protocol_v1:
+            usage = self.usage.value()
+            if usage is not None:
+                event["usage"] = usage
+
+    def run_cancelled(self) -> None:
+        """A run stopped by a cancel: a 1.0 client is told so (contract section 8)."""
+        self.run_finished(None, {"type": "cancelled"})
+
+    # ---- reasoning (contract section 8): one message open at a time, never
+    # with text; START and MESSAGE_START (END and MESSAGE_END) go together.
+
+    def reasoning(self, delta: str) -> None:
+        """A delta of the open reasoning message, opening one (fresh id) when none is."""
+        if not delta:
+            return
+        if self.reasoning_id is None:
+            self._open_reasoning(self.new_id("th"))
+        self.out.append(
+            {"type": "REASONING_MESSAGE_CONTENT", "messageId": self.reasoning_id, "delta": delta}
+        )
+        self.open_reasoning_parts.append(delta)
+
+    def open_reasoning_as(self, message_id: str) -> None:
+        """Opens a reasoning message under a given id (closing what is open)."""
+        self.close_reasoning()
+        self.used_ids.add(message_id)
+        self._open_reasoning(message_id)
+
+    def _open_reasoning(self, message_id: str) -> None:
+        self.close_text()
+        self.out.append({"type": "REASONING_START", "messageId": message_id})
+        self.out.append(
+            {"type": "REASONING_MESSAGE_START", "messageId": message_id, "role": "reasoning"}
+        )
+        self.messages.open_reasoning(message_id)
+        self.reasoning_ids.add(message_id)
+        self.reasoning_id = self.latest_reasoning_id = message_id
+
+    def close_reasoning(self) -> None:
+        if self.reasoning_id is not None:
+            message_id, self.reasoning_id = self.reasoning_id, None
+            self.messages.close_reasoning(message_id, "".join(self.open_reasoning_parts))
+            self.open_reasoning_parts = []
+            self.out.append({"type": "REASONING_MESSAGE_END", "messageId": message_id})
+            self.out.append({"type": "REASONING_END", "messageId": message_id})
+
+    def end_reasoning(self) -> None:
+        """``reasoning:end``: closes the open reasoning message, else a drop."""
+        if self.reasoning_id is None:
+            self.dropped += 1
+        else:
+            self.close_reasoning()
+
+    def encrypted(self, subtype: str, entity_id: str | None, value: str) -> None:
+        """REASONING_ENCRYPTED_VALUE for an entity of this run: a reasoning message
+        (``message``; by default the open, else the latest one) or a tool call
+        (``tool-call``). Naming nothing of this run, it is dropped: the client
+        would attach it to a message the run never made, and the store could not."""
+        entity = None
+        if subtype == "tool-call":
+            if entity_id is not None and entity_id in self.known_tools:
+                entity = entity_id
+        elif entity_id is None:
+            entity = self.reasoning_id
+            if entity is None:
+                entity = self.latest_reasoning_id
+        elif entity_id in self.reasoning_ids:
+            entity = entity_id
+        if entity is None:
+            self.dropped += 1
+            return
+        self.messages.encrypted(subtype, entity, value)
+        self.emit(
+            {
+                "type": "REASONING_ENCRYPTED_VALUE",
+                "subtype": subtype,
+                "entityId": entity,
+                "encryptedValue": value,
+            }
+        )
+
+
+SUBTYPES = ("message", "tool-call")
+
+
+def check_subtype(item_type: str, subtype) -> None:
+    """A subtype REASONING_ENCRYPTED_VALUE knows, or the error naming the field."""
+    if subtype is not None and subtype not in SUBTYPES:
+        raise CrumbError(f'{item_type}: \'subtype\' must be "message" or "tool-call"')
 
 
 def error_text(exc) -> str:

@@ -24,23 +24,52 @@ class _Assistant:
 
 
 class _Call:
-    __slots__ = ("args", "id", "owner", "start")
+    __slots__ = ("args", "encrypted", "id", "owner", "start")
 
     def __init__(self, start: dict, owner: _Assistant):
         self.id = start["toolCallId"]
         self.start = start
         self.owner = owner
         self.args: list[str] = []
+        # A tool-call encrypted value (contract section 8), the latest one.
+        self.encrypted: str | None = None
+
+
+class _Reasoning:
+    """A reasoning message (contract section 8): an AG-UI 1.0 ``reasoning`` message."""
+
+    __slots__ = ("content", "encrypted", "id")
+
+    def __init__(self, message_id: str):
+        self.id = message_id
+        self.content: str | None = None  # None while open
+        self.encrypted: str | None = None
 
 
 class RunMessages:
-    __slots__ = ("assistants", "calls", "entries")
+    __slots__ = ("assistants", "calls", "entries", "reasonings")
 
     def __init__(self):
         # In order of creation: an _Assistant, or a tool message and its owner.
         self.entries: list = []
         self.assistants: dict[str, _Assistant] = {}
         self.calls: dict[str, _Call] = {}
+        self.reasonings: dict[str, _Reasoning] = {}
+
+    def open_reasoning(self, message_id: str) -> None:
+        reasoning = _Reasoning(message_id)
+        self.reasonings[message_id] = reasoning
+        self.entries.append(reasoning)
+
+    def close_reasoning(self, message_id: str, content: str) -> None:
+        self.reasonings[message_id].content = content
+
+    def encrypted(self, subtype: str, entity_id: str, value: str) -> None:
+        """An encrypted value for a reasoning message or a tool call of this run."""
+        if subtype == "tool-call":
+            self.calls[entity_id].encrypted = value
+        else:
+            self.reasonings[entity_id].encrypted = value
 
     def open_text(self, message_id: str) -> None:
         message = _Assistant(message_id, True)
@@ -82,6 +111,9 @@ class RunMessages:
                 rendered[id(entry)] = message
                 out.append(message)
                 continue
+            if isinstance(entry, _Reasoning):
+                out.append(_reasoning(entry))
+                continue
             message, owner = entry
             at = out.index(rendered[id(owner)]) + 1
             while at < len(out) and out[at]["role"] == "tool":
@@ -89,9 +121,34 @@ class RunMessages:
             out.insert(at, dict(message))
         return out
 
-    def open_events(self, steps, open_text: str | None, content: str, open_tools) -> list[dict]:
-        """What re-opens the open steps, text and tool calls, with what they streamed."""
+    def open_events(
+        self,
+        steps,
+        open_reasoning: str | None,
+        reasoning: str,
+        open_text: str | None,
+        content: str,
+        open_tools,
+    ) -> list[dict]:
+        """What re-opens the open steps, reasoning, text and tool calls, with what they streamed."""
         events = [{"type": "STEP_STARTED", "stepName": name} for name in steps]
+        if open_reasoning is not None:
+            events.append({"type": "REASONING_START", "messageId": open_reasoning})
+            events.append(
+                {
+                    "type": "REASONING_MESSAGE_START",
+                    "messageId": open_reasoning,
+                    "role": "reasoning",
+                }
+            )
+            if reasoning:
+                events.append(
+                    {
+                        "type": "REASONING_MESSAGE_CONTENT",
+                        "messageId": open_reasoning,
+                        "delta": reasoning,
+                    }
+                )
         if open_text is not None:
             events.append(
                 {"type": "TEXT_MESSAGE_START", "messageId": open_text, "role": "assistant"}
@@ -109,22 +166,33 @@ class RunMessages:
         return events
 
 
+def _reasoning(entry: _Reasoning) -> dict:
+    message = {"id": entry.id, "role": "reasoning", "content": entry.content or ""}
+    if entry.encrypted is not None:
+        message["encryptedValue"] = entry.encrypted
+    return message
+
+
+def _call(call: _Call, open_tools) -> dict:
+    out = {
+        "id": call.id,
+        "type": "function",
+        "function": {
+            "name": call.start["toolCallName"],
+            "arguments": "" if call.id in open_tools else "".join(call.args),
+        },
+    }
+    if call.encrypted is not None:
+        out["encryptedValue"] = call.encrypted
+    return out
+
+
 def _assistant(entry: _Assistant, open_text, open_tools) -> dict:
     message: dict = {"id": entry.id, "role": "assistant"}
     if entry.content is not None:
         message["content"] = "" if entry.id == open_text else entry.content
     if entry.calls:
-        message["toolCalls"] = [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {
-                    "name": call.start["toolCallName"],
-                    "arguments": "" if call.id in open_tools else "".join(call.args),
-                },
-            }
-            for call in entry.calls
-        ]
+        message["toolCalls"] = [_call(call, open_tools) for call in entry.calls]
     return message
 
 

@@ -65,6 +65,33 @@ class EventStream:
     def finish(self) -> list[dict]:
         return self._terminal(self._finish)
 
+    def _cancel(self) -> None:
+        """A run stopped by a cancel (contract section 8): a 1.0 client gets the
+        ``cancelled`` outcome, a 0.0.x client exactly what ``finish()`` gives."""
+        if self._framer.protocol_v1:
+            self._framer.run_cancelled()
+        else:
+            self._finish()
+
+    def cancel(self) -> list[dict]:
+        """Ends a run stopped by a cancel (the cancel route, a client that left, an interrupt)."""
+        return self._terminal(self._cancel)
+
+    def cancel_encoded(self) -> bytes:
+        first = self._framer.next_event_id
+        return self._framer.framed(self.cancel(), first)
+
+    def cancel_events_and_frames(self) -> tuple[list[dict], bytes]:
+        """``cancel()`` and its frames from one mapping."""
+        first = self._framer.next_event_id
+        events = self.cancel()
+        return events, self._framer.framed(events, first)
+
+    @property
+    def protocol_v1(self) -> bool:
+        """The client declared AG-UI 1.0 or later (contract section 8)."""
+        return self._framer.protocol_v1
+
     def fail(self, exc) -> list[dict]:
         """RUN_ERROR {message: str(exc), code: the exception's class name}."""
         if self._framer.finished:

@@ -26,6 +26,8 @@ NAMED_KINDS = {
     "content": STRING,
     "id": STRING,
     "name": STRING,
+    "encryptedValue": STRING,
+    "subtype": STRING,
 }
 STRING_SUFFIXES = ("Id", "Name")
 
@@ -48,6 +50,9 @@ CRUMBS = {
     "subagent:run:end": ("subagentId", "parentAgentId"),
     "task:start": ("taskRunId", "taskId"),
     "task:end": ("taskRunId", "taskId"),
+    "reasoning:delta": ("delta",),
+    "reasoning:end": (),
+    "reasoning:encrypted": ("encryptedValue",),
 }
 LOOP_REQUIRED = ("loopId",)
 
@@ -59,12 +64,13 @@ CHUNKS = {
     "plan_update": ((), {}),
     "interrupt": ((), {}),
     "done": ((), {}),
+    "reasoning": (("content",), {"content": STRING}),
 }
 
 EVENTS = {
     "RUN_STARTED": ((), {"threadId": STRING, "runId": STRING}),
-    "RUN_FINISHED": ((), {"result": JSON, "outcome": OBJECT}),
-    "RUN_ERROR": (("message",), {"message": STRING, "code": STRING}),
+    "RUN_FINISHED": ((), {"result": JSON, "outcome": OBJECT, "usage": JSON}),
+    "RUN_ERROR": (("message",), {"message": STRING, "code": STRING, "usage": JSON}),
     "TEXT_MESSAGE_START": (("messageId",), {"messageId": STRING}),
     "TEXT_MESSAGE_CONTENT": (("messageId", "delta"), {"messageId": STRING, "delta": STRING}),
     "TEXT_MESSAGE_END": (("messageId",), {"messageId": STRING}),
@@ -82,4 +88,22 @@ EVENTS = {
     "STEP_STARTED": (("stepName",), {"stepName": STRING}),
     "STEP_FINISHED": (("stepName",), {"stepName": STRING}),
     "CUSTOM": (("name",), {"name": STRING, "value": JSON}),
+    "REASONING_START": (("messageId",), {"messageId": STRING}),
+    "REASONING_MESSAGE_START": (("messageId",), {"messageId": STRING}),
+    "REASONING_MESSAGE_CONTENT": (("messageId", "delta"), {"messageId": STRING, "delta": STRING}),
+    "REASONING_MESSAGE_END": (("messageId",), {"messageId": STRING}),
+    "REASONING_MESSAGE_CHUNK": ((), {"messageId": STRING, "delta": STRING}),
+    "REASONING_END": (("messageId",), {"messageId": STRING}),
+    "REASONING_ENCRYPTED_VALUE": (
+        ("subtype", "entityId", "encryptedValue"),
+        {"subtype": STRING, "entityId": STRING, "encryptedValue": STRING},
+    ),
+    "ACTIVITY_SNAPSHOT": (
+        ("messageId", "activityType", "content"),
+        {"messageId": STRING, "activityType": STRING, "content": OBJECT, "replace": JSON},
+    ),
+    "ACTIVITY_DELTA": (
+        ("messageId", "activityType", "patch"),
+        {"messageId": STRING, "activityType": STRING, "patch": JSON},
+    ),
 }

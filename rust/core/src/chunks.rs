@@ -18,6 +18,7 @@ pub enum Row {
     PlanUpdate,
     Interrupt,
     Done,
+    Reasoning,
 }
 
 /// A row, its required fields and the kinds of its typed fields (from the field table).
@@ -37,6 +38,7 @@ fn row(chunk_type: &str) -> Option<RowSpec> {
         "plan_update" => Row::PlanUpdate,
         "interrupt" => Row::Interrupt,
         "done" => Row::Done,
+        "reasoning" => Row::Reasoning,
         _ => return None,
     };
     Some((row, required, kinds))
@@ -274,6 +276,10 @@ impl Dialect for Chunks {
             Row::Done => {
                 let output = f.remove("output");
                 self.done(output);
+            }
+            Row::Reasoning => {
+                let content = f.get("content").and_then(Value::as_str).unwrap_or_default();
+                self.framer.reasoning(content);
             }
         }
     }

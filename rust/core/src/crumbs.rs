@@ -28,6 +28,9 @@ pub enum Known {
     SubagentEnd,
     TaskStart,
     TaskEnd,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningEncrypted,
 }
 
 fn known(crumb_type: &str) -> Option<(Known, &'static [&'static str])> {
@@ -51,6 +54,9 @@ fn known(crumb_type: &str) -> Option<(Known, &'static [&'static str])> {
         "subagent:run:end" => Known::SubagentEnd,
         "task:start" => Known::TaskStart,
         "task:end" => Known::TaskEnd,
+        "reasoning:delta" => Known::ReasoningDelta,
+        "reasoning:end" => Known::ReasoningEnd,
+        "reasoning:encrypted" => Known::ReasoningEncrypted,
         _ => return None,
     };
     Some((known, required))
@@ -387,6 +393,9 @@ impl Dialect for Crumbs {
         if let Some(error) = fields.get("error") {
             check_error_object(crumb_type, error)?;
         }
+        if parsed_kind == Some(Known::ReasoningEncrypted) {
+            crate::reasoning::check_subtype(crumb_type, fields.get("subtype"))?;
+        }
         if let Some(field) = parsed_kind.and_then(fresh_field)
             && let Some(id) = fields.get(field).and_then(Value::as_str)
         {
@@ -466,7 +475,22 @@ impl Dialect for Crumbs {
             Known::SubagentStart => self.subagent(&f, true),
             Known::SubagentEnd => self.subagent(&f, false),
             Known::TaskStart => self.task(&f, true),
-            Known::TaskEnd => self.task(&f, false),
+            Known::TaskEnd => {
+                if let Some(usage) = f.get("usage") {
+                    let model = f.get("model").and_then(Value::as_str);
+                    self.framer.usage.add(usage, model);
+                }
+                self.task(&f, false);
+            }
+            Known::ReasoningDelta => self.framer.reasoning(text(&f, "delta")),
+            Known::ReasoningEnd => self.framer.end_reasoning(),
+            Known::ReasoningEncrypted => self.framer.encrypted(
+                f.get("subtype")
+                    .and_then(Value::as_str)
+                    .unwrap_or("message"),
+                f.get("entityId").and_then(Value::as_str),
+                text(&f, "encryptedValue"),
+            ),
         }
     }
 

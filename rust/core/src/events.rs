@@ -31,6 +31,15 @@ pub enum Row {
     StepStarted,
     StepFinished,
     Custom,
+    ReasoningStart,
+    ReasoningMessageStart,
+    ReasoningContent,
+    ReasoningMessageEnd,
+    ReasoningChunk,
+    ReasoningEnd,
+    ReasoningEncrypted,
+    ActivitySnapshot,
+    ActivityDelta,
 }
 
 /// A row, its required fields, and every field it reads with its kind (from the field table).
@@ -61,6 +70,15 @@ fn row(event_type: &str) -> Option<RowSpec> {
         "STEP_STARTED" => Row::StepStarted,
         "STEP_FINISHED" => Row::StepFinished,
         "CUSTOM" => Row::Custom,
+        "REASONING_START" => Row::ReasoningStart,
+        "REASONING_MESSAGE_START" => Row::ReasoningMessageStart,
+        "REASONING_MESSAGE_CONTENT" => Row::ReasoningContent,
+        "REASONING_MESSAGE_END" => Row::ReasoningMessageEnd,
+        "REASONING_MESSAGE_CHUNK" => Row::ReasoningChunk,
+        "REASONING_END" => Row::ReasoningEnd,
+        "REASONING_ENCRYPTED_VALUE" => Row::ReasoningEncrypted,
+        "ACTIVITY_SNAPSHOT" => Row::ActivitySnapshot,
+        "ACTIVITY_DELTA" => Row::ActivityDelta,
         _ => return None,
     };
     Some((row, required, kinds))
@@ -90,6 +108,8 @@ pub struct Events {
     ended: HashSet<String>,
     /// What the agent's `RUN_FINISHED` left pending, for `snapshot()`.
     interrupts: Vec<Value>,
+    /// The agent's reasoning and activity (contract section 8).
+    reasoning: crate::reasoning::Repair,
 }
 
 /// The interrupts a `RUN_FINISHED` leaves pending: its outcome's, when that is an interrupt.
@@ -112,6 +132,7 @@ impl Events {
             messages: std::collections::HashMap::default(),
             ended: HashSet::default(),
             interrupts: Vec::new(),
+            reasoning: crate::reasoning::Repair::default(),
         }
     }
 
@@ -186,6 +207,41 @@ impl Events {
     }
 }
 
+impl Events {
+    /// The rows of contract section 8, repaired by `reasoning::Repair`.
+    fn reasoning_row(&mut self, row: Row, mut f: Fields) {
+        let (framer, repair) = (&mut self.framer, &mut self.reasoning);
+        let id = text(&f, "messageId").to_owned();
+        match row {
+            Row::ReasoningStart => repair.start_span(framer, &id),
+            Row::ReasoningEnd => repair.end_span(framer, &id),
+            Row::ReasoningMessageStart => repair.start(framer, &id),
+            Row::ReasoningContent => repair.content(framer, &id, text(&f, "delta")),
+            Row::ReasoningMessageEnd => repair.end(framer, &id),
+            Row::ReasoningChunk => {
+                let id = f.get("messageId").and_then(Value::as_str);
+                repair.chunk(framer, id, text(&f, "delta"));
+            }
+            Row::ReasoningEncrypted => repair.encrypted(
+                framer,
+                text(&f, "subtype"),
+                text(&f, "entityId"),
+                text(&f, "encryptedValue"),
+            ),
+            Row::ActivitySnapshot => {
+                let content = f.remove("content").unwrap_or(Value::Null);
+                let replace = f.remove("replace");
+                repair.activity_snapshot(framer, &id, text(&f, "activityType"), content, replace);
+            }
+            Row::ActivityDelta => {
+                let patch = f.remove("patch").unwrap_or(Value::Null);
+                repair.activity_delta(framer, &id, text(&f, "activityType"), patch);
+            }
+            _ => {}
+        }
+    }
+}
+
 impl Dialect for Events {
     type Parsed = Parsed;
 
@@ -214,6 +270,9 @@ impl Dialect for Events {
             row == Row::ToolStart || (row == Row::ToolChunk && fields.contains_key("toolCallName"));
         if opens && let Some(id) = fields.get("toolCallId").and_then(Value::as_str) {
             self.framer.check_fresh(&event_type, "toolCallId", id)?;
+        }
+        if row == Row::ReasoningEncrypted {
+            crate::reasoning::check_subtype(&event_type, fields.get("subtype"))?;
         }
         Ok(Parsed::Row(row, fields))
     }
@@ -255,12 +314,18 @@ impl Dialect for Events {
             // Both are taken before this match.
             Row::RunStarted | Row::StateDelta => {}
             Row::RunFinished => {
+                if let Some(usage) = f.get("usage") {
+                    self.framer.usage.add_all(usage);
+                }
                 let result = f.remove("result");
                 let outcome = f.remove("outcome");
                 self.interrupts = outcome_interrupts(outcome.as_ref());
                 self.framer.run_finished(result, outcome);
             }
             Row::RunError => {
+                if let Some(usage) = f.get("usage") {
+                    self.framer.usage.add_all(usage);
+                }
                 let code = opt_text(&f, "code");
                 self.framer.run_error(text(&f, "message"), code.as_deref());
             }
@@ -297,6 +362,7 @@ impl Dialect for Events {
                 None | Some(Value::Null) => self.framer.dropped += 1,
                 Some(value) => self.framer.custom(text(&f, "name"), value),
             },
+            _ => self.reasoning_row(row, f),
         }
     }
 

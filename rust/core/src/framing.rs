@@ -46,15 +46,17 @@ pub enum IdKind {
     Result,
     Tool,
     Interrupt,
+    Reasoning,
 }
 
 impl IdKind {
-    fn letter(self) -> char {
+    fn letter(self) -> &'static str {
         match self {
-            IdKind::Message => 'm',
-            IdKind::Result => 'r',
-            IdKind::Tool => 't',
-            IdKind::Interrupt => 'i',
+            IdKind::Message => "m",
+            IdKind::Result => "r",
+            IdKind::Tool => "t",
+            IdKind::Interrupt => "i",
+            IdKind::Reasoning => "th",
         }
     }
 }
@@ -72,18 +74,27 @@ pub struct Framer {
     pub out: Vec<Event>,
     pub text_id: Option<String>,
     pub latest_text_id: Option<String>,
+    /// The open reasoning message (contract section 8), and the latest one.
+    pub reasoning_id: Option<String>,
+    pub latest_reasoning_id: Option<String>,
+    /// The reasoning messages of the run, which an encrypted value may name.
+    pub(crate) reasoning_ids: HashSet<String>,
+    /// The client declared AG-UI 1.0 or later (contract section 8).
+    pub protocol_v1: bool,
+    /// The token usage the agent reported in the run.
+    pub usage: crate::usage::Usage,
     /// The SSE bytes of a `TEXT_MESSAGE_CONTENT` frame up to its delta, for the open message.
     pub content_prefix: Vec<u8>,
     // Ordered sets: closing order is the order of opening.
-    open_tools: IndexSet<String>,
-    known_tools: HashSet<String>,
+    pub(crate) open_tools: IndexSet<String>,
+    pub(crate) known_tools: HashSet<String>,
     steps: IndexSet<String>,
     pub state: Map<String, Value>,
     pub used_ids: HashSet<String>,
     /// The ids the thread already holds (contract section 6): generated ids
     /// skip them, and an agent may not open anything under one of them.
     held: HashSet<String>,
-    counters: [u64; 4],
+    counters: [u64; 5],
     pub dropped: u64,
     pub ignored: u64,
     close_text_always: bool,
@@ -110,6 +121,11 @@ impl Framer {
             out: Vec::new(),
             text_id: None,
             latest_text_id: None,
+            reasoning_id: None,
+            latest_reasoning_id: None,
+            reasoning_ids: HashSet::default(),
+            protocol_v1: false,
+            usage: crate::usage::Usage::default(),
             content_prefix: Vec::new(),
             open_tools: IndexSet::default(),
             known_tools: HashSet::default(),
@@ -117,7 +133,7 @@ impl Framer {
             state,
             used_ids: HashSet::default(),
             held: HashSet::default(),
-            counters: [0; 4],
+            counters: [0; 5],
             dropped: 0,
             ignored: 0,
             close_text_always,
@@ -186,6 +202,13 @@ impl Framer {
         let mut event = event("RUN_STARTED");
         put(&mut event, "threadId", self.thread_id.clone());
         put(&mut event, "runId", self.run_id.clone());
+        if self.protocol_v1 {
+            put(
+                &mut event,
+                "protocolVersion",
+                crate::usage::PROTOCOL_VERSION,
+            );
+        }
         self.out.push(event);
     }
 
@@ -196,6 +219,7 @@ impl Framer {
         let message_id = if let Some(id) = &self.text_id {
             id.clone()
         } else {
+            self.close_reasoning();
             let id = self.new_id(IdKind::Message);
             let mut start = event("TEXT_MESSAGE_START");
             put(&mut start, "messageId", id.clone());
@@ -224,6 +248,7 @@ impl Framer {
 
     /// Opens a text message under a given id (closing the open one); content follows.
     pub fn open_text_as(&mut self, message_id: String) {
+        self.close_reasoning();
         self.close_text();
         self.used_ids.insert(message_id.clone());
         let mut start = event("TEXT_MESSAGE_START");
@@ -247,6 +272,7 @@ impl Framer {
             self.dropped += 1;
             return false;
         }
+        self.close_reasoning();
         self.close_text();
         self.known_tools.insert(tool_call_id.to_owned());
         self.used_ids.insert(tool_call_id.to_owned());
@@ -359,6 +385,7 @@ impl Framer {
     }
 
     pub fn close_all(&mut self) {
+        self.close_reasoning();
         self.close_text();
         let open: Vec<String> = self.open_tools.iter().cloned().collect();
         for tool_call_id in open {
@@ -381,6 +408,7 @@ impl Framer {
         if let Some(outcome) = outcome {
             put(&mut event, "outcome", outcome);
         }
+        self.put_usage(&mut event);
         self.emit(event);
         self.finished = true;
     }
@@ -392,19 +420,37 @@ impl Framer {
         if let Some(code) = code {
             put(&mut event, "code", code);
         }
+        self.put_usage(&mut event);
         self.emit(event);
         self.finished = true;
         self.errored = true;
+    }
+
+    /// A 1.0 client's terminal event carries the run's token usage (contract section 8).
+    fn put_usage(&self, event: &mut Event) {
+        if self.protocol_v1
+            && let Some(usage) = self.usage.to_value()
+        {
+            put(event, "usage", usage);
+        }
+    }
+
+    /// A run stopped by a cancel: a 1.0 client is told so (contract section 8).
+    pub fn run_cancelled(&mut self) {
+        let mut outcome = Map::new();
+        outcome.insert("type".to_owned(), "cancelled".into());
+        self.run_finished(None, Some(Value::Object(outcome)));
     }
 
     /// This run's messages (open text and arguments left empty) and the
     /// events that re-open what is open, carrying what it streamed.
     pub fn run_snapshot(&self) -> (Vec<Value>, Vec<Value>) {
         let text = self.text_id.as_deref();
+        let reasoning = self.reasoning_id.as_deref();
         (
-            self.messages.messages(text, &self.open_tools),
+            self.messages.messages(text, reasoning, &self.open_tools),
             self.messages
-                .open_events(&self.steps, text, &self.open_tools),
+                .open_events(&self.steps, reasoning, text, &self.open_tools),
         )
     }
 

@@ -13,8 +13,10 @@ pub mod framing;
 pub mod json;
 pub mod messages;
 pub mod patch;
+pub mod reasoning;
 pub mod sse;
 pub mod stream;
 pub mod table;
+pub mod usage;
 
 pub use error::CrumbError;

@@ -27,11 +27,23 @@ struct Call {
     name: String,
     parent: Option<String>,
     args: String,
+    /// A `tool-call` encrypted value (contract section 8), the latest one.
+    encrypted: Option<String>,
+}
+
+/// A reasoning message (contract section 8): an AG-UI 1.0 `reasoning` message.
+#[derive(Debug, Clone)]
+struct Reasoning {
+    id: String,
+    /// Where its text sits in `RunMessages::reasoning_text` (the end is `usize::MAX` while open).
+    content: (usize, usize),
+    encrypted: Option<String>,
 }
 
 #[derive(Debug, Clone)]
 enum Entry {
     Assistant(usize),
+    Reasoning(usize),
     Result {
         id: String,
         tool_call_id: String,
@@ -52,6 +64,9 @@ pub struct RunMessages {
     latest_text: Option<usize>,
     /// A tool call id: its message and its place in that message's calls.
     calls: HashMap<String, (usize, usize)>,
+    reasonings: Vec<Reasoning>,
+    /// The text of every reasoning message, one after the other (one is open at a time).
+    reasoning_text: String,
 }
 
 fn object(pairs: impl IntoIterator<Item = (&'static str, Value)>) -> Value {
@@ -85,6 +100,44 @@ impl RunMessages {
         }
     }
 
+    pub fn open_reasoning(&mut self, id: &str) {
+        self.entries.push(Entry::Reasoning(self.reasonings.len()));
+        self.reasonings.push(Reasoning {
+            id: id.to_owned(),
+            content: (self.reasoning_text.len(), usize::MAX),
+            encrypted: None,
+        });
+    }
+
+    pub fn push_reasoning(&mut self, delta: &str) {
+        self.reasoning_text.push_str(delta);
+    }
+
+    pub fn close_reasoning(&mut self) {
+        let end = self.reasoning_text.len();
+        if let Some(last) = self.reasonings.last_mut()
+            && last.content.1 == usize::MAX
+        {
+            last.content.1 = end;
+        }
+    }
+
+    /// An encrypted value for a reasoning message or a tool call of this run.
+    pub fn encrypted(&mut self, subtype: &str, id: &str, value: &str) {
+        if subtype == "tool-call" {
+            if let Some(&(owner, at)) = self.calls.get(id) {
+                self.assistants[owner].calls[at].encrypted = Some(value.to_owned());
+            }
+        } else if let Some(reasoning) = self.reasonings.iter_mut().rev().find(|r| r.id == id) {
+            reasoning.encrypted = Some(value.to_owned());
+        }
+    }
+
+    fn reasoning_content(&self, reasoning: &Reasoning) -> &str {
+        let (start, end) = reasoning.content;
+        &self.reasoning_text[start..end.min(self.reasoning_text.len())]
+    }
+
     fn content(&self, message: &Assistant) -> Option<&str> {
         message
             .content
@@ -115,6 +168,7 @@ impl RunMessages {
             name: name.to_owned(),
             parent: parent.map(str::to_owned),
             args: String::new(),
+            encrypted: None,
         });
     }
 
@@ -136,7 +190,12 @@ impl RunMessages {
     }
 
     /// The messages; what is still open has its streamed text left out (see `open_events`).
-    pub fn messages(&self, open_text: Option<&str>, open_tools: &IndexSet<String>) -> Vec<Value> {
+    pub fn messages(
+        &self,
+        open_text: Option<&str>,
+        open_reasoning: Option<&str>,
+        open_tools: &IndexSet<String>,
+    ) -> Vec<Value> {
         let mut out: Vec<Value> = Vec::with_capacity(self.entries.len());
         // Where each assistant message sits in `out`, kept up to date on insertion.
         let mut places: Vec<usize> = vec![0; self.assistants.len()];
@@ -151,6 +210,24 @@ impl RunMessages {
                         open_text,
                         open_tools,
                     ));
+                }
+                Entry::Reasoning(at) => {
+                    let reasoning = &self.reasonings[*at];
+                    let open = open_reasoning == Some(reasoning.id.as_str())
+                        && reasoning.content.1 == usize::MAX;
+                    let content = if open {
+                        ""
+                    } else {
+                        self.reasoning_content(reasoning)
+                    };
+                    let mut message = Map::new();
+                    message.insert("id".to_owned(), reasoning.id.as_str().into());
+                    message.insert("role".to_owned(), "reasoning".into());
+                    message.insert("content".to_owned(), content.into());
+                    if let Some(value) = &reasoning.encrypted {
+                        message.insert("encryptedValue".to_owned(), value.as_str().into());
+                    }
+                    out.push(Value::Object(message));
                 }
                 Entry::Result {
                     id,
@@ -184,6 +261,7 @@ impl RunMessages {
     pub fn open_events<'a>(
         &self,
         steps: impl IntoIterator<Item = &'a String>,
+        open_reasoning: Option<&str>,
         open_text: Option<&str>,
         open_tools: &IndexSet<String>,
     ) -> Vec<Value> {
@@ -196,6 +274,29 @@ impl RunMessages {
                 ])
             })
             .collect();
+        if let Some(id) = open_reasoning {
+            events.push(object([
+                ("type", "REASONING_START".into()),
+                ("messageId", id.into()),
+            ]));
+            events.push(object([
+                ("type", "REASONING_MESSAGE_START".into()),
+                ("messageId", id.into()),
+                ("role", "reasoning".into()),
+            ]));
+            let content = self
+                .reasonings
+                .last()
+                .map(|reasoning| self.reasoning_content(reasoning))
+                .unwrap_or_default();
+            if !content.is_empty() {
+                events.push(object([
+                    ("type", "REASONING_MESSAGE_CONTENT".into()),
+                    ("messageId", id.into()),
+                    ("delta", content.into()),
+                ]));
+            }
+        }
         if let Some(id) = open_text {
             events.push(object([
                 ("type", "TEXT_MESSAGE_START".into()),
@@ -263,17 +364,20 @@ fn assistant(
             } else {
                 &call.args
             };
-            object([
-                ("id", call.id.as_str().into()),
-                ("type", "function".into()),
-                (
-                    "function",
-                    object([
-                        ("name", call.name.as_str().into()),
-                        ("arguments", args.into()),
-                    ]),
-                ),
-            ])
+            let mut out = Map::new();
+            out.insert("id".to_owned(), call.id.as_str().into());
+            out.insert("type".to_owned(), "function".into());
+            out.insert(
+                "function".to_owned(),
+                object([
+                    ("name", call.name.as_str().into()),
+                    ("arguments", args.into()),
+                ]),
+            );
+            if let Some(value) = &call.encrypted {
+                out.insert("encryptedValue".to_owned(), value.as_str().into());
+            }
+            Value::Object(out)
         });
         out.insert("toolCalls".to_owned(), Value::Array(calls.collect()));
     }

@@ -42,6 +42,16 @@ pub trait Dialect: Sized {
     fn finish_run(&mut self);
     fn fail_run(&mut self, message: &str, code: &str);
 
+    /// A run stopped by a cancel (contract section 8): a 1.0 client gets the
+    /// `cancelled` outcome, a 0.0.x client exactly what `finish()` gives.
+    fn cancel_run(&mut self) {
+        if self.framer().protocol_v1 {
+            self.framer_mut().run_cancelled();
+        } else {
+            self.finish_run();
+        }
+    }
+
     /// The events for one item; a bad item changes nothing.
     fn call(&mut self, input: Input) -> Result<Vec<Event>, CrumbError> {
         if self.framer().finished {
@@ -172,6 +182,24 @@ pub trait Dialect: Sized {
     fn finish_into(&mut self, out: &mut Vec<u8>) {
         self.terminal(Self::finish_run);
         self.framer_mut().write_out(out);
+    }
+
+    /// `cancel()`: ends a run stopped by a cancel.
+    fn cancel(&mut self) -> Vec<Event> {
+        self.terminal(Self::cancel_run);
+        self.framer_mut().take_out()
+    }
+
+    /// `cancel()` as numbered frames appended to `out`.
+    fn cancel_into(&mut self, out: &mut Vec<u8>) {
+        self.terminal(Self::cancel_run);
+        self.framer_mut().write_out(out);
+    }
+
+    /// `cancel()`, also appending the events' frames to `out`.
+    fn cancel_written(&mut self, out: &mut Vec<u8>) -> Vec<Event> {
+        self.terminal(Self::cancel_run);
+        self.framer_mut().take_out_written(out)
     }
 
     /// `fail(exc)`: `message` is str(exc) made valid Unicode, `code` its class name.

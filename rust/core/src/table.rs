@@ -31,6 +31,8 @@ pub const NAMED_KINDS: &[(&str, Kind)] = &[
     ("content", Kind::Str),
     ("id", Kind::Str),
     ("name", Kind::Str),
+    ("encryptedValue", Kind::Str),
+    ("subtype", Kind::Str),
 ];
 pub const STRING_SUFFIXES: &[&str] = &["Id", "Name"];
 
@@ -54,6 +56,9 @@ pub const CRUMBS: &[Row] = &[
     ("subagent:run:end", &["subagentId", "parentAgentId"], &[]),
     ("task:start", &["taskRunId", "taskId"], &[]),
     ("task:end", &["taskRunId", "taskId"], &[]),
+    ("reasoning:delta", &["delta"], &[]),
+    ("reasoning:end", &[], &[]),
+    ("reasoning:encrypted", &["encryptedValue"], &[]),
 ];
 pub const LOOP_REQUIRED: &[&str] = &["loopId"];
 
@@ -70,6 +75,7 @@ pub const CHUNKS: &[Row] = &[
     ("plan_update", &[], &[]),
     ("interrupt", &[], &[]),
     ("done", &[], &[]),
+    ("reasoning", &["content"], &[("content", Kind::Str)]),
 ];
 
 /// Events: the fields not listed are not read.
@@ -82,12 +88,20 @@ pub const EVENTS: &[Row] = &[
     (
         "RUN_FINISHED",
         &[],
-        &[("result", Kind::Json), ("outcome", Kind::Object)],
+        &[
+            ("result", Kind::Json),
+            ("outcome", Kind::Object),
+            ("usage", Kind::Json),
+        ],
     ),
     (
         "RUN_ERROR",
         &["message"],
-        &[("message", Kind::Str), ("code", Kind::Str)],
+        &[
+            ("message", Kind::Str),
+            ("code", Kind::Str),
+            ("usage", Kind::Json),
+        ],
     ),
     (
         "TEXT_MESSAGE_START",
@@ -150,6 +164,60 @@ pub const EVENTS: &[Row] = &[
         "CUSTOM",
         &["name"],
         &[("name", Kind::Str), ("value", Kind::Json)],
+    ),
+    (
+        "REASONING_START",
+        &["messageId"],
+        &[("messageId", Kind::Str)],
+    ),
+    (
+        "REASONING_MESSAGE_START",
+        &["messageId"],
+        &[("messageId", Kind::Str)],
+    ),
+    (
+        "REASONING_MESSAGE_CONTENT",
+        &["messageId", "delta"],
+        &[("messageId", Kind::Str), ("delta", Kind::Str)],
+    ),
+    (
+        "REASONING_MESSAGE_END",
+        &["messageId"],
+        &[("messageId", Kind::Str)],
+    ),
+    (
+        "REASONING_MESSAGE_CHUNK",
+        &[],
+        &[("messageId", Kind::Str), ("delta", Kind::Str)],
+    ),
+    ("REASONING_END", &["messageId"], &[("messageId", Kind::Str)]),
+    (
+        "REASONING_ENCRYPTED_VALUE",
+        &["subtype", "entityId", "encryptedValue"],
+        &[
+            ("subtype", Kind::Str),
+            ("entityId", Kind::Str),
+            ("encryptedValue", Kind::Str),
+        ],
+    ),
+    (
+        "ACTIVITY_SNAPSHOT",
+        &["messageId", "activityType", "content"],
+        &[
+            ("messageId", Kind::Str),
+            ("activityType", Kind::Str),
+            ("content", Kind::Object),
+            ("replace", Kind::Json),
+        ],
+    ),
+    (
+        "ACTIVITY_DELTA",
+        &["messageId", "activityType", "patch"],
+        &[
+            ("messageId", Kind::Str),
+            ("activityType", Kind::Str),
+            ("patch", Kind::Json),
+        ],
     ),
 ];
 

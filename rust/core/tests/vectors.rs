@@ -51,6 +51,8 @@ fn frames_of<D: Dialect>(mut dialect: D, steps: &[Value]) -> Vec<u8> {
             let _ = dialect.call_into(Input::from_json(input), &mut out);
         } else if step.get("finish").is_some() {
             dialect.finish_into(&mut out);
+        } else if step.get("cancel").is_some() {
+            dialect.cancel_into(&mut out);
         } else if let Some(fail) = step.get("fail") {
             let message = fail["message"].as_str().unwrap_or_default();
             let code = fail["type"].as_str().unwrap_or_default();
@@ -85,6 +87,8 @@ fn run<D: Dialect + Clone>(mut dialect: D, steps: &[Value], name: &str) -> Outco
             }
         } else if step.get("finish").is_some() {
             events.extend(dialect.finish());
+        } else if step.get("cancel").is_some() {
+            events.extend(dialect.cancel());
         } else if let Some(fail) = step.get("fail") {
             let message = fail["message"].as_str().unwrap_or_default();
             let code = fail["type"].as_str().unwrap_or_default();
@@ -131,11 +135,14 @@ fn check(path: &Path) {
             .unwrap_or(false),
         create.get("first_id").and_then(Value::as_u64).unwrap_or(1),
     );
+    let v1 =
+        agui_bridge_core::usage::speaks_v1(create.get("protocol_version").and_then(Value::as_str));
     let outcome = match vector["dialect"].as_str() {
         Some("crumbs") => {
             let mut crumbs = Crumbs::new(thread_id, run_id, state);
             crumbs.framer_mut().hold(held);
             crumbs.framer_mut().event_ids = event_ids;
+            crumbs.framer_mut().protocol_v1 = v1;
             run(crumbs, &steps, name)
         }
         Some("chunks") => {
@@ -146,11 +153,13 @@ fn check(path: &Path) {
             let mut chunks = Chunks::new(thread_id, run_id, state, prefix.to_owned());
             chunks.framer_mut().hold(held);
             chunks.framer_mut().event_ids = event_ids;
+            chunks.framer_mut().protocol_v1 = v1;
             run(chunks, &steps, name)
         }
         Some("events") => {
             let mut events = Events::new(thread_id, run_id, state);
             events.framer_mut().hold(held);
+            events.framer_mut().protocol_v1 = v1;
             run(events, &steps, name)
         }
         other => panic!("{name}: unknown dialect {other:?}"),

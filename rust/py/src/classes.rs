@@ -115,11 +115,23 @@ fn created_event_ids(
     Ok(EventIds::new(on, first.unsigned_abs()))
 }
 
+/// What the client declared (contract section 8): 1.0 or later, or not.
+fn created_protocol(protocol_version: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+    match protocol_version.filter(|declared| !declared.is_none()) {
+        None => Ok(false),
+        Some(declared) => Ok(agui_bridge_core::usage::speaks_v1(Some(&created_text(
+            declared,
+            "protocol_version",
+        )?))),
+    }
+}
+
 /// Options both constructors take, after their positional arguments.
 pub struct Options<'a, 'py> {
     pub held_ids: Option<&'a Bound<'py, PyAny>>,
     pub event_ids: Option<&'a Bound<'py, PyAny>>,
     pub first_id: Option<&'a Bound<'py, PyAny>>,
+    pub protocol_version: Option<&'a Bound<'py, PyAny>>,
 }
 
 /// What both constructors take besides their dialect's own options.
@@ -129,6 +141,7 @@ pub struct Created {
     state: Map<String, Value>,
     held: Vec<String>,
     event_ids: EventIds,
+    protocol_v1: bool,
 }
 
 impl Created {
@@ -140,6 +153,7 @@ impl Created {
         let framer = dialect.framer_mut();
         framer.hold(self.held);
         framer.event_ids = self.event_ids;
+        framer.protocol_v1 = self.protocol_v1;
         dialect
     }
 }
@@ -156,6 +170,7 @@ fn created(
         state: created_state(state)?,
         held: created_held(options.held_ids)?,
         event_ids: created_event_ids(options.event_ids, options.first_id)?,
+        protocol_v1: created_protocol(options.protocol_version)?,
     })
 }
 
@@ -217,6 +232,29 @@ macro_rules! event_stream_class {
                 exc: &Bound<'py, PyAny>,
             ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyBytes>)> {
                 stream::end_events_and_frames(exc.py(), &self.inner, Some(exc))
+            }
+
+            /// Ends a run stopped by a cancel (contract section 8).
+            fn cancel<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+                stream::events(py, &stream::cancel(&self.inner))
+            }
+
+            fn cancel_encoded<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+                stream::cancel_encoded(py, &self.inner)
+            }
+
+            /// `cancel()` and its frames from one mapping: `(events, frames)`.
+            fn cancel_events_and_frames<'py>(
+                &self,
+                py: Python<'py>,
+            ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyBytes>)> {
+                stream::cancel_events_and_frames(py, &self.inner)
+            }
+
+            /// The client declared AG-UI 1.0 or later (contract section 8).
+            #[getter]
+            fn protocol_v1(&self) -> bool {
+                lock(&self.inner).framer().protocol_v1
             }
 
             /// What a reader joining now, and the store, need of the run.
@@ -281,7 +319,7 @@ macro_rules! plain_stream_class {
 
         event_stream_class!($class {
             #[new]
-            #[pyo3(signature = (thread_id=None, run_id=None, state=None, *, held_ids=None, event_ids=None, first_id=None))]
+            #[pyo3(signature = (thread_id=None, run_id=None, state=None, *, held_ids=None, event_ids=None, first_id=None, protocol_version=None))]
             fn new(
                 thread_id: Option<&Bound<'_, PyAny>>,
                 run_id: Option<&Bound<'_, PyAny>>,
@@ -289,8 +327,9 @@ macro_rules! plain_stream_class {
                 held_ids: Option<&Bound<'_, PyAny>>,
                 event_ids: Option<&Bound<'_, PyAny>>,
                 first_id: Option<&Bound<'_, PyAny>>,
+                protocol_version: Option<&Bound<'_, PyAny>>,
             ) -> PyResult<Self> {
-                let options = Options { held_ids, event_ids, first_id };
+                let options = Options { held_ids, event_ids, first_id, protocol_version };
                 let created = created(thread_id, run_id, state, &options)?;
                 Ok(Self {
                     inner: Mutex::new(created.into_dialect($dialect::new)),
@@ -302,7 +341,7 @@ macro_rules! plain_stream_class {
         });
 
         #[pyfunction]
-        #[pyo3(signature = (thread_id=None, run_id=None, state=None, *, held_ids=None, event_ids=None, first_id=None))]
+        #[pyo3(signature = (thread_id=None, run_id=None, state=None, *, held_ids=None, event_ids=None, first_id=None, protocol_version=None))]
         pub fn $factory(
             thread_id: Option<&Bound<'_, PyAny>>,
             run_id: Option<&Bound<'_, PyAny>>,
@@ -310,8 +349,9 @@ macro_rules! plain_stream_class {
             held_ids: Option<&Bound<'_, PyAny>>,
             event_ids: Option<&Bound<'_, PyAny>>,
             first_id: Option<&Bound<'_, PyAny>>,
+            protocol_version: Option<&Bound<'_, PyAny>>,
         ) -> PyResult<$class> {
-            $class::new(thread_id, run_id, state, held_ids, event_ids, first_id)
+            $class::new(thread_id, run_id, state, held_ids, event_ids, first_id, protocol_version)
         }
     };
 }
@@ -338,7 +378,7 @@ pub struct ChunkTranslatorPy {
 
 event_stream_class!(ChunkTranslatorPy {
     #[new]
-    #[pyo3(signature = (thread_id, run_id, state=None, custom_prefix=Given(None), *, held_ids=None, event_ids=None, first_id=None))]
+    #[pyo3(signature = (thread_id, run_id, state=None, custom_prefix=Given(None), *, held_ids=None, event_ids=None, first_id=None, protocol_version=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -349,13 +389,19 @@ event_stream_class!(ChunkTranslatorPy {
         held_ids: Option<&Bound<'_, PyAny>>,
         event_ids: Option<&Bound<'_, PyAny>>,
         first_id: Option<&Bound<'_, PyAny>>,
+        protocol_version: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         // Checked first, as the pure build's constructor does.
         let custom_prefix = match &custom_prefix.0 {
             Some(prefix) => created_text(prefix.bind(py), "custom_prefix")?,
             None => "dawn".to_owned(),
         };
-        let options = Options { held_ids, event_ids, first_id };
+        let options = Options {
+            held_ids,
+            event_ids,
+            first_id,
+            protocol_version,
+        };
         let created = created(thread_id, run_id, state, &options)?;
         let chunks = created.into_dialect(|thread_id, run_id, state| {
             Chunks::new(thread_id, run_id, state, custom_prefix)
@@ -369,7 +415,7 @@ event_stream_class!(ChunkTranslatorPy {
 
 /// `create_agui_translator`: the constructor's signature, but `thread_id` and `run_id` may be left out.
 #[pyfunction]
-#[pyo3(signature = (thread_id=None, run_id=None, state=None, custom_prefix=Given(None), *, held_ids=None, event_ids=None, first_id=None))]
+#[pyo3(signature = (thread_id=None, run_id=None, state=None, custom_prefix=Given(None), *, held_ids=None, event_ids=None, first_id=None, protocol_version=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn create_agui_translator(
     py: Python<'_>,
@@ -380,6 +426,7 @@ pub fn create_agui_translator(
     held_ids: Option<&Bound<'_, PyAny>>,
     event_ids: Option<&Bound<'_, PyAny>>,
     first_id: Option<&Bound<'_, PyAny>>,
+    protocol_version: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<ChunkTranslatorPy> {
     ChunkTranslatorPy::new(
         py,
@@ -390,5 +437,6 @@ pub fn create_agui_translator(
         held_ids,
         event_ids,
         first_id,
+        protocol_version,
     )
 }

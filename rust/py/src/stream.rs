@@ -335,6 +335,26 @@ pub fn snapshot<'py, D: Dialect>(
     map_to_py(py, &snapshot)
 }
 
+pub fn cancel<D: Dialect>(inner: &Mutex<D>) -> Vec<Event> {
+    lock(inner).cancel()
+}
+
+pub fn cancel_encoded<'py, D: Dialect>(py: Python<'py>, inner: &Mutex<D>) -> Bound<'py, PyBytes> {
+    let mut out = Vec::with_capacity(256);
+    lock(inner).cancel_into(&mut out);
+    PyBytes::new(py, &out)
+}
+
+/// `cancel()` from one mapping: the events and their frames.
+pub fn cancel_events_and_frames<'py, D: Dialect>(
+    py: Python<'py>,
+    inner: &Mutex<D>,
+) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyBytes>)> {
+    let mut out = Vec::new();
+    let events = lock(inner).cancel_written(&mut out);
+    Ok((events_to_py(py, &events)?, PyBytes::new(py, &out)))
+}
+
 pub fn finish<D: Dialect>(inner: &Mutex<D>) -> Vec<Event> {
     lock(inner).finish()
 }

@@ -1,0 +1,77 @@
+"""Contract section 8 beyond the vectors: the options, cancel(), the typed
+constructors and what the ingress reads. Both builds (the ``impl`` fixture)."""
+
+from __future__ import annotations
+
+import pytest
+from agui_bridge import RunInputError, crumbs, map_run_input
+
+FACTORIES = ("create_agui_transformer", "create_agui_translator", "create_agui_repairer")
+
+
+@pytest.mark.parametrize("factory", FACTORIES)
+def test_protocol_version_option(impl, factory):
+    make = getattr(impl, factory)
+    assert make("t", "r").protocol_v1 is False
+    assert make("t", "r", protocol_version=None).protocol_v1 is False
+    assert make("t", "r", protocol_version="0.0.58").protocol_v1 is False
+    assert make("t", "r", protocol_version="1.0").protocol_v1 is True
+    assert make("t", "r", protocol_version="10.3.1").protocol_v1 is True
+    assert make("t", "r", protocol_version="v1").protocol_v1 is False
+    with pytest.raises(TypeError, match=r"^protocol_version must be a string, not int$"):
+        make("t", "r", protocol_version=1)
+    with pytest.raises(ValueError, match=r"^protocol_version must be valid unicode$"):
+        make("t", "r", protocol_version="1.\ud800")
+    # Checked after first_id, like the other options.
+    with pytest.raises(TypeError, match=r"^first_id must be an integer"):
+        make("t", "r", first_id="1", protocol_version=1)
+
+
+@pytest.mark.parametrize("factory", FACTORIES)
+def test_cancel_is_terminal_and_numbered(impl, factory):
+    t = getattr(impl, factory)("t", "r", protocol_version="1.0", event_ids=True)
+    events, frames = t.cancel_events_and_frames()
+    assert [e["type"] for e in events] == ["RUN_STARTED", "RUN_FINISHED"]
+    assert events[1]["outcome"] == {"type": "cancelled"}
+    assert frames.startswith(b"id: 1\ndata: ") and b"id: 2\ndata: " in frames
+    assert t.finished and t.cancel() == [] and t.cancel_encoded() == b"" and t.finish() == []
+
+
+def test_cancel_of_a_0_0_x_client_is_finish(impl):
+    crumb = crumbs.human_required(interrupt_id="i1")
+    cancelled = impl.create_agui_transformer("t", "r")
+    finished = impl.create_agui_transformer("t", "r")
+    cancelled(crumb)
+    finished(crumb)
+    assert cancelled.cancel_encoded() == finished.finish_encoded()
+
+
+def test_reasoning_constructors(impl):
+    t = impl.create_agui_transformer("t", "r")
+    items = [
+        crumbs.reasoning_delta("hm"),
+        crumbs.reasoning_encrypted("sig"),
+        crumbs.reasoning_end(),
+        crumbs.tool_call("c1", "f", {}),
+        crumbs.reasoning_encrypted("k", entity_id="c1", subtype="tool-call"),
+        crumbs.task_end("k1", "chat", model="m", usage={"input_tokens": 1}),
+    ]
+    assert items[1] == {"type": "reasoning:encrypted", "encryptedValue": "sig"}
+    assert items[5]["model"] == "m"
+    events = [e for item in items for e in t(item)]
+    assert [e["type"] for e in events].count("REASONING_ENCRYPTED_VALUE") == 2
+    assert t.snapshot()["messages"][0] == {
+        "id": "r:th1",
+        "role": "reasoning",
+        "content": "hm",
+        "encryptedValue": "sig",
+    }
+
+
+def test_map_run_input_keeps_the_protocol_version():
+    body = {"threadId": "t", "messages": [{"id": "u", "role": "user", "content": "hi"}]}
+    assert map_run_input(body).protocol_version is None
+    assert map_run_input({**body, "protocolVersion": "1.0"}).protocol_version == "1.0"
+    assert map_run_input({**body, "protocolVersion": None}).protocol_version is None
+    with pytest.raises(RunInputError, match=r"^'protocolVersion' must be a string$"):
+        map_run_input({**body, "protocolVersion": 1})
