@@ -53,7 +53,7 @@ def pydantic_agent():
 
     from pydantic_ai import Agent, CallDeferred, DeferredToolRequests, ModelRetry
     from pydantic_ai.messages import ToolReturnPart, UserPromptPart
-    from pydantic_ai.models.function import DeltaToolCall, FunctionModel
+    from pydantic_ai.models.function import DeltaThinkingPart, DeltaToolCall, FunctionModel
 
     async def stream(messages, info):
         parts = messages[-1].parts
@@ -84,6 +84,10 @@ def pydantic_agent():
             }
         elif "retry" in prompt:
             yield {0: DeltaToolCall(name="picky", json_args="{}", tool_call_id=call_id)}
+        elif "think" in prompt:
+            yield {0: DeltaThinkingPart(content="Weighing ")}
+            yield {0: DeltaThinkingPart(content="it.", signature="sig-abc")}
+            yield "Answer."
         elif "crash" in prompt:
             yield "Starting"
             raise RuntimeError("the model fell over")

@@ -25,11 +25,14 @@ from typing_extensions import TypedDict
 class ToolStreamingFake(GenericFakeChatModel):
     def _stream(self, messages, stop=None, run_manager=None, **kwargs):
         message = next(self.messages)
-        pieces = [
-            AIMessageChunk(content=token, id=message.id)
-            for token in re.split(r"(\s)", message.content)
-            if token
-        ]
+        if isinstance(message.content, list):  # content blocks: one chunk each
+            pieces = [AIMessageChunk(content=[block], id=message.id) for block in message.content]
+        else:
+            pieces = [
+                AIMessageChunk(content=token, id=message.id)
+                for token in re.split(r"(\s)", message.content)
+                if token
+            ]
         for index, call in enumerate(message.tool_calls):
             args = json.dumps(call["args"])
             for at in range(0, len(args), 4):
@@ -72,6 +75,14 @@ async def agent(state: State):
         reply = AIMessage(content="Checking.", tool_calls=[call])
     elif "crash" in last.content:
         raise RuntimeError("the graph fell over")
+    elif "think" in last.content:
+        reply = AIMessage(
+            content=[
+                {"type": "reasoning", "reasoning": "Pondering "},
+                {"type": "thinking", "thinking": "deeply.", "signature": "sig-lg"},
+                {"type": "text", "text": "Thought about it."},
+            ]
+        )
     else:
         reply = AIMessage(content=f"Hello from langgraph; {len(state['messages'])} messages")
     model = ToolStreamingFake(messages=iter([reply]))

@@ -84,6 +84,18 @@ def calls(*specs: tuple[str, dict], interleave: bool = False, lead: str = "") ->
     return pieces
 
 
+def reasoned(field: str, thought: str, answer: str) -> list:
+    """Reasoning pieces under ``field`` (servers spell it two ways), then the answer."""
+    pieces = [_chunk({"role": "assistant", "content": None, field: ""})]
+    words = thought.split(" ")
+    pieces += [
+        _chunk({"content": None, field: w if i == 0 else " " + w}) for i, w in enumerate(words)
+    ]
+    pieces += [_chunk({"content": answer})]
+    pieces.append(_chunk({}, "stop"))
+    return pieces
+
+
 def _script(messages: list[dict]):
     last = messages[-1]
     if last["role"] == "tool":
@@ -107,6 +119,10 @@ def _script(messages: list[dict]):
         return calls(("no_such_tool", {}))
     if "loop" in words:
         return calls(("add", {"a": 1, "b": 1}))
+    if "think" in words:
+        return reasoned("reasoning_content", "Let me see.", "Four.")
+    if "ponder" in words:
+        return reasoned("reasoning", "Hmm.", "Done.")
     if "long" in words:
         return text("This answer is cut", finish="length")
     if "filter" in words:

@@ -37,6 +37,38 @@ async def test_tokens_stream_and_state_reaches_snapshots(client):
     assert events[-1]["type"] == "RUN_FINISHED"
 
 
+async def test_reasoning_blocks_stream_as_reasoning(client):
+    """Contract section 8: LangChain reasoning and thinking blocks are reasoning,
+    a thinking signature its encrypted value, stored with the thread."""
+    tid = thread("think")
+    events = await run(client, run_body(tid, "think about it"))
+    assert said(events) == "Thought about it."
+    thoughts = of(events, "REASONING_MESSAGE_CONTENT")
+    assert "".join(e["delta"] for e in thoughts) == "Pondering deeply."
+    [signature] = of(events, "REASONING_ENCRYPTED_VALUE")
+    assert signature["encryptedValue"] == "sig-lg"
+    assert signature["entityId"] == thoughts[0]["messageId"]
+    kinds = [e["type"] for e in events]
+    assert kinds.index("REASONING_END") < kinds.index("TEXT_MESSAGE_START")
+    state = (await client.get(f"/threads/{tid}/state")).json()
+    [reasoning] = [m for m in state["messages"] if m["role"] == "reasoning"]
+    assert reasoning["content"] == "Pondering deeply."
+    assert reasoning["encryptedValue"] == "sig-lg"
+
+
+def test_reasoning_of_an_openai_compatible_chunk():
+    from agui_bridge.adapters.langgraph import _reasoning
+    from langchain_core.messages import AIMessageChunk
+
+    chunk = AIMessageChunk(content="", id="a1", additional_kwargs={"reasoning_content": "hm"})
+    assert _reasoning(chunk) == [
+        {"type": "REASONING_MESSAGE_CHUNK", "delta": "hm", "messageId": "a1:reasoning"}
+    ]
+    summary = [{"type": "summary_text", "text": "short"}]
+    chunk = AIMessageChunk(content=[{"type": "reasoning", "summary": summary}])
+    assert _reasoning(chunk) == [{"type": "REASONING_MESSAGE_CHUNK", "delta": "short"}]
+
+
 async def test_tool_call_streams_and_tool_node_result(client):
     tid = thread("tool")
     events = await run(client, run_body(tid, "what weather"))

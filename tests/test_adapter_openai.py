@@ -59,6 +59,23 @@ async def test_text_streams_as_deltas_with_usage(client, fake_url):
     assert add["parameters"]["required"] == ["a", "b"]
 
 
+@pytest.mark.parametrize(("words", "thought"), [("think", "Let me see."), ("ponder", "Hmm.")])
+async def test_reasoning_deltas_stream_as_reasoning(client, words, thought):
+    """Contract section 8: reasoning_content / reasoning deltas are the model's
+    reasoning, closed before the answer's text, and stored as a reasoning message."""
+    body = run_body(thread(words), f"{words} about it")
+    events = await run(client, body)
+    assert_valid_agui(events)
+    kinds = [e["type"] for e in events if e["type"].startswith(("REASONING", "TEXT"))]
+    assert kinds[:3] == ["REASONING_START", "REASONING_MESSAGE_START", "REASONING_MESSAGE_CONTENT"]
+    assert kinds.index("REASONING_END") < kinds.index("TEXT_MESSAGE_START")
+    pieces = "".join(e["delta"] for e in of(events, "REASONING_MESSAGE_CONTENT"))
+    assert pieces == thought
+    state = (await client.get(f"/threads/{body['threadId']}/state")).json()
+    assert [m["role"] for m in state["messages"]] == ["user", "reasoning", "assistant"]
+    assert state["messages"][1]["content"] == thought
+
+
 async def test_python_tool_runs_and_its_result_goes_back(client, fake_url):
     tid = thread("tool")
     events = await run(client, run_body(tid, "please add"))

@@ -29,6 +29,30 @@ async def test_text_streams(client):
     assert events[-1]["type"] == "RUN_FINISHED" and "result" not in events[-1]
 
 
+async def test_thinking_streams_as_reasoning_with_its_signature(client):
+    """Contract section 8: a ThinkingPart is a reasoning message, its signature
+    the message's encrypted value, stored with the thread."""
+    tid = thread("think")
+    events = await run(client, run_body(tid, "think first"))
+    assert said(events) == "Answer."
+    thoughts = of(events, "REASONING_MESSAGE_CONTENT")
+    assert "".join(e["delta"] for e in thoughts) == "Weighing it."
+    [signature] = of(events, "REASONING_ENCRYPTED_VALUE")
+    assert signature["encryptedValue"] == "sig-abc"
+    assert signature["entityId"] == thoughts[0]["messageId"]
+    assert signature["entityId"].endswith(":think")
+    state = (await client.get(f"/threads/{tid}/state")).json()
+    reasoning = [m for m in state["messages"] if m["role"] == "reasoning"]
+    assert reasoning == [
+        {
+            "id": signature["entityId"],
+            "role": "reasoning",
+            "content": "Weighing it.",
+            "encryptedValue": "sig-abc",
+        }
+    ]
+
+
 async def test_tool_call_streams_runs_and_history_reloads(client):
     tid = thread("tool")
     events = await run(client, run_body(tid, "please add"))

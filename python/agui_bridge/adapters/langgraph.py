@@ -17,6 +17,11 @@ whole conversation is sent. The agent speaks the events dialect
 its AG-UI events go through the framing core, which repairs and numbers them.
 What the graph streams becomes:
 
+- reasoning content blocks (``{"type": "reasoning", "reasoning"}`` or its
+  ``summary``, Anthropic's ``{"type": "thinking", "thinking", "signature"}``,
+  ``additional_kwargs["reasoning_content"]``) → reasoning (contract section
+  8), one reasoning message per AI message (``"{message id}:reasoning"``),
+  a signature as its encrypted value;
 - chat model tokens (``stream_mode="messages"``) → text; streamed tool call
   chunks → tool calls with their arguments as they arrive; a message a node
   returns whole → its text and tool calls; a ``ToolMessage`` → the call's
@@ -179,6 +184,7 @@ class _Stream:
                 {"type": "TOOL_CALL_RESULT", **_call(message.tool_call_id), "content": content}
             )
         elif isinstance(message, AIMessage) and message.id not in self.streamed:
+            out.extend(_reasoning(message))
             said = _content_text(message.content)
             if said:
                 out.append(_text(said))
@@ -198,6 +204,7 @@ class _Stream:
             # Another message streams: the previous one's calls are complete.
             if any(key[0] != message.id for key in self.calls):
                 out.extend(self.close_calls())
+        out.extend(_reasoning(message))
         said = _content_text(message.content)
         if said:
             out.append(_text(said))
@@ -276,6 +283,46 @@ def _interrupt(interrupt) -> dict:
         out = {"id": interrupt_id, **out}
     if schema is not None:
         out["responseSchema"] = _json(schema)
+    return out
+
+
+def _reasoning(message) -> list[dict]:
+    """The reasoning of an AI message (or chunk), as LangChain providers carry it."""
+    pieces: list[tuple[str, str | None]] = []  # (text, signature)
+    extra = getattr(message, "additional_kwargs", None) or {}
+    if isinstance(extra.get("reasoning_content"), str):
+        pieces.append((extra["reasoning_content"], None))
+    content = message.content if isinstance(message.content, list) else []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "reasoning":
+            said = block.get("reasoning")
+            if not isinstance(said, str):
+                summary = block.get("summary") if isinstance(block.get("summary"), list) else []
+                said = "".join(part.get("text", "") for part in summary if isinstance(part, dict))
+            pieces.append((said, None))
+        elif block.get("type") == "thinking":
+            said = block.get("thinking")
+            signature = block.get("signature")
+            pieces.append((said if isinstance(said, str) else "", signature))
+    if not pieces:
+        return []
+    message_id = f"{message.id}:reasoning" if isinstance(message.id, str) else None
+    out: list[dict] = []
+    for said, signature in pieces:
+        if said:
+            delta = {"type": "REASONING_MESSAGE_CHUNK", "delta": said}
+            out.append(delta if message_id is None else {**delta, "messageId": message_id})
+        if isinstance(signature, str) and signature and message_id is not None:
+            out.append(
+                {
+                    "type": "REASONING_ENCRYPTED_VALUE",
+                    "subtype": "message",
+                    "entityId": message_id,
+                    "encryptedValue": signature,
+                }
+            )
     return out
 
 

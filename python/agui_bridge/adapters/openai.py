@@ -177,6 +177,17 @@ _STOPPED = {
 }
 
 
+def _reasoning(delta) -> str | None:
+    """The reasoning piece of a delta: servers spell it ``reasoning_content``
+    (DeepSeek, vLLM, llama.cpp) or ``reasoning`` (OpenRouter, Ollama); the
+    client keeps either as an extra field."""
+    for name in ("reasoning_content", "reasoning"):
+        value = getattr(delta, name, None)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
 class _Failed(Exception):
     def __init__(self, code: str, message: str):
         super().__init__(message)
@@ -188,6 +199,7 @@ class _ModelCall:
     """One streamed ``create`` call: its crumbs, then what the model asked for."""
 
     def __init__(self, ctx: RunContext, step: int):
+        self.model: str | None = None
         self.task_id = f"{ctx.run_id}:model{step}"
         self.finish_reason: str | None = None
         self.usage: dict | None = None
@@ -198,6 +210,7 @@ class _ModelCall:
 
     async def stream(self, client, model, messages, request, timeout):
         self.started = time.monotonic()
+        self.model = model
         yield c.task_start(self.task_id, "chat", model=model)
         try:
             # The HTTP client's read timeout bounds the wait for the answer and
@@ -242,6 +255,9 @@ class _ModelCall:
             if choice.index != 0:
                 continue
             delta = choice.delta
+            thought = _reasoning(delta)
+            if thought:
+                yield c.reasoning_delta(thought)
             if delta.content:
                 self.text.append(delta.content)
                 yield c.text_delta(delta.content)
@@ -284,6 +300,7 @@ class _ModelCall:
             status="failed" if self.finish_reason in _STOPPED else "completed",
             duration_ms=int((time.monotonic() - self.started) * 1000),
             usage=self.usage,
+            model=self.model,
         )
 
     def calls(self) -> list[dict]:

@@ -40,6 +40,11 @@ are announced in the resuming run; denied (``approved: false``, a "no", a
 cancelled entry), the model is told so (``reason`` as the message). A
 payload that is neither is a denial (deny by default).
 
+The model's thinking (``ThinkingPart``) streams as reasoning (contract
+section 8), one reasoning message per part under ``ctx.new_id("think")``;
+its ``signature`` (Anthropic's) goes out as the message's encrypted value.
+Stored reasoning is not sent back to the model in later runs.
+
 A structured output is the run's ``RUN_FINISHED.result``; an exception ends
 the run with ``RUN_ERROR`` (code: its class name, e.g.
 ``UnexpectedModelBehavior``, ``ModelHTTPError``).
@@ -70,6 +75,8 @@ from pydantic_ai.messages import (
     PartStartEvent,
     TextPart,
     TextPartDelta,
+    ThinkingPart,
+    ThinkingPartDelta,
     ToolCallPart,
     ToolCallPartDelta,
     ToolResultEvent,
@@ -126,7 +133,7 @@ def pydantic_ai_agent(
         if deps is not None:
             options["deps"] = deps(ctx)
         held = {call["id"] for m in ctx.history for call in tool_calls(m)}
-        stream = _Stream(held)
+        stream = _Stream(held, lambda: ctx.new_id("think"))
         async with agent.run_stream_events(None, message_history=history, **options) as events:
             async for event in events:
                 for out in stream.events(event):
@@ -222,7 +229,10 @@ class _Stream:
     can tell.
     """
 
-    def __init__(self, held: set[str]):
+    def __init__(self, held: set[str], new_id: Callable[[], str] = lambda: "think"):
+        # part index -> the reasoning message id of a thinking part
+        self.thoughts: dict[int, str] = {}
+        self.new_id = new_id
         # part index -> [tool call id, arguments streamed as text so far?]
         self.calls: dict[int, list] = {}
         # tool call id -> its events, held back
@@ -250,6 +260,11 @@ class _Stream:
             delta = event.delta
             if isinstance(delta, TextPartDelta):
                 return [_text(delta.content_delta)] if delta.content_delta else []
+            if isinstance(delta, ThinkingPartDelta):
+                thought = self.thoughts.get(event.index)
+                if thought is None or not delta.content_delta:
+                    return []
+                return [_thought(thought, delta.content_delta)]
             if isinstance(delta, ToolCallPartDelta):
                 entry = self.calls.get(event.index)
                 if entry is not None and entry[1] and isinstance(delta.args_delta, str):
@@ -261,6 +276,9 @@ class _Stream:
             part = event.part
             if isinstance(part, TextPart):
                 return [_text(part.content)] if part.content else []
+            if isinstance(part, ThinkingPart):
+                thought = self.thoughts[event.index] = self.new_id()
+                return [_thought(thought, part.content)] if part.content else []
             if isinstance(part, ToolCallPart):
                 call_id = part.tool_call_id
                 streamed = part.args is None or isinstance(part.args, str)
@@ -271,6 +289,9 @@ class _Stream:
                     self._hold(call_id, _args(call_id, part.args))
             return []
         if isinstance(event, PartEndEvent):
+            thought = self.thoughts.pop(event.index, None)
+            if thought is not None:
+                return _thought_end(thought, getattr(event.part, "signature", None))
             entry = self.calls.pop(event.index, None)
             if entry is None or not isinstance(event.part, ToolCallPart):
                 return []
@@ -319,6 +340,25 @@ class _Stream:
 def _text(delta: str) -> dict:
     # No messageId: the core streams it under the open message or a fresh id.
     return {"type": "TEXT_MESSAGE_CHUNK", "delta": delta}
+
+
+def _thought(message_id: str, delta: str) -> dict:
+    return {"type": "REASONING_MESSAGE_CONTENT", "messageId": message_id, "delta": delta}
+
+
+def _thought_end(message_id: str, signature: str | None) -> list[dict]:
+    """The end of a thinking part; its signature is the message's encrypted value."""
+    out = [{"type": "REASONING_MESSAGE_END", "messageId": message_id}]
+    if isinstance(signature, str) and signature:
+        out.append(
+            {
+                "type": "REASONING_ENCRYPTED_VALUE",
+                "subtype": "message",
+                "entityId": message_id,
+                "encryptedValue": signature,
+            }
+        )
+    return out
 
 
 def _args(tool_call_id: str, delta: str) -> dict:
