@@ -15,7 +15,7 @@ from ..limits import Limits
 from ..log import Logs, RunLog
 from .client import DOWN, Client
 from .control import Control, send_cancel
-from .layout import Keys
+from .layout import GONE, Keys
 from .mirror import BLOCK_MS, Mirror, Reading
 from .sink import RedisSink
 
@@ -171,8 +171,8 @@ class RedisRuns:
             except DOWN as error:
                 log.warning("run %s: renewing in Redis failed: %s", sink.run_id, error)
                 return
-            if result in (-1, -2) and not sink.ended:
-                sink.failed(True, None)
+            if result in (-1, -2, -3) and not sink.ended:
+                sink.failed(result != -3, GONE if result == -3 else None)
 
         return renewed
 

@@ -8,6 +8,8 @@ import orjson
 # Entries a stream keeps at least (MAXLEN ~): far past a run's batches, so it
 # bounds a runaway run, not a normal one.
 MAX_ENTRIES = 100_000
+# Why a run stops when a script finds its meta missing (-3): Redis lost its keys.
+GONE = "its keys are gone from Redis"
 
 # KEYS: meta, log, fence, active, alive
 # ARGV: fence, retention, ttl ms, run id, token, then the meta's fields

@@ -11,7 +11,7 @@ from ...errors import RunsUnavailable
 from ..log import Logs, RunLog
 from ..replay import frames_of, replay
 from .client import DOWN, Client
-from .layout import Keys
+from .layout import GONE, Keys
 
 log = logging.getLogger("agui_bridge.runs")
 
@@ -126,6 +126,7 @@ class Reading:
             return
         # The run's node stopped renewing: end the run for every reader, once.
         played = replay(mirror)
+        events = []
         if played.terminal:
             entry_id, first, data = b"%d-1" % mirror.last, b"0", b""
         else:
@@ -140,6 +141,17 @@ class Reading:
         )
         if result == 1:
             log.warning("run %s of thread %s: its node was lost", mirror.run_id, mirror.thread_id)
+        elif result == -3:
+            # The run's keys are gone (FLUSHALL, eviction, a failover to an
+            # empty replica): nothing can be appended for every node at once,
+            # so each node ends its own copy, the same way, and stops reading.
+            log.error(
+                "run %s of thread %s: its keys are gone from Redis", mirror.run_id, mirror.thread_id
+            )
+            if events:
+                events[-1]["message"] = "the run's log was lost from Redis"
+            self._end_copy(mirror, events)
+            self._stop_local(mirror, GONE)
 
     def _unreachable(self, mirror: Mirror, error) -> None:
         """Redis cannot be read: this node's readers get the closers and
@@ -148,14 +160,26 @@ class Reading:
         log.error("run %s: its log is unreachable: %s", mirror.run_id, error)
         if not mirror.ended:
             played = replay(mirror)
+            events = []
             if not played.terminal:
                 events = played.closing_events("the run log is unreachable", "runs_unavailable")
-                data = frames_of(events, mirror.last + 1, self.ids)
-                mirror.append(data, mirror.last + len(events))
-            mirror.end()
+            self._end_copy(mirror, events)
         self.logs.discard(mirror)
+        self._stop_local(mirror, None)
+
+    def _end_copy(self, mirror: Mirror, events: list[dict]) -> None:
+        """Ends this node's copy with ``events`` (the closers and a RUN_ERROR)."""
+        if events:
+            data = frames_of(events, mirror.last + 1, self.ids)
+            mirror.append(data, mirror.last + len(events))
+        mirror.end()
+
+    def _stop_local(self, mirror: Mirror, error) -> None:
+        """Stops the run of this copy if this node runs it (it stores its turn)."""
         sink = self.local.get((mirror.thread_id, mirror.run_id))
-        if sink is not None:
+        if sink is not None and not sink.ended:
+            sink.failed(False, error)
+        elif sink is not None and sink.run is not None:
             sink.run.log_failed(False, RunsUnavailable("the run log is unreachable"))
 
     # -- control ---------------------------------------------------------------

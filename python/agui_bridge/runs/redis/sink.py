@@ -9,7 +9,7 @@ import orjson
 
 from ...errors import RunsUnavailable
 from .client import DOWN, Client
-from .layout import MAX_ENTRIES, Keys
+from .layout import GONE, MAX_ENTRIES, Keys
 
 log = logging.getLogger("agui_bridge.runs")
 
@@ -100,8 +100,8 @@ class RedisSink:
                     return
                 if result != 1:
                     # -1/-2: fenced off or ended by another node; -3: the log is
-                    # gone (Redis lost it).
-                    self.failed(result in (-1, -2), None)
+                    # gone (Redis lost it: its readers are told run_lost).
+                    self.failed(result in (-1, -2), GONE if result == -3 else None)
                     return
         finally:
             self.task = None
@@ -118,4 +118,5 @@ class RedisSink:
             log.error("run %s: appending to Redis failed: %s", self.run_id, error)
         self.local.pop((self.thread_id, self.run_id), None)
         if self.run is not None:
-            self.run.log_failed(lost, RunsUnavailable(f"the run log is unreachable: {error}"))
+            reason = f": {error}" if error is not None else ""
+            self.run.log_failed(lost, RunsUnavailable(f"the run log is unreachable{reason}"))
