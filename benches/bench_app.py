@@ -75,7 +75,9 @@ def _make_app():
     mode = os.environ.get("BENCH_SERVER") or ("app" if app_class else "minimal")
     if mode == "minimal":
         return "minimal", minimal_app
-    bridge = app_class(store="memory://")
+    # BENCH_METRICS=1: Prometheus metrics on (benches/metrics.py compares).
+    options = {"metrics": True} if os.environ.get("BENCH_METRICS") == "1" else {}
+    bridge = app_class(store="memory://", **options)
     bridge.agent("bench", path="/ag-ui/run")(bench_agent)
     return "app", bridge
 

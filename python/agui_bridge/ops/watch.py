@@ -61,11 +61,13 @@ def watch_store(store, metrics, tracer):
 
 
 def watch_runs(runs, metrics, tracer):
-    """Times the Redis commands of ``runs.redis.RedisRuns`` (``_call``, ``_script``:
-    every command it sends goes through one of them); a span per append batch."""
-    script = getattr(runs, "_script", None)
-    call = getattr(runs, "_call", None)
-    if script is None or call is None or getattr(runs, "_agui_watched", False):
+    """Times the Redis commands of the Redis run backend: every command it sends
+    goes through its ``Client``'s ``call`` or ``script`` (``runs.redis.client``),
+    wrapped here on that object; a span per batch a run appends."""
+    client = getattr(runs, "client", None)
+    script = getattr(client, "script", None)
+    call = getattr(client, "call", None)
+    if script is None or call is None or getattr(client, "_agui_watched", False):
         return runs
 
     async def timed_script(name, keys, args):
@@ -94,7 +96,7 @@ def watch_runs(runs, metrics, tracer):
             if metrics is not None:
                 metrics.redis_call(method, time.perf_counter() - started, failed)
 
-    runs._script = timed_script
-    runs._call = timed_call
-    runs._agui_watched = True
+    client.script = timed_script
+    client.call = timed_call
+    client._agui_watched = True
     return runs
