@@ -169,6 +169,26 @@ def _agents(app: App) -> None:
                         break
                     await asyncio.sleep(0.05)
             return
+        if first == "reasoned":
+            # "reasoned PAUSE": reasoning (with a signature) before the answer,
+            # more reasoning before a tool call (contract section 8).
+            pause = float(words[1]) if len(words) > 1 else 0.0
+            items = [
+                c.reasoning_delta("Let me "),
+                c.reasoning_delta("think."),
+                c.reasoning_encrypted("sig-r"),
+                c.text_delta("The answer "),
+                c.text_delta("is near."),
+                c.reasoning_delta("Check "),
+                c.reasoning_delta("the tool."),
+                c.tool_call("call-r", "search", {"q": "x"}),
+                c.tool_result("call-r", "found"),
+                c.text_delta("Done."),
+            ]
+            for item in items:
+                yield item
+                await asyncio.sleep(pause)
+            return
         if first == "gated":
             # "gated GATE N": one delta, then waits for the file
             # AGUI_TEST_MARKS/GATE, then N deltas as fast as it can.

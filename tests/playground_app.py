@@ -35,3 +35,11 @@ async def gated(ctx):
     yield c.loop("iteration:end", "gate", iteration=1, gate="open")
     for word in (".", " The", " gate", " opened."):
         yield c.text_delta(word)
+
+
+@app.agent("thinker")
+async def thinker(ctx):
+    """Reasoning before the answer (contract section 8): shown collapsed."""
+    for word in ("Weighing", " the", " question."):
+        yield c.reasoning_delta(word)
+    yield c.text_delta(f"Answer to {ctx.input}.")

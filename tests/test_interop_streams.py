@@ -92,3 +92,40 @@ def test_a_stream_cut_again_and_again_resumes_by_id(node, base_url, version, cut
     )
     events = out["cut"]["events"]
     assert events.count("RUN_STARTED") == 1 and events[-1] == "RUN_FINISHED"
+
+
+@pytest.mark.parametrize("version", CLIENT_VERSIONS)
+def test_reasoning_joined_and_resumed_ends_like_the_whole_run(node, base_url, version, tmp_path):  # noqa: F811
+    """Contract section 8: joins inside and after reasoning (re-opened by the
+    prelude) and a cut stream end with the stored thread, reasoning included."""
+    thread_id, run_id = f"think-{uuid.uuid4().hex[:8]}", f"run-{uuid.uuid4().hex[:8]}"
+    scenario = {
+        "url": base_url + "/ag-ui/run",
+        "threadId": thread_id,
+        "runId": run_id,
+        "text": "reasoned 0.15",
+        "joins": [100, 400, 1000],
+        "afterEnd": True,
+    }
+    out = run_streams(node, version, scenario, tmp_path)
+    stored_view = stored(base_url, thread_id)
+    roles = [m["role"] for m in stored_view["messages"]]
+    assert roles == ["user", "reasoning", "assistant", "tool", "reasoning", "assistant"]
+    assert stored_view["messages"][1]["encryptedValue"] == "sig-r"
+    truth = canonical(stored_view)
+    assert canonical(out["full"]) == truth
+    for index, joined in enumerate(out["joins"]):
+        assert canonical(joined) == truth, f"join {index} at {scenario['joins'][index]} ms"
+    assert canonical(out["afterEnd"]) == truth
+    cut_thread = f"thinkcut-{uuid.uuid4().hex[:8]}"
+    scenario = {
+        "url": base_url + "/ag-ui/run",
+        "threadId": cut_thread,
+        "runId": f"run-{uuid.uuid4().hex[:8]}",
+        "text": "reasoned 0.05",
+        "cuts": [3, 4],
+    }
+    out = run_streams(node, version, scenario, tmp_path)
+    assert canonical({k: out["cut"][k] for k in ("messages", "state")}) == canonical(
+        stored(base_url, cut_thread)
+    )

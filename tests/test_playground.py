@@ -260,3 +260,24 @@ def test_stop_a_live_run(page, shots, base_url):
     idle(page)
     assert assistant_texts(page) == [LIVE, DONE]
     verified(page)
+
+
+def test_reasoning_is_shown_collapsed(page, shots, base_url):
+    """Contract section 8: the model's reasoning is a collapsed block above the
+    answer, opened by a click, and in the timeline."""
+    open_playground(page, base_url + "/?agent=thinker")
+    send(page, "why")
+    said(page, "Answer to why.")
+    idle(page)
+    block = page.locator("details.message.reasoning")
+    assert block.count() == 1
+    assert block.get_attribute("open") is None
+    assert not block.locator(".content").is_visible()
+    assert block.locator("summary").inner_text().lower() == "reasoning · 3 words"
+    block.locator("summary").click()
+    assert block.locator(".content").inner_text() == "Weighing the question."
+    roles = page.locator(".message").evaluate_all("ns => ns.map(n => n.dataset.role)")
+    assert roles == ["user", "reasoning", "assistant"]
+    assert page.locator("#timeline [data-type=REASONING_MESSAGE_CONTENT]").count() == 3
+    verified(page)
+    shots("reasoning")

@@ -23,20 +23,28 @@
 // abort stays an abort: nothing is retried.
 
 const TERMINAL = new Set(["RUN_FINISHED", "RUN_ERROR"]);
+// Reasoning (AG-UI 1.0) has two brackets under one id: the message ("rm")
+// inside the span ("rs"); the verifier tracks them apart, so do we.
 const OPEN = {
   TEXT_MESSAGE_START: ["t", "messageId"],
   TOOL_CALL_START: ["c", "toolCallId"],
   STEP_STARTED: ["s", "stepName"],
+  REASONING_START: ["rs", "messageId"],
+  REASONING_MESSAGE_START: ["rm", "messageId"],
 };
 const CLOSE = {
   TEXT_MESSAGE_END: ["t", "messageId"],
   TOOL_CALL_END: ["c", "toolCallId"],
   STEP_FINISHED: ["s", "stepName"],
+  REASONING_END: ["rs", "messageId"],
+  REASONING_MESSAGE_END: ["rm", "messageId"],
 };
 const END_OF = {
   t: (id) => ({ type: "TEXT_MESSAGE_END", messageId: id }),
   c: (id) => ({ type: "TOOL_CALL_END", toolCallId: id }),
   s: (id) => ({ type: "STEP_FINISHED", stepName: id }),
+  rs: (id) => ({ type: "REASONING_END", messageId: id }),
+  rm: (id) => ({ type: "REASONING_MESSAGE_END", messageId: id }),
 };
 
 async function* sseFrames(body) {

@@ -83,6 +83,7 @@ export class Conversation {
   }
 
   #message(m, results) {
+    if (m.role === "reasoning") return this.#reasoning(m);
     let node = this.nodes.get(m.id);
     if (!node) {
       node = el(
@@ -100,6 +101,27 @@ export class Conversation {
     content.hidden = body === "";
     const calls = node.querySelector(".calls");
     for (const call of m.toolCalls ?? []) this.#call(calls, call, results.get(call.id));
+    return node;
+  }
+
+  // The model's reasoning (AG-UI 1.0): collapsed by default, open on a click;
+  // the summary says whether it is still streaming.
+  #reasoning(m) {
+    let node = this.nodes.get(m.id);
+    if (!node) {
+      node = el(
+        "details",
+        { className: "message reasoning", "data-id": m.id, "data-role": "reasoning" },
+        el("summary", { text: "reasoning" }),
+        el("div", { className: "content" }),
+      );
+      this.nodes.set(m.id, node);
+    }
+    const content = node.querySelector(".content");
+    const body = text(m.content);
+    if (content.textContent !== body) content.textContent = body;
+    const words = body.trim() === "" ? 0 : body.trim().split(/\s+/).length;
+    node.querySelector("summary").textContent = `reasoning · ${words} word${words === 1 ? "" : "s"}`;
     return node;
   }
 
@@ -194,7 +216,15 @@ function summary(event) {
       return JSON.stringify(event.delta);
     case "TEXT_MESSAGE_START":
     case "TEXT_MESSAGE_END":
+    case "REASONING_START":
+    case "REASONING_MESSAGE_START":
+    case "REASONING_MESSAGE_END":
+    case "REASONING_END":
       return event.messageId;
+    case "REASONING_MESSAGE_CONTENT":
+      return JSON.stringify(event.delta);
+    case "REASONING_ENCRYPTED_VALUE":
+      return `${event.subtype} ${event.entityId}`;
     case "TOOL_CALL_START":
       return `${event.toolCallName} ${event.toolCallId}`;
     case "TOOL_CALL_END":
