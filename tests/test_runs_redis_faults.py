@@ -5,6 +5,7 @@ on a redis-server of their own and one PostgreSQL."""
 
 from __future__ import annotations
 
+import signal
 import time
 
 import httpx
@@ -86,3 +87,38 @@ def test_keys_lost_mid_run_end_every_reader_with_run_lost(own_redis, tmp_path):
     finally:
         client.close()
 
+
+def test_a_frozen_redis_pauses_the_streams_and_they_resume(own_redis, tmp_path):
+    """Redis frozen (SIGSTOP) for twice the lease ttl mid-run: the run goes on,
+    its readers wait, and once Redis answers they get the rest of the run; the
+    stream and the stored thread tell one story (the whole answer), never a
+    run_lost beside a finished turn."""
+    from tests.servers import serve
+
+    server, pg_url = own_redis
+    env = node_env(server.url(), pg_url, tmp_path)
+    with serve(APP, env=env) as a, serve(APP, env=env) as b:
+        tid, rid = thread("frozen"), f"r-{time.monotonic_ns()}"
+        source = start_run(a, tid, rid, "slow 300")  # 15 s of text
+        wait_for(tmp_path / f"started-{rid}")
+        viewer = Reader("GET", f"{b}/threads/{tid}/events")
+        viewer.start()
+        viewer.reading()
+        time.sleep(0.3)
+        server.process.send_signal(signal.SIGSTOP)
+        try:
+            time.sleep(12)
+        finally:
+            server.process.send_signal(signal.SIGCONT)
+        full = "".join(f"w{i} " for i in range(300))
+        for reader in (source, viewer):
+            events = events_in(reader.result(timeout=30))
+            assert events[-1]["type"] == "RUN_FINISHED", events[-2:]
+            assert text_of(events) == full
+        stored = httpx.get(f"{a}/threads/{tid}/state").json()["messages"]
+        assert [m["role"] for m in stored] == ["user", "assistant"]
+        assert stored[1]["content"] == full
+        # a late reader of the run gets the same story
+        replay = httpx.get(f"{b}/threads/{tid}/runs/{rid}/events", headers={"last-event-id": "0"})
+        events = events_in(replay.content)
+        assert events[-1]["type"] == "RUN_FINISHED" and text_of(events) == full

@@ -28,7 +28,7 @@ Writes are Lua scripts (one round trip each: check the fence, ``XADD`` the
 batches with ``MAXLEN ~``, renew ``EXPIRE`` = retention). The run loop never
 waits for Redis: a writer task sends everything queued since its previous
 round trip in one call. Each node reads a run with one blocking ``XREAD`` (on
-a connection pool of its own, no socket timeout) into a local ``RunLog``
+a connection pool of its own) into a local ``RunLog``
 that all its readers are cursors on, so frames reach this node's readers
 only once Redis has them, the same bytes on every node (its own included).
 
@@ -41,6 +41,16 @@ Redis unreachable: a run cannot start (``RunsUnavailable``: 503); a reader
 whose ``XREAD`` fails gets the closers and ``RUN_ERROR`` (code
 ``runs_unavailable``) from its node; a run whose writes fail stops and stores
 its partial turn. redis-py reconnects on the next command: nothing to restart.
+Redis that stops answering without failing (frozen, a failover's pause, a
+network stall) is waited out for ``client.STALL`` (60 s): the run goes on,
+its frames queue on its node, its lease in the store is renewed meanwhile
+(the heartbeat to Redis is sent, not awaited), readers get pings, and all of
+them resume where they were once Redis answers; the heartbeat in flight
+renews ``alive`` before any node can find it expired. So a stream never says
+the run failed while the thread says it went on. Past ``STALL`` it is
+unreachable (above). Redis losing a run's keys (FLUSHALL, eviction, a failover
+to an empty replica) ends it for every reader with ``run_lost``: each node
+ends its own copy (no shared log is left to append to) and the run stops.
 
 The modules, one job each: ``layout`` (the keys and the Lua scripts),
 ``client`` (the connections), ``sink`` (a run's writer), ``mirror`` (this

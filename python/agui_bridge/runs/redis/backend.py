@@ -159,20 +159,30 @@ class RedisRuns:
 
     def renewer(self, run):
         sink = run.out
+        beating: list[asyncio.Task] = []
 
-        async def renewed() -> None:
+        async def heartbeat() -> None:
             keys = sink.keys
             try:
                 result = await self.client.script(
                     "heartbeat",
                     [keys.log, keys.meta, keys.fence, keys.alive, keys.active],
                     [sink.fence, self.retention, int(self.lease_ttl * 1000)],
+                    patient=True,
                 )
             except DOWN as error:
                 log.warning("run %s: renewing in Redis failed: %s", sink.run_id, error)
                 return
             if result in (-1, -2, -3) and not sink.ended:
                 sink.failed(result != -3, GONE if result == -3 else None)
+
+        async def renewed() -> None:
+            # Sent, not awaited: a stalled Redis must not hold up the renewal
+            # of the store's lease, or the run would lose its thread meanwhile.
+            # One at a time: the one in flight renews once Redis answers.
+            if beating and not beating[0].done():
+                return
+            beating[:] = [asyncio.get_running_loop().create_task(heartbeat())]
 
         return renewed
 

@@ -24,6 +24,13 @@ except ImportError as error:  # pragma: no cover - the extra is installed in tes
 
 # What "Redis is unreachable" looks like from redis-py.
 DOWN = (RedisConnectionError, RedisTimeoutError, OSError)
+# Seconds a running run's writes and its readers wait for a Redis that has
+# stopped answering (frozen, paused by a failover, a network stall) before it
+# counts as unreachable. A pause shorter than this is waited out: the run goes
+# on (its frames queue on its node), its readers get pings, and all resume
+# once Redis answers; so a reader is never told the run failed while it went
+# on. Requests (a new run, a join) do not wait: 503 after redis-py's 5 s.
+STALL = 60.0
 
 __all__ = ["DOWN", "Client", "RedisError"]
 
@@ -37,6 +44,7 @@ class Client:
         # Commands sent, by name (a script call is one round trip): the batching's measure.
         self.calls: Counter = Counter()
         self.commands = None
+        self.patient = None
         self.blocking = None
         self.scripts: dict = {}
 
@@ -48,10 +56,20 @@ class Client:
             self.commands = aioredis.Redis.from_url(
                 self.url, socket_connect_timeout=2, retry=Retry(NoBackoff(), 1)
             )
-            # Blocking reads on their own pool, without a socket timeout
-            # shorter than the block: they never starve ordinary commands.
+            # A running run's writes and checks: they wait out a stalled Redis (STALL).
+            self.patient = aioredis.Redis.from_url(
+                self.url,
+                socket_connect_timeout=2,
+                socket_timeout=STALL,
+                retry=Retry(NoBackoff(), 1),
+            )
+            # Blocking reads on their own pool, with a socket timeout far past
+            # the block: they never starve ordinary commands, and wait out a stall.
             self.blocking = aioredis.Redis.from_url(
-                self.url, socket_connect_timeout=2, socket_timeout=None, retry=Retry(NoBackoff(), 0)
+                self.url,
+                socket_connect_timeout=2,
+                socket_timeout=STALL,
+                retry=Retry(NoBackoff(), 0),
             )
             for name, source in SCRIPTS.items():
                 self.scripts[name] = self.commands.register_script(source)
@@ -59,15 +77,18 @@ class Client:
             self.on_use()
         return self.commands
 
-    async def script(self, name: str, keys, args):
-        """Runs one of ``layout.SCRIPTS`` (redis-py's errors pass through)."""
+    async def script(self, name: str, keys, args, patient: bool = False):
+        """Runs one of ``layout.SCRIPTS`` (redis-py's errors pass through);
+        ``patient``: on the pool that waits out a stall (a running run's)."""
         self.open()
         self.calls[name] += 1
-        return await self.scripts[name](keys=keys, args=args)
+        client = self.patient if patient else self.commands
+        return await self.scripts[name](keys=keys, args=args, client=client)
 
-    async def call(self, method: str, *args):
+    async def call(self, method: str, *args, patient: bool = False):
         """One command; Redis unreachable is ``RunsUnavailable``."""
-        client = self.open()
+        commands = self.open()
+        client = self.patient if patient else commands
         self.calls[method] += 1
         try:
             return await getattr(client, method)(*args)
@@ -75,8 +96,8 @@ class Client:
             raise RunsUnavailable(f"the run log is unreachable: {error}") from None
 
     async def aclose(self) -> None:
-        for client in (self.commands, self.blocking):
+        for client in (self.commands, self.patient, self.blocking):
             if client is not None:
                 with contextlib.suppress(Exception):
                     await client.aclose()
-        self.commands = self.blocking = None
+        self.commands = self.patient = self.blocking = None

@@ -122,7 +122,7 @@ class Reading:
 
     async def _check_alive(self, mirror: Mirror) -> None:
         keys = mirror.keys
-        if await self.client.call("exists", keys.alive):
+        if await self.client.call("exists", keys.alive, patient=True):
             return
         # The run's node stopped renewing: end the run for every reader, once.
         played = replay(mirror)
@@ -138,6 +138,7 @@ class Reading:
             "lose",
             [keys.log, keys.meta, keys.alive, keys.active],
             [mirror.position, entry_id, first, data, mirror.run_id, self.retention],
+            patient=True,
         )
         if result == 1:
             log.warning("run %s of thread %s: its node was lost", mirror.run_id, mirror.thread_id)

@@ -94,6 +94,7 @@ class RedisSink:
                         "append",
                         [keys.log, keys.meta, keys.fence, keys.active, keys.alive],
                         args,
+                        patient=True,
                     )
                 except DOWN as error:
                     self.failed(False, error)
