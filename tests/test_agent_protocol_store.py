@@ -85,3 +85,46 @@ async def test_a_new_thread_is_updated_when_it_is_created(make_store):
             assert thread.updated_at == thread.created_at, name
     finally:
         await store.close()
+
+
+async def test_nul_and_overlong_ids_are_refused_by_every_store(make_store):
+    """PostgreSQL's text and jsonb refuse NUL (a 500 once); every store refuses
+    it (and ids past the cap) alike, writing nothing, and finds nothing under
+    such an id."""
+    import pytest
+    from agui_bridge import RunInputError
+    from agui_bridge.shapes import MAX_ID_CHARS
+
+    store = make_store()
+    try:
+        for bad in ("t\x00", "t" * (MAX_ID_CHARS + 1), ""):
+            with pytest.raises(RunInputError):
+                await store.create(bad, {})
+            with pytest.raises(RunInputError):
+                await store.save(bad, "a", [_msg("m1")], {}, [])
+            with pytest.raises(RunInputError):
+                await store.claim(bad, 5.0)
+            assert await store.load(bad) is None
+            assert not await store.delete(bad)
+            assert not await store.update_metadata(bad, {"a": 1})
+            assert await store.search({}, {bad}, 10) == []
+        assert await store.create("t", {"k": "v"})
+        for metadata in ({"k": "a\x00b"}, {"k\x00": 1}, {"k": ["x", {"y": "\x00"}]}):
+            with pytest.raises(RunInputError):
+                await store.create("t2", metadata)
+            with pytest.raises(RunInputError):
+                await store.update_metadata("t", metadata)
+            with pytest.raises(RunInputError):
+                await store.search(metadata, None, 10)
+        with pytest.raises(RunInputError):
+            await store.save("t", "a", [_msg("m\x00")], {}, [])
+        thread = await store.load("t")
+        assert thread.metadata == {"k": "v"} and thread.messages == []
+        assert await store.load("t2") is None
+        assert await store.search({"k": "v"}, None, 10) == ["t"]
+        # NUL in a message's content or the state is JSON text like any other.
+        await store.save("t", "a", [{**_msg("m1"), "content": "a\x00b"}], {"s": "\x00"}, [])
+        thread = await store.load("t")
+        assert thread.messages[0]["content"] == "a\x00b" and thread.state == {"s": "\x00"}
+    finally:
+        await store.close()

@@ -251,6 +251,9 @@ async def test_sqlite_calls_leave_the_loop_free(tmp_path):
     await reopened.close()
 
 
+F = {"function": {"name": "f", "arguments": "{}"}}
+
+
 async def test_sqlite_saves_append_and_loads_read_only_what_is_new(tmp_path, monkeypatch):
     """A run's cost does not grow with its thread: a save writes only its new
     rows, and a load decodes only the messages stored since this process last
@@ -268,7 +271,7 @@ async def test_sqlite_saves_append_and_loads_read_only_what_is_new(tmp_path, mon
     before = store._write.total_changes
     new = [
         {"id": "n1", "role": "user", "content": "x"},
-        {"id": "n2", "role": "assistant", "toolCalls": [{"id": "c1", "type": "function"}]},
+        {"id": "n2", "role": "assistant", "toolCalls": [{"id": "c1", "type": "function", **F}]},
     ]
     await store.save("t", "a", [old[5], *new], {"k": 2}, [])
     assert store._write.total_changes - before == 3  # the thread's row and two messages

@@ -151,7 +151,8 @@ async def test_concurrent_saves_of_one_thread_keep_every_message(pg_url):
         for i in range(20):
             store = a if i % 2 else b
             message = {"id": f"m{i}", "role": "user", "content": str(i)}
-            saves.append(store.save("t", "echo", [message, {"id": "shared"}], {"n": i}, []))
+            shared = {"id": "shared", "role": "user", "content": "s"}
+            saves.append(store.save("t", "echo", [message, shared], {"n": i}, []))
         await asyncio.gather(*saves)
         thread = await a.load("t")
         ids = [m["id"] for m in thread.messages]
@@ -301,5 +302,57 @@ async def test_a_run_whose_save_finds_postgres_down_ends_in_run_error(pg_server,
         assert events[-1]["code"] == "store_unavailable"
         thread = await app.store.load("t")
         assert [m["role"] for m in thread.messages] == ["user"]  # stored when the run started
+    finally:
+        await app.aclose()
+
+
+async def test_every_thread_route_answers_503_while_postgres_is_down(pg_server, pg_url):
+    """Search, create, update-metadata and delete answered 500 (the other routes
+    503): one mapping of "store down" for every call of the store."""
+    app = make_app(store=pg_url)
+    transport = httpx.ASGITransport(app=app)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://a") as http:
+            assert (await http.post("/threads", json={"thread_id": "anon-t"})).status_code == 200
+            await asyncio.to_thread(pg_server.halt)
+            try:
+                answers = [
+                    await http.post("/threads/search", json={}),
+                    await http.post("/threads/search", json={"metadata": {"k": 1}}),
+                    await http.post("/threads", json={"thread_id": "anon-u"}),
+                    await http.patch("/threads/anon-t", json={"metadata": {"k": 2}}),
+                    await http.delete("/threads/anon-t"),
+                    await http.get("/threads/anon-t"),
+                    await http.post("/threads/anon-t/state", json={"values": {"k": 1}}),
+                ]
+            finally:
+                await asyncio.to_thread(pg_server.resume)
+            for response in answers:
+                assert response.status_code == 503, (response.request.url, response.text)
+                assert response.json()["error"]["code"] == "store_unavailable"
+                assert response.headers["retry-after"]
+            assert (await http.get("/threads/anon-t")).status_code == 200
+    finally:
+        await app.aclose()
+
+
+async def test_nul_at_the_door_is_a_4xx_on_postgres(pg_url):
+    app = make_app(store=pg_url)
+    transport = httpx.ASGITransport(app=app)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://a") as http:
+            body = {"thread_id": "anon-t", "metadata": {"k": "a\x00"}}
+            assert (await http.post("/threads", json=body)).status_code == 422
+            assert (await http.post("/threads", json={"thread_id": "anon-t"})).status_code == 200
+            patch = await http.patch("/threads/anon-t", json={"metadata": {"\x00": 1}})
+            assert patch.status_code == 422, patch.text
+            search = await http.post("/threads/search", json={"metadata": {"k": "\x00"}})
+            assert search.status_code == 422, search.text
+            search = await http.post("/threads/search", json={"ids": ["anon-t\x00"]})
+            assert search.status_code == 200 and search.json() == []
+            assert (await http.get("/threads/anon-t%00")).status_code in (403, 404)
+            assert (await http.get("/threads/anon-t%00/state")).status_code in (403, 404)
+            run = await http.post("/ag-ui/run", json=run_body("anon-x\x00", "hi"))
+            assert run.status_code == 400, run.text
     finally:
         await app.aclose()

@@ -11,6 +11,7 @@ from typing import Any
 from uuid import uuid4
 
 from .errors import RunInputError
+from .shapes import check_id, check_message
 
 # Containers nested in one body, the body itself counting as one. Everything a
 # run stores and reads back is part of a body this deep at most, wrapped in a
@@ -133,45 +134,24 @@ def _check_depth(body) -> None:
         depth += 1
 
 
-def _check_ids(index: int, message: dict) -> None:
-    """Ids a thread keys its messages and tool calls by are strings (they land in
-    sets and the store)."""
-    if message.get("id") is not None and not isinstance(message["id"], str):
-        raise RunInputError(f"messages[{index}].id must be a string")
-    calls = message.get("toolCalls")
-    if calls is not None:
-        if not isinstance(calls, list):
-            raise RunInputError(f"messages[{index}].toolCalls must be a list")
-        for call in calls:
-            if not (isinstance(call, dict) and isinstance(call.get("id"), str)):
-                raise RunInputError(
-                    f"messages[{index}].toolCalls must be objects with a string 'id'"
-                )
-    if message["role"] == "tool" and not isinstance(message.get("toolCallId"), str):
-        raise RunInputError(f"messages[{index}] (a tool message) needs a string 'toolCallId'")
-
-
 def map_run_input(body) -> RunInput:
     """Validates a RunAgentInput leniently and returns the turn it asks for."""
     if not isinstance(body, dict):
         raise RunInputError("the body must be a JSON object (RunAgentInput)")
     _check_depth(body)
     thread_id = body.get("threadId")
-    if not isinstance(thread_id, str) or not thread_id:
-        raise RunInputError("'threadId' must be a non-empty string")
+    check_id(thread_id, "'threadId'")
     run_id = body.get("runId")
     if run_id is None or run_id == "":
         run_id = uuid4().hex
-    elif not isinstance(run_id, str):
-        raise RunInputError("'runId' must be a string")
+    else:
+        check_id(run_id, "'runId'")
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise RunInputError("'messages' must be a non-empty list")
     newest_user = None
     for index, message in enumerate(messages):
-        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
-            raise RunInputError(f"messages[{index}] must be an object with a string 'role'")
-        _check_ids(index, message)
+        check_message(message, f"messages[{index}]")
         if message["role"] == "user":
             newest_user = index
     if newest_user is None:

@@ -7,6 +7,9 @@ import uuid
 
 import orjson
 
+from ..errors import RunInputError
+from ..shapes import check_message
+
 _ROLES = {
     "human": "user",
     "user": "user",
@@ -20,8 +23,8 @@ _TYPES = {"user": "human", "assistant": "ai", "tool": "tool", "system": "system"
 _TYPES["developer"] = "system"
 
 
-class MessageError(ValueError):
-    """An input message the thread cannot take (a 422)."""
+# An input message the thread cannot take (a 422).
+MessageError = RunInputError
 
 
 def to_agui(message, index: int) -> dict:
@@ -47,6 +50,8 @@ def to_agui(message, index: int) -> dict:
     content = message.get("content", "")
     if not isinstance(content, (str, list)):
         raise MessageError(f"{where}.content must be a string or a list of parts")
+    if role != "user" and role != "tool" and isinstance(content, list):
+        content = _joined(content, where)
     out: dict = {"id": message_id, "role": role, "content": content}
     if role == "assistant":
         calls = [_call(call, where) for call in message.get("tool_calls") or ()]
@@ -57,7 +62,21 @@ def to_agui(message, index: int) -> dict:
         if not isinstance(call_id, str):
             raise MessageError(f"{where} (a tool message) needs a string 'tool_call_id'")
         out["toolCallId"] = call_id
+    # What the thread stores is an AG-UI 1.0 message (shapes.py), whatever came in.
+    check_message(out, where)
     return out
+
+
+def _joined(content: list, where: str) -> str:
+    """Text parts as one string (AG-UI's assistant, system and developer content is text)."""
+    texts = []
+    for part in content:
+        if not (isinstance(part, dict) and part.get("type") == "text"):
+            raise MessageError(f"{where}.content must be text (a string or text parts)")
+        if not isinstance(part.get("text"), str):
+            raise MessageError(f"{where}.content's text parts need a string 'text'")
+        texts.append(part["text"])
+    return "".join(texts)
 
 
 def _call(call, where: str) -> dict:

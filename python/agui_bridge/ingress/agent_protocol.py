@@ -34,6 +34,7 @@ from ..errors import RunInputError
 from ..run_input import Resume, RunInput, _check_depth, _text_of
 from ..runs import STREAM_HEADERS, Stalled
 from ..runs.cursor import _send
+from ..shapes import check_id
 from .handler import Closed, HttpError, _granted, thread_guards
 
 log = logging.getLogger("agui_bridge.ingress")
@@ -121,6 +122,8 @@ class AgentProtocol:
             if error.status == 400 and error.code != "invalid_content_length":
                 raise HttpError(422, error.code, error.message, error.headers) from None
             raise
+        except RunInputError as error:  # an id or a message the thread cannot take
+            raise _unprocessable(str(error)) from None
         return False
 
     async def _threads(self, conn, parts: list[str]) -> bool:
@@ -276,6 +279,7 @@ class AgentProtocol:
             thread_id = str(uuid.uuid4())
         elif not isinstance(thread_id, str) or not thread_id or "/" in thread_id:
             raise _unprocessable("'thread_id' must be a non-empty string without '/'")
+        check_id(thread_id, "'thread_id'")
         if_exists = body.get("if_exists", "raise")
         if if_exists not in ("raise", "do_nothing"):
             raise _unprocessable("'if_exists' must be 'raise' or 'do_nothing'")
@@ -488,6 +492,7 @@ class AgentProtocol:
             thread_id = str(uuid.uuid4())
         elif "/" in thread_id:
             raise HttpError(404, "not_found", f"no thread {thread_id!r}")
+        check_id(thread_id, "the thread id")
         thread = await self._thread(identity, thread_id, agent, must_exist=False)
         if thread is None and not stateless and if_not_exists == "reject":
             raise HttpError(404, "not_found", f"no thread {thread_id!r}")

@@ -147,6 +147,12 @@ class Handler:
             )
         except (Closed, asyncio.CancelledError):
             raise
+        except RunInputError as error:  # an id or a message a thread cannot take
+            if conn.streaming:
+                raise
+            await conn.respond(
+                400, error_body("invalid_input", str(error)), [("content-type", "application/json")]
+            )
         except RunsUnavailable as error:
             if conn.streaming:
                 raise
@@ -747,7 +753,8 @@ def _held(stored: list[dict], added: dict, message_id: str) -> dict:
     """The held message with that id (the newest first: a resent turn is recent)."""
     found = added.get(message_id)
     if found is None:
-        found = next(m for m in reversed(stored) if m.get("id") == message_id)
+        # {}: a stored row left out of the thread (store/tail.py) is no match.
+        found = next((m for m in reversed(stored) if m.get("id") == message_id), {})
     return found
 
 

@@ -36,6 +36,9 @@ False: no such thread), ``await store.delete(thread_id) -> bool`` and
 ``await store.search(metadata, ids, limit) -> list[str]`` (the ids of the threads
 whose metadata contains ``metadata``, newest update first, at most ``limit``).
 
+Every store keeps the same ids and metadata (``keep.py``: no NUL, ids capped):
+a write of anything else raises ``RunInputError`` and writes nothing.
+
 and, to share run leases between processes (one active run per thread
 across granian workers and machines), ``claim``, ``renew`` and ``release``
 (see ``lease.py``). A store without them is guarded per process only. No

@@ -6,6 +6,7 @@ import copy
 import time
 import uuid
 
+from .keep import check_messages, check_metadata, check_thread, storable_id
 from .lease import Lease, lease_lost
 from .tail import Tail
 
@@ -21,7 +22,7 @@ class MemoryStore:
     async def load(self, thread_id: str):
         from . import Thread
 
-        record = self._threads.get(thread_id)
+        record = self._threads.get(thread_id) if storable_id(thread_id) else None
         if record is None:
             return None
         tail = record["tail"]
@@ -52,6 +53,8 @@ class MemoryStore:
         return record
 
     async def save(self, thread_id, agent_id, new_messages, state, interrupts, lease=None) -> None:
+        check_thread(thread_id)
+        check_messages(new_messages)
         if lease is not None:
             held = self._leases.get(thread_id)
             if lease.thread_id != thread_id or held is None or held[1] != lease.fence:
@@ -78,13 +81,16 @@ class MemoryStore:
         record["interrupts"] = copy.deepcopy(interrupts)
 
     async def create(self, thread_id: str, metadata: dict) -> bool:
+        check_thread(thread_id)
+        check_metadata(metadata)
         if thread_id in self._threads:
             return False
         self._new(thread_id, None, metadata)
         return True
 
     async def update_metadata(self, thread_id: str, metadata: dict) -> bool:
-        record = self._threads.get(thread_id)
+        check_metadata(metadata)
+        record = self._threads.get(thread_id) if storable_id(thread_id) else None
         if record is None:
             return False
         record["metadata"].update(copy.deepcopy(metadata))
@@ -92,9 +98,10 @@ class MemoryStore:
         return True
 
     async def delete(self, thread_id: str) -> bool:
-        return self._threads.pop(thread_id, None) is not None
+        return storable_id(thread_id) and self._threads.pop(thread_id, None) is not None
 
     async def search(self, metadata: dict, ids, limit: int) -> list[str]:
+        check_metadata(metadata)
         found = [
             (record["updated_at"], thread_id)
             for thread_id, record in self._threads.items()
@@ -105,6 +112,7 @@ class MemoryStore:
         return [thread_id for _, thread_id in found[:limit]]
 
     async def claim(self, thread_id: str, ttl: float) -> Lease | None:
+        check_thread(thread_id)
         now = time.time()
         held = self._leases.get(thread_id)
         if held is not None and held[2] > now:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -25,6 +26,7 @@ from typing import Any
 import orjson
 
 from ..errors import StoreUnavailable
+from .keep import check_messages, check_metadata, check_thread, storable_id
 from .lease import Lease, lease_lost
 from .tail import TailCache
 
@@ -145,10 +147,20 @@ def _reachable(method):
     return call
 
 
+def _reachable_calls(cls):
+    """Every public call of the store (those the App makes) says "store down" the
+    one way, a ``StoreUnavailable`` (a 503 with Retry-After)."""
+    for name, member in list(vars(cls).items()):
+        if not name.startswith("_") and name != "close" and inspect.iscoroutinefunction(member):
+            setattr(cls, name, _reachable(member))
+    return cls
+
+
 def _json(value) -> str:
     return orjson.dumps(value).decode()
 
 
+@_reachable_calls
 class PostgresStore:
     def __init__(self, dsn: str, min_size: int = 1, max_size: int = 10):
         self.dsn = dsn
@@ -182,10 +194,11 @@ class PostgresStore:
 
     # -- threads ---------------------------------------------------------------
 
-    @_reachable
     async def load(self, thread_id: str):
         from . import Thread
 
+        if not storable_id(thread_id):
+            return None
         base = self._tails.get(thread_id)
         pool = await self._conns()
         row = await self._read(pool, thread_id, base.seq if base is not None else 0)
@@ -227,8 +240,9 @@ class PostgresStore:
             after,
         )
 
-    @_reachable
     async def save(self, thread_id, agent_id, new_messages, state, interrupts, lease=None) -> None:
+        check_thread(thread_id)
+        check_messages(new_messages)
         ids = [message["id"] for message in new_messages]
         bodies = [_json(message) for message in new_messages]
         pool = await self._conns()
@@ -272,6 +286,8 @@ class PostgresStore:
     # -- the Agent Protocol's thread routes ------------------------------------
 
     async def create(self, thread_id: str, metadata: dict) -> bool:
+        check_thread(thread_id)
+        check_metadata(metadata)
         pool = await self._conns()
         status = await pool.execute(
             "INSERT INTO agui_threads (thread_id, agent_id, state, interrupts, metadata,"
@@ -283,6 +299,9 @@ class PostgresStore:
         return status == "INSERT 0 1"
 
     async def update_metadata(self, thread_id: str, metadata: dict) -> bool:
+        check_metadata(metadata)
+        if not storable_id(thread_id):
+            return False
         pool = await self._conns()
         status = await pool.execute(
             "UPDATE agui_threads SET metadata = (metadata::jsonb || $2::jsonb)::json,"
@@ -293,6 +312,8 @@ class PostgresStore:
         return status == "UPDATE 1"
 
     async def delete(self, thread_id: str) -> bool:
+        if not storable_id(thread_id):
+            return False
         pool = await self._conns()
         async with pool.acquire() as conn, conn.transaction():
             status = await conn.execute("DELETE FROM agui_threads WHERE thread_id = $1", thread_id)
@@ -300,6 +321,9 @@ class PostgresStore:
         return status == "DELETE 1"
 
     async def search(self, metadata: dict, ids, limit: int) -> list[str]:
+        check_metadata(metadata)
+        if ids is not None:
+            ids = [i for i in ids if storable_id(i)]
         # Each key must hold an equal value (jsonb equality: key order aside).
         where = ["($1::text[] IS NULL OR thread_id = ANY($1::text[]))"]
         args: list = [list(ids) if ids is not None else None]
@@ -317,8 +341,8 @@ class PostgresStore:
 
     # -- leases (see lease.py) -------------------------------------------------
 
-    @_reachable
     async def claim(self, thread_id: str, ttl: float) -> Lease | None:
+        check_thread(thread_id)
         token = uuid.uuid4().hex
         pool = await self._conns()
         # A concurrent claim waits on the row lock, then sees the new holder's
@@ -335,7 +359,6 @@ class PostgresStore:
         )
         return None if fence is None else Lease(thread_id, token, fence)
 
-    @_reachable
     async def renew(self, lease: Lease, ttl: float) -> bool:
         pool = await self._conns()
         status = await pool.execute(
@@ -347,7 +370,6 @@ class PostgresStore:
         )
         return status == "UPDATE 1"
 
-    @_reachable
     async def release(self, lease: Lease) -> None:
         pool = await self._conns()
         # The row stays (expired) so the thread's next fence is larger.

@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import orjson
 
+from .keep import check_messages, check_metadata, check_thread, storable_id
 from .lease import Lease, lease_lost
 from .tail import TailCache
 
@@ -57,6 +58,15 @@ READERS = 4
 
 # Columns added after the first release: a file made before them gains them.
 _ADDED = (("metadata", "BLOB NOT NULL DEFAULT '{}'"), ("created_at", "REAL"))
+
+
+def _decoded(message_id: str, body):
+    """A stored message; for a row that is not JSON, its id alone (``Tail`` holds
+    the id and leaves the row out of the thread)."""
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return {"id": message_id}
 
 
 def _connect(path: str) -> sqlite3.Connection:
@@ -122,12 +132,13 @@ class SqliteStore:
                 base = None  # the thread was deleted and made again since
             after = base.seq if base is not None else 0
             rows = read.execute(
-                "SELECT seq, body FROM messages WHERE thread_id = ? AND seq > ? ORDER BY seq",
+                "SELECT seq, message_id, body FROM messages WHERE thread_id = ? AND seq > ?"
+                " ORDER BY seq",
                 (thread_id, after),
             ).fetchall()
         finally:
             read.execute("COMMIT")
-        messages = [orjson.loads(body) for _, body in rows]
+        messages = [_decoded(message_id, body) for _, message_id, body in rows]
         tail = self._tails.advance(
             thread_id, base, messages, rows[-1][0] if rows else after, row[4]
         )
@@ -146,6 +157,8 @@ class SqliteStore:
         )
 
     async def load(self, thread_id: str):
+        if not storable_id(thread_id):
+            return None
         return await asyncio.get_running_loop().run_in_executor(
             self._readers, self._load, thread_id
         )
@@ -194,6 +207,8 @@ class SqliteStore:
             raise
 
     async def save(self, thread_id, agent_id, new_messages, state, interrupts, lease=None) -> None:
+        check_thread(thread_id)
+        check_messages(new_messages)
         await self._on_writer(
             self._save, thread_id, agent_id, list(new_messages), state, interrupts, lease
         )
@@ -210,6 +225,8 @@ class SqliteStore:
         return cursor.rowcount == 1
 
     async def create(self, thread_id: str, metadata: dict) -> bool:
+        check_thread(thread_id)
+        check_metadata(metadata)
         return await self._on_writer(self._create, thread_id, metadata)
 
     def _update_metadata(self, thread_id: str, metadata: dict) -> bool:
@@ -232,6 +249,9 @@ class SqliteStore:
         return row is not None
 
     async def update_metadata(self, thread_id: str, metadata: dict) -> bool:
+        check_metadata(metadata)
+        if not storable_id(thread_id):
+            return False
         return await self._on_writer(self._update_metadata, thread_id, metadata)
 
     def _delete(self, thread_id: str) -> bool:
@@ -247,6 +267,8 @@ class SqliteStore:
         return gone == 1
 
     async def delete(self, thread_id: str) -> bool:
+        if not storable_id(thread_id):
+            return False
         return await self._on_writer(self._delete, thread_id)
 
     def _search(self, metadata: dict, ids, limit: int) -> list[str]:
@@ -268,6 +290,7 @@ class SqliteStore:
         return found
 
     async def search(self, metadata: dict, ids, limit: int) -> list[str]:
+        check_metadata(metadata)
         return await asyncio.get_running_loop().run_in_executor(
             self._readers, self._search, metadata, ids, limit
         )
@@ -287,6 +310,7 @@ class SqliteStore:
         return None if row is None else Lease(thread_id, token, row[0])
 
     async def claim(self, thread_id: str, ttl: float) -> Lease | None:
+        check_thread(thread_id)
         return await self._on_writer(self._claim, thread_id, ttl)
 
     def _renew(self, lease: Lease, ttl: float) -> bool:

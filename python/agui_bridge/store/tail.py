@@ -2,17 +2,23 @@
 
 Messages are appended and never changed once stored, so what a process has
 decoded stays true: a load asks the store for the messages after the last one
-it holds (``seq``) and appends them here. Each load gets a new list and
-forks of the id sets (``ids.py``: only their few newest ids are copied); the
-message dicts themselves are shared (a run must not change them).
+it holds (``seq``) and appends them here (a row that is not an AG-UI message,
+or not JSON, is left out here, the one place every store reads them through).
+Each load gets a new list and forks of the id sets (``ids.py``: only their few
+newest ids are copied); the message dicts themselves are shared (a run must
+not change them).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 
+from ..shapes import usable
 from .ids import HeldIds
+
+log = logging.getLogger("agui_bridge.store")
 
 # Decoded messages kept per process, over all threads (least recently used go first).
 MAX_CACHED_MESSAGES = 200_000
@@ -31,10 +37,15 @@ class Tail:
 
     def extend(self, messages, seq: int) -> None:
         for message in messages:
-            self.messages.append(message)
-            message_id = message.get("id")
+            message_id = message.get("id") if isinstance(message, dict) else None
             if isinstance(message_id, str):
-                self.ids.add(message_id)
+                self.ids.add(message_id)  # held: a message under it is not stored again
+            if not usable(message):
+                # Stored before the door checked shapes (shapes.py): one bad row
+                # is left out of the thread rather than failing every reader.
+                log.warning("a stored message of another shape is left out (id %r)", message_id)
+                continue
+            self.messages.append(message)
             if message.get("role") == "assistant":
                 for call in message.get("toolCalls") or ():
                     if isinstance(call, dict) and isinstance(call.get("id"), str):
