@@ -91,7 +91,9 @@ def langgraph_agent(graph, *, messages_key: str = "messages", config: dict | Non
                 i if "id" in i else {"id": ctx.new_id("interrupt"), **i} for i in stream.interrupts
             ]
             outcome = {"type": "interrupt", "interrupts": interrupts}
-            yield {"type": "RUN_FINISHED", "outcome": outcome}
+            yield {"type": "RUN_FINISHED", "outcome": outcome, **stream.usage()}
+        elif stream.usages:
+            yield {"type": "RUN_FINISHED", **stream.usage()}
 
     # Its items are AG-UI events: App serves it with the events dialect.
     run.agui_dialect = "events"
@@ -160,6 +162,17 @@ class _Stream:
         self.calls: dict[tuple, list] = {}
         # Interrupts shape the run's RUN_FINISHED; the stream goes on until the graph stops.
         self.interrupts: list[dict] = []
+        # The chat models' token usage, one TokenUsage per AI message (contract section 8).
+        self.usages: list[dict] = []
+
+    def usage(self) -> dict:
+        """The RUN_FINISHED field that reports the run's usage (the core sums it per model)."""
+        return {"usage": self.usages} if self.usages else {}
+
+    def _count(self, message) -> None:
+        entry = _token_usage(message)
+        if entry:
+            self.usages.append(entry)
 
     def events(self, mode: str, chunk: Any) -> list[dict]:
         if mode == "messages":
@@ -184,6 +197,7 @@ class _Stream:
                 {"type": "TOOL_CALL_RESULT", **_call(message.tool_call_id), "content": content}
             )
         elif isinstance(message, AIMessage) and message.id not in self.streamed:
+            self._count(message)
             out.extend(_reasoning(message))
             said = _content_text(message.content)
             if said:
@@ -205,6 +219,9 @@ class _Stream:
             if any(key[0] != message.id for key in self.calls):
                 out.extend(self.close_calls())
         out.extend(_reasoning(message))
+        entry = _token_usage(message)  # streamed usage comes in its own chunk
+        if entry:
+            self.usages.append(entry)
         said = _content_text(message.content)
         if said:
             out.append(_text(said))
@@ -284,6 +301,31 @@ def _interrupt(interrupt) -> dict:
     if schema is not None:
         out["responseSchema"] = _json(schema)
     return out
+
+
+def _token_usage(message) -> dict | None:
+    """A message's ``usage_metadata`` as an AG-UI 1.0 ``TokenUsage``."""
+    usage = getattr(message, "usage_metadata", None)
+    if not usage:
+        return None
+    entry: dict = {}
+    meta = getattr(message, "response_metadata", None) or {}
+    provider = meta.get("model_provider") or meta.get("ls_provider")
+    model = meta.get("model_name") or meta.get("model")
+    if isinstance(provider, str):
+        entry["provider"] = provider
+    if isinstance(model, str):
+        entry["model"] = model
+    counts = {
+        "inputTokens": usage.get("input_tokens"),
+        "outputTokens": usage.get("output_tokens"),
+        "totalTokens": usage.get("total_tokens"),
+        "reasoningTokens": (usage.get("output_token_details") or {}).get("reasoning"),
+        "cachedInputTokens": (usage.get("input_token_details") or {}).get("cache_read"),
+        "cacheWriteInputTokens": (usage.get("input_token_details") or {}).get("cache_creation"),
+    }
+    entry.update((k, v) for k, v in counts.items() if isinstance(v, int) and v >= 0)
+    return entry
 
 
 def _reasoning(message) -> list[dict]:

@@ -145,9 +145,12 @@ def pydantic_ai_agent(
             yield {
                 "type": "RUN_FINISHED",
                 "outcome": {"type": "interrupt", "interrupts": interrupts},
+                **stream.usage,
             }
         elif stream.result is not None:
-            yield {"type": "RUN_FINISHED", "result": stream.result}
+            yield {"type": "RUN_FINISHED", "result": stream.result, **stream.usage}
+        elif stream.usage:
+            yield {"type": "RUN_FINISHED", **stream.usage}
 
     # Its items are AG-UI events: App serves it with the events dialect.
     run.agui_dialect = "events"
@@ -233,6 +236,8 @@ class _Stream:
         # part index -> the reasoning message id of a thinking part
         self.thoughts: dict[int, str] = {}
         self.new_id = new_id
+        # The run's model usage, for a 1.0 client's RUN_FINISHED (contract section 8).
+        self.usage: dict = {}
         # part index -> [tool call id, arguments streamed as text so far?]
         self.calls: dict[int, list] = {}
         # tool call id -> its events, held back
@@ -331,6 +336,9 @@ class _Stream:
                 self.approvals.append(call)
             return out
         if isinstance(event, AgentRunResultEvent):
+            usages = [_token_usage(m) for m in event.result.new_messages()]
+            if any(usages):
+                self.usage = {"usage": [u for u in usages if u]}
             output = event.result.output
             if not (isinstance(output, str | DeferredToolRequests) or output is None):
                 self.result = _JSON.dump_python(output, mode="json")
@@ -340,6 +348,28 @@ class _Stream:
 def _text(delta: str) -> dict:
     # No messageId: the core streams it under the open message or a fresh id.
     return {"type": "TEXT_MESSAGE_CHUNK", "delta": delta}
+
+
+def _token_usage(message) -> dict | None:
+    """A model response's usage as an AG-UI 1.0 ``TokenUsage`` (the core sums them per model)."""
+    if not isinstance(message, ModelResponse):
+        return None
+    usage = message.usage
+    entry: dict = {}
+    if isinstance(message.provider_name, str):
+        entry["provider"] = message.provider_name
+    if isinstance(message.model_name, str):
+        entry["model"] = message.model_name
+    details = getattr(usage, "details", None) or {}
+    counts = {
+        "inputTokens": usage.input_tokens,
+        "outputTokens": usage.output_tokens,
+        "reasoningTokens": details.get("reasoning_tokens"),
+        "cachedInputTokens": usage.cache_read_tokens,
+        "cacheWriteInputTokens": usage.cache_write_tokens,
+    }
+    entry.update((k, v) for k, v in counts.items() if isinstance(v, int) and v > 0)
+    return entry if any(k.endswith("Tokens") for k in entry) else None
 
 
 def _thought(message_id: str, delta: str) -> dict:
