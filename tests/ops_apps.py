@@ -6,7 +6,7 @@ OPS_METRICS ("1": on), OPS_DRAIN (s). Callers authenticate with
 ``authorization: Bearer <name>`` (the identity is ``{"id": name}``) unless
 OPS_OPEN is "1".
 
-The "talk" agent answers each user message with a few words; a message
+The "talk" agent (and "other", the same) answers each user message with a few words; a message
 "slow N" streams N deltas half a second apart (a run that lasts); "ask"
 suspends the run on an interrupt; "boom" fails with an exception.
 """
@@ -69,6 +69,11 @@ def make_app() -> App:
             raise RuntimeError("boom")
         yield c.text_delta("you said: ")
         yield c.text_delta(str(len(words)) + " words")
+
+    @app.agent("other")
+    async def other(ctx):
+        async for item in talk(ctx):
+            yield item
 
     return app
 

@@ -1,0 +1,167 @@
+"""Per-identity limits (agui_bridge.ops.limits) on `agui-bridge serve`: 429 JSON with
+Retry-After before any run starts (nothing stored), for concurrent runs per identity
+and per agent, readers per identity and per run, run starts per minute; with Redis
+run logs the counts are shared by two nodes (a limit of 2 is 2 across them)."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+
+import httpx
+import orjson
+
+from tests.servers import serve_cli
+
+TARGET = "tests.ops_apps:app"
+
+
+def _auth(who: str) -> dict:
+    return {"authorization": f"Bearer {who}"}
+
+
+def _body(thread_id: str, text: str) -> dict:
+    return {"threadId": thread_id, "runId": thread_id + "-r",
+            "messages": [{"id": thread_id + "-m", "role": "user", "content": text}]}  # fmt: skip
+
+
+class Slow:
+    """A run that lasts (``slow 60``), read in a thread until it ends."""
+
+    def __init__(self, base: str, agent: str, thread_id: str, who: str):
+        self.first = threading.Event()
+        self.lines: list[str] = []
+        self.status = None
+        self.thread = threading.Thread(target=self._read, args=(base, agent, thread_id, who))
+        self.thread.start()
+        assert self.first.wait(20), "the slow run did not start"
+
+    def _read(self, base, agent, thread_id, who):
+        with httpx.stream("POST", f"{base}/agui/{agent}", json=_body(thread_id, "slow 60"),
+                          headers=_auth(who), timeout=60) as response:  # fmt: skip
+            self.status = response.status_code
+            for line in response.iter_lines():
+                self.lines.append(line)
+                self.first.set()
+        self.first.set()
+
+
+def _refused(response, code: str) -> None:
+    assert response.status_code == 429, response.text
+    assert response.headers["content-type"] == "application/json"
+    assert response.json()["error"]["code"] == code
+    assert int(response.headers["retry-after"]) >= 1
+
+
+def _cancel(base: str, thread_id: str, who: str) -> None:
+    r = httpx.post(f"{base}/threads/{thread_id}/runs/{thread_id}-r/cancel", headers=_auth(who))
+    assert r.status_code == 202, r.text
+
+
+def _state(base: str, thread_id: str, who: str) -> int:
+    return httpx.get(f"{base}/threads/{thread_id}/state", headers=_auth(who)).status_code
+
+
+def test_runs_and_agent_runs_per_identity(pg_url):
+    limits = {"runs": 2, "agent_runs": 1}
+    env = {"OPS_LIMITS": orjson.dumps(limits).decode(), "OPS_STORE": pg_url}
+    with serve_cli(env, target=TARGET) as server:
+        base = server.base_url
+        runs = [Slow(base, "talk", "a1", "ann")]
+        # A second run of the same agent: past agent_runs.
+        _refused(httpx.post(base + "/agui/talk", json=_body("a2", "hi"), headers=_auth("ann")),
+                 "too_many_agent_runs")  # fmt: skip
+        assert _state(base, "a2", "ann") == 404  # nothing stored
+        runs.append(Slow(base, "other", "a3", "ann"))
+        # A third run: past runs, whatever the agent.
+        _refused(httpx.post(base + "/agui/other", json=_body("a4", "hi"), headers=_auth("ann")),
+                 "too_many_runs")  # fmt: skip
+        assert _state(base, "a4", "ann") == 404
+        # Another identity is not held back.
+        ok = httpx.post(base + "/agui/talk", json=_body("b1", "hi"), headers=_auth("bob"))
+        assert ok.status_code == 200 and "RUN_FINISHED" in ok.text
+        # Once a run ends its slot is free again.
+        _cancel(base, "a1", "ann")
+        runs[0].thread.join(30)
+        deadline = time.monotonic() + 10
+        while True:
+            again = httpx.post(base + "/agui/talk", json=_body("a5", "hi"), headers=_auth("ann"))
+            if again.status_code == 200 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert again.status_code == 200 and "RUN_FINISHED" in again.text
+        _cancel(base, "a3", "ann")
+        for run in runs:
+            run.thread.join(30)
+
+
+def test_readers_and_start_rate():
+    limits = {"readers": 1, "run_readers": 2, "starts_per_minute": 4}
+    env = {"OPS_LIMITS": orjson.dumps(limits).decode()}
+    with serve_cli(env, target=TARGET) as server, contextlib.ExitStack() as stack:
+        base = server.base_url
+        run = Slow(base, "talk", "r1", "ann")  # its own response is not a reader
+        readers = []
+
+        def join(who: str):
+            response = stack.enter_context(
+                httpx.stream("GET", base + "/threads/r1/events", headers=_auth(who), timeout=30)
+            )
+            if response.status_code == 200:
+                # Reading (the iterator kept: dropping it would close the stream).
+                readers.append(response.iter_lines())
+                next(readers[-1])
+            else:
+                response.read()
+            return response
+
+        assert join("ann").status_code == 200
+        _refused(join("ann"), "too_many_readers")
+        assert join("bob").status_code == 200
+        _refused(join("cy"), "too_many_run_readers")
+        # Run starts: 4 a minute, a burst of 4; the fifth waits (one start is 15 s).
+        for n in range(4):
+            ok = httpx.post(base + "/agui/other", json=_body(f"q{n}", "hi"), headers=_auth("dan"))
+            assert ok.status_code == 200
+        late = httpx.post(base + "/agui/other", json=_body("q9", "hi"), headers=_auth("dan"))
+        _refused(late, "rate_limited")
+        assert int(late.headers["retry-after"]) <= 15
+        assert _state(base, "q9", "dan") == 404
+        _cancel(base, "r1", "ann")
+        run.thread.join(30)
+
+
+def test_a_limit_of_two_is_two_across_two_nodes(pg_url, redis_url):
+    limits = {"runs": 2, "run_readers": 1}
+    env = {"OPS_LIMITS": orjson.dumps(limits).decode(), "OPS_STORE": pg_url,
+           "OPS_RUNS": redis_url}  # fmt: skip
+    with serve_cli(env, target=TARGET, workers=2) as one, serve_cli(env, target=TARGET,
+                                                                    workers=2) as two:  # fmt: skip
+        runs = [Slow(one.base_url, "talk", "n1", "ann"), Slow(two.base_url, "talk", "n2", "ann")]
+        for node in (one, two):
+            _refused(httpx.post(node.base_url + "/agui/other", json=_body("n3", "hi"),
+                                headers=_auth("ann")), "too_many_runs")  # fmt: skip
+        assert _state(one.base_url, "n3", "ann") == 404
+        ok = httpx.post(two.base_url + "/agui/talk", json=_body("m1", "hi"), headers=_auth("bob"))
+        assert ok.status_code == 200
+        # One reader of n1 at a time, wherever it connects.
+        with httpx.stream("GET", one.base_url + "/threads/n1/events", headers=_auth("bob"),
+                          timeout=30) as first:  # fmt: skip
+            assert first.status_code == 200
+            lines = first.iter_lines()
+            next(lines)
+            second = httpx.get(two.base_url + "/threads/n1/events", headers=_auth("cy"))
+            _refused(second, "too_many_run_readers")
+        _cancel(two.base_url, "n1", "ann")
+        runs[0].thread.join(30)
+        deadline = time.monotonic() + 10
+        while True:
+            again = httpx.post(two.base_url + "/agui/talk", json=_body("n4", "hi"),
+                               headers=_auth("ann"))  # fmt: skip
+            if again.status_code == 200 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert again.status_code == 200 and "RUN_FINISHED" in again.text
+        _cancel(one.base_url, "n2", "ann")
+        runs[1].thread.join(30)
