@@ -89,6 +89,41 @@ EVENT_RUN = [
     {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1"},
 ]
 
+# Contract section 8: reasoning open and closed around text, a tool call and an
+# encrypted value; a joiner gets it re-opened by the prelude.
+CRUMB_RUN_REASONING = [
+    {"type": "reasoning:delta", "delta": "Let me "},
+    {"type": "reasoning:delta", "delta": "think."},
+    {"type": "reasoning:encrypted", "encryptedValue": "sig"},
+    td("Answer"),
+    {"type": "reasoning:delta", "delta": "More."},
+    {"type": "tool:input:start", "toolCallId": "c1", "toolName": "f"},
+    {"type": "reasoning:delta", "delta": "While the call streams."},
+    {"type": "tool:input:delta", "toolCallId": "c1", "delta": "{}"},
+    {
+        "type": "reasoning:encrypted",
+        "encryptedValue": "k",
+        "entityId": "c1",
+        "subtype": "tool-call",
+    },
+    {"type": "reasoning:end"},
+    {"type": "tool:result", "toolCallId": "c1", "result": "ok"},
+    {"type": "reasoning:delta", "delta": "Last."},
+    {"type": "agent:run:end"},
+]
+
+EVENT_RUN_REASONING = [
+    {"type": "REASONING_START", "messageId": "s"},
+    {"type": "REASONING_MESSAGE_START", "messageId": "m", "role": "reasoning"},
+    {"type": "REASONING_MESSAGE_CONTENT", "messageId": "m", "delta": "a"},
+    {"type": "TEXT_MESSAGE_CHUNK", "delta": "text"},
+    {"type": "REASONING_MESSAGE_CONTENT", "messageId": "m", "delta": "b"},
+    {"type": "REASONING_MESSAGE_END", "messageId": "m"},
+    {"type": "REASONING_END", "messageId": "s"},
+    {"type": "REASONING_MESSAGE_CHUNK", "delta": "c"},
+    {"type": "RUN_FINISHED"},
+]
+
 RUNS = {"crumbs": CRUMB_RUN, "chunks": CHUNK_RUN, "events": EVENT_RUN}
 
 
@@ -258,8 +293,10 @@ def joins(impl, dialect, run):
         ("crumbs", CRUMB_RUN_TOOLS_FIRST),
         ("chunks", CHUNK_RUN),
         ("events", EVENT_RUN),
+        ("crumbs", CRUMB_RUN_REASONING),
+        ("events", EVENT_RUN_REASONING),
     ],
-    ids=["crumbs", "crumbs-tools-first", "chunks", "events"],
+    ids=["crumbs", "crumbs-tools-first", "chunks", "events", "reasoning", "events-reasoning"],
 )
 def test_a_joining_reader_ends_like_a_whole_one(impl, version, dialect, run):
     node = shutil.which("node")
