@@ -181,7 +181,7 @@ def test_what_is_not_an_agent_is_refused():
     for i, bad in enumerate([None, 42, "agent", coroutine, generator, no_context, two_required]):
         with pytest.raises(TypeError, match="agent"):
             app.agent(f"bad{i}")(bad)
-    assert not app._agents and not app._routes
+    assert not app._agents and not app.routes.has("/ag-ui/run")
 
     async def fine(ctx, extra=None):
         yield c.text_delta("x")

@@ -20,6 +20,7 @@ from urllib.parse import quote
 
 from .ingress.asgi import serve_asgi
 from .ingress.handler import Handler, HttpError
+from .ingress.routes import Routes
 from .ingress.rsgi import RsgiConn
 from .ops import Ops
 from .ops.serve import watch_drain
@@ -172,7 +173,6 @@ class App:
         self.closing = False  # the worker is shutting down: no new runs
         self._drain_task: asyncio.Task | None = None
         self._agents: dict[str, Agent] = {}
-        self._routes: dict[str, Agent] = {}
         self._listeners: list[Callable] = []
         self._active: dict[str, Any] = {}
         # thread_id -> (its lease, the task renewing it), for the runs of this process
@@ -181,6 +181,8 @@ class App:
         if playground is True:
             playground = "/"
         self.playground = Playground(playground) if playground else None
+        # Every route of the app, both protocols' included (``Routes.add``).
+        self.routes = Routes()
         self._handler = Handler(self)
         self._front = self.ops.front(self._handler)
 
@@ -233,15 +235,11 @@ class App:
             if chosen is not None:
                 paths.append(chosen)
             paths.append("/agui/" + agent_id)
-            for p in paths:
-                if p in self._routes or (self.playground and self.playground.get(p)):
-                    raise ValueError(f"path {p!r} is already taken")
             agent = Agent(
                 agent_id, fn, tuple(paths), chosen_dialect, authorize_thread, authorize_stream
             )
+            self._handler.add_agent(agent)
             self._agents[agent_id] = agent
-            for p in paths:
-                self._routes[p] = agent
             return fn
 
         return register

@@ -46,6 +46,29 @@ class StoreUnavailable(AguiBridgeError):
     code ``store_unavailable`` when a run's save fails on it."""
 
 
+class HttpError(Exception):
+    """A request answered with ``status`` and a JSON error body ``{error: {code, message}}``."""
+
+    def __init__(self, status: int, code: str, message: str, headers=()):
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.headers = list(headers)
+
+
+class Closed(Exception):
+    """The client of a response is gone (raised by a front end's ``send``)."""
+
+
+class TooLarge(Exception):
+    """A request body over the limit (raised by a front end's ``read_body``)."""
+
+
+class BrokenBody(Exception):
+    """The body ended before its end (bad chunked framing, or the client left)."""
+
+
 # A run's RUN_ERROR code is the class name of the exception it failed with.
 ServerShutdown.__name__ = ServerShutdown.__qualname__ = "server_shutdown"
 RunsUnavailable.__name__ = RunsUnavailable.__qualname__ = "runs_unavailable"
@@ -56,11 +79,15 @@ StoreUnavailable.__name__ = StoreUnavailable.__qualname__ = "store_unavailable"
 
 __all__ = [
     "AguiBridgeError",
+    "BrokenBody",
+    "Closed",
     "CrumbError",
+    "HttpError",
     "LeaseLost",
     "RunInputError",
     "RunLost",
     "RunsUnavailable",
     "ServerShutdown",
     "StoreUnavailable",
+    "TooLarge",
 ]

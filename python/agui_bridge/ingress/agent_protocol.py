@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from functools import partial
 from urllib.parse import parse_qs
 
 import orjson
@@ -105,103 +106,53 @@ class AgentProtocol:
         self.app = handler.app
         self.registry = Registry(handler.app)
 
-    # -- routing -------------------------------------------------------------
+    # -- routes --------------------------------------------------------------
 
-    async def route(self, conn) -> bool:
-        """Serves ``conn`` when its path is an Agent Protocol route; False otherwise."""
-        path = conn.path
-        try:
-            if path == "/threads" or path.startswith("/threads/"):
-                parts = path[len("/threads/") :].split("/") if path != "/threads" else []
-                return await self._threads(conn, parts)
-            if path == "/runs" or path.startswith("/runs/"):
-                return await self._stateless(conn, path[len("/runs/") :])
-            if path.startswith("/assistants/"):
-                return await self._assistants(conn, path[len("/assistants/") :].split("/"))
-        except HttpError as error:
-            if error.status == 400 and error.code != "invalid_content_length":
-                raise HttpError(422, error.code, error.message, error.headers) from None
-            raise
-        except RunInputError as error:  # an id or a message the thread cannot take
-            raise _unprocessable(str(error)) from None
-        return False
+    def register(self, routes) -> None:
+        """The Agent Protocol's rows in the app's route table.
 
-    async def _threads(self, conn, parts: list[str]) -> bool:
-        method = conn.method
-        n = len(parts)
-        if n == 0:
-            _allow(conn, "POST")
-            await self._create_thread(conn)
-        elif n == 1 and parts[0] == "search" and method == "POST":
-            await self._search(conn)
-        elif n == 1 and parts[0]:
-            _allow(conn, "GET", "PATCH", "DELETE")
-            await {"GET": self._get_thread, "PATCH": self._patch_thread}.get(
-                method, self._delete_thread
-            )(conn, parts[0])
-        elif n == 2 and parts[0] and parts[1] == "state" and method == "POST":
-            await self._update_state(conn, parts[0])
-        elif n == 2 and parts[0] and parts[1] == "history":
-            _allow(conn, "GET", "POST")
-            await self._history(conn, parts[0])
-        elif n == 2 and parts[0] and parts[1] == "runs":
-            _allow(conn, "GET", "POST")
-            if method == "GET":
-                await self._list_runs(conn, parts[0])
-            else:
-                await self._create_run(conn, parts[0], "background")
-        elif n == 3 and parts[0] and parts[1] == "runs" and parts[2] in ("wait", "stream"):
-            _allow(conn, "POST")
-            await self._create_run(conn, parts[0], parts[2])
-        elif n == 3 and parts[0] and parts[1] == "runs" and parts[2]:
-            _allow(conn, "GET", "DELETE")
-            if method == "GET":
-                await self._get_run(conn, parts[0], parts[2])
-            else:
-                await self._delete_run(conn, parts[0], parts[2])
-        elif n == 4 and parts[0] and parts[1] == "runs" and parts[2]:
-            action = parts[3]
-            if action == "join":
-                _allow(conn, "GET")
-                await self._join(conn, parts[0], parts[2])
-            elif action == "stream":
-                _allow(conn, "GET")
-                await self._join_stream(conn, parts[0], parts[2])
-            elif action == "cancel":
-                _allow(conn, "POST")
-                await self._cancel(conn, parts[0], parts[2])
-            else:
-                return False
-        else:
-            return False  # the AG-UI routes: state, events
-        return True
+        ``POST …/runs/{run}/cancel`` is the one cancel of both protocols (a
+        queued run is the Agent Protocol's; a live one stops the AG-UI way).
+        """
 
-    async def _stateless(self, conn, rest: str) -> bool:
-        if rest not in ("wait", "stream", ""):
-            return False
-        _allow(conn, "POST")
-        await self._create_run(conn, None, rest or "background")
-        return True
+        def add(methods, pattern, endpoint):
+            routes.add(methods, pattern, _unprocessable_errors(endpoint))
 
-    async def _assistants(self, conn, parts: list[str]) -> bool:
-        if parts == ["search"] and conn.method == "POST":
-            _, body = await self._body(conn, "read")
-            limit = _int(body.get("limit"), "limit", 10, 1, MAX_PAGE)
-            offset = _int(body.get("offset"), "offset", 0, 0, 1 << 31)
-            graph = body.get("graph_id")
-            agents = [a for a in self.app._agents.values() if graph in (None, a.agent_id)]
-            found = [assistant(a) for a in agents[offset : offset + limit]]
-            await conn.respond(200, orjson.dumps(found), JSON)
-            return True
-        if len(parts) == 1 and parts[0]:
-            _allow(conn, "GET")
-            await self._identity(conn, "read")
-            agent = self.app._agents.get(parts[0])
-            if agent is None:
-                raise HttpError(404, "not_found", f"no assistant {parts[0]!r}")
-            await conn.respond(200, orjson.dumps(assistant(agent)), JSON)
-            return True
-        return False
+        run = "/threads/{thread_id}/runs/{run_id}"
+        add("POST", "/threads", self._create_thread)
+        add("POST", "/threads/search", self._search)
+        add("GET", "/threads/{thread_id}", self._get_thread)
+        add("PATCH", "/threads/{thread_id}", self._patch_thread)
+        add("DELETE", "/threads/{thread_id}", self._delete_thread)
+        add("POST", "/threads/{thread_id}/state", self._update_state)
+        add(("GET", "POST"), "/threads/{thread_id}/history", self._history)
+        add("GET", "/threads/{thread_id}/runs", self._list_runs)
+        for kind, suffix in (("background", ""), ("wait", "/wait"), ("stream", "/stream")):
+            add("POST", "/threads/{thread_id}/runs" + suffix, partial(self._create_run, kind=kind))
+            add("POST", "/runs" + suffix, partial(self._create_run, thread_id=None, kind=kind))
+        add("GET", run, self._get_run)
+        add("DELETE", run, self._delete_run)
+        add("GET", run + "/join", self._join)
+        add("GET", run + "/stream", self._join_stream)
+        add("POST", run + "/cancel", self._cancel)
+        add("POST", "/assistants/search", self._search_assistants)
+        add("GET", "/assistants/{assistant_id}", self._get_assistant)
+
+    async def _search_assistants(self, conn) -> None:
+        _, body = await self._body(conn, "read")
+        limit = _int(body.get("limit"), "limit", 10, 1, MAX_PAGE)
+        offset = _int(body.get("offset"), "offset", 0, 0, 1 << 31)
+        graph = body.get("graph_id")
+        agents = [a for a in self.app._agents.values() if graph in (None, a.agent_id)]
+        found = [assistant(a) for a in agents[offset : offset + limit]]
+        await conn.respond(200, orjson.dumps(found), JSON)
+
+    async def _get_assistant(self, conn, assistant_id: str) -> None:
+        await self._identity(conn, "read")
+        agent = self.app._agents.get(assistant_id)
+        if agent is None:
+            raise HttpError(404, "not_found", f"no assistant {assistant_id!r}")
+        await conn.respond(200, orjson.dumps(assistant(agent)), JSON)
 
     # -- requests ------------------------------------------------------------
 
@@ -490,9 +441,6 @@ class AgentProtocol:
         stateless = thread_id is None
         if stateless:
             thread_id = str(uuid.uuid4())
-        elif "/" in thread_id:
-            raise HttpError(404, "not_found", f"no thread {thread_id!r}")
-        check_id(thread_id, "the thread id")
         thread = await self._thread(identity, thread_id, agent, must_exist=False)
         if thread is None and not stateless and if_not_exists == "reject":
             raise HttpError(404, "not_found", f"no thread {thread_id!r}")
@@ -801,14 +749,20 @@ def _drop(queue: list, entry) -> None:
         queue.remove(entry)
 
 
-def _allow(conn, *methods: str) -> None:
-    if conn.method not in methods:
-        raise HttpError(
-            405,
-            "method_not_allowed",
-            f"{conn.method} is not allowed on {conn.path}; use {' or '.join(methods)}",
-            [("allow", ", ".join(methods))],
-        )
+def _unprocessable_errors(endpoint):
+    """An Agent Protocol endpoint: a malformed request is 422 (the LangGraph convention)."""
+
+    async def serve(conn, **params) -> None:
+        try:
+            await endpoint(conn, **params)
+        except HttpError as error:
+            if error.status == 400 and error.code != "invalid_content_length":
+                raise HttpError(422, error.code, error.message, error.headers) from None
+            raise
+        except RunInputError as error:  # an id or a message the thread cannot take
+            raise _unprocessable(str(error)) from None
+
+    return serve
 
 
 def _after(conn) -> int:

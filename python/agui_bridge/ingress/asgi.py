@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from .handler import BrokenBody, Closed, TooLarge
+from ..errors import BrokenBody, Closed, TooLarge
 
 
 class Aborted(Exception):

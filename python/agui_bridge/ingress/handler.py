@@ -1,9 +1,10 @@
 """The one request handler both front ends (ASGI, RSGI) drive.
 
 A front end wraps its request in a ``Conn`` (method, path, headers, the body,
-a JSON response, a stream, a disconnect watcher); everything else is here:
-routing, the request rules (answered before any run starts, with a JSON error
-body), auth, the thread, the run and the response pump.
+a JSON response, a stream, a disconnect watcher); the route table
+(``routes.Routes``) names the endpoint, and the AG-UI endpoints are here: the
+request rules (answered before any run starts, with a JSON error body), auth,
+the thread, the run and its streams.
 
 Every response that streams a run is a cursor on the run's log; the pump,
 its flow control and what a slow reader costs are in ``runs.cursor``.
@@ -14,13 +15,14 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+from functools import partial
 from typing import Any
 
 import orjson
 
 from .. import RunInputError, map_run_input
 from ..context import Resumption, RunContext
-from ..errors import LeaseLost, RunsUnavailable, StoreUnavailable
+from ..errors import Closed, HttpError, LeaseLost, RunsUnavailable, StoreUnavailable, TooLarge
 from ..playground import response as playground_response
 from ..runs import (
     STREAM_HEADERS,
@@ -36,27 +38,6 @@ from ..store.ids import HeldIds
 from ..store.lease import save
 
 log = logging.getLogger("agui_bridge.ingress")
-
-
-class Closed(Exception):
-    """The client is gone (raised by a front end's ``send``)."""
-
-
-class TooLarge(Exception):
-    pass
-
-
-class BrokenBody(Exception):
-    """The body ended before its end (bad chunked framing, or the client left)."""
-
-
-class HttpError(Exception):
-    def __init__(self, status: int, code: str, message: str, headers=()):
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
-        self.headers = list(headers)
 
 
 _UNREAD = object()
@@ -132,13 +113,38 @@ class Handler:
         from .agent_protocol import AgentProtocol
 
         self.app = app
+        self.routes = app.routes
         self.agent_protocol = AgentProtocol(self)
+        # The Agent Protocol's rows first: a path both match is its (e.g. a run
+        # named "state"), as before the table.
+        self.agent_protocol.register(self.routes)
+        self.register(self.routes)
+
+    def register(self, routes) -> None:
+        """The AG-UI rows of the route table (an agent's run paths: ``add_agent``)."""
+        routes.add("GET", "/agents", self._agents)
+        routes.add("GET", "/threads/{thread_id}/events", self._join)
+        routes.add("GET", "/threads/{thread_id}/runs/{run_id}/events", self._events)
+        # A thread id here may hold '/' (AG-UI threads are any string).
+        routes.add("GET", "/threads/{thread_id:path}/state", self._state)
+        playground = self.app.playground
+        for path, page in playground.files.items() if playground is not None else ():
+            routes.add("GET", path, partial(self._page, page=page), literal=True)
+
+    def add_agent(self, agent) -> None:
+        """An agent's run paths (``POST``); ValueError when one is taken."""
+        for path in agent.paths:
+            if self.routes.has(path):
+                raise ValueError(f"path {path!r} is already taken")
+        for path in agent.paths:
+            self.routes.add("POST", path, partial(self._run, agent=agent), literal=True)
 
     # -- entry -------------------------------------------------------------
 
     async def handle(self, conn) -> None:
         try:
-            await self._handle(conn)
+            endpoint, params = self.routes.match(conn.method, conn.path)
+            await endpoint(conn, **params)
         except HttpError as error:
             await conn.respond(
                 error.status,
@@ -180,35 +186,9 @@ class Handler:
                 [("content-type", "application/json")],
             )
 
-    async def _handle(self, conn) -> None:
-        app = self.app
-        path = conn.path
-        agent = app._routes.get(path)
-        if agent is not None:
-            if conn.method != "POST":
-                raise HttpError(
-                    405,
-                    "method_not_allowed",
-                    f"{conn.method} is not allowed on {path}; use POST",
-                    [("allow", "POST")],
-                )
-            await self._run(conn, agent)
-            return
-        if await self.agent_protocol.route(conn):
-            return
-        if path.startswith("/threads/"):
-            await self._threads(conn, path[len("/threads/") :].split("/"))
-            return
-        if path == "/agents":
-            _only(conn, "GET")
-            await self._agents(conn)
-            return
-        if app.playground is not None and (page := app.playground.get(path)) is not None:
-            _only(conn, "GET")
-            await self._reader(conn)
-            await conn.respond(*playground_response(page, conn.headers))
-            return
-        raise HttpError(404, "not_found", f"no route for {path}")
+    async def _page(self, conn, page) -> None:
+        await self._reader(conn)
+        await conn.respond(*playground_response(page, conn.headers))
 
     async def _reader(self, conn):
         """authenticate, then the 'read' (or 'run') action: who may look at the app."""
@@ -230,28 +210,6 @@ class Handler:
             orjson.dumps({"agents": agents}),
             [("content-type", "application/json"), ("cache-control", "no-cache")],
         )
-
-    async def _threads(self, conn, parts: list[str]) -> None:
-        """``/threads/{id}/state``, ``…/events``, ``…/runs/{run}/events`` and ``…/cancel``."""
-        path = conn.path
-        if len(parts) == 2 and parts[0] and parts[1] == "events":
-            _only(conn, "GET")
-            await self._join(conn, parts[0])
-            return
-        if len(parts) == 4 and parts[0] and parts[1] == "runs" and parts[2]:
-            if parts[3] == "events":
-                _only(conn, "GET")
-                await self._events(conn, parts[0], parts[2])
-                return
-            if parts[3] == "cancel":
-                _only(conn, "POST")
-                await self._cancel(conn, parts[0], parts[2])
-                return
-        if len(parts) >= 2 and parts[-1] == "state" and parts[0]:
-            _only(conn, "GET")
-            await self._state(conn, "/".join(parts[:-1]))
-            return
-        raise HttpError(404, "not_found", f"no route for {path}")
 
     async def _identity(self, request: Request):
         app = self.app
@@ -647,16 +605,6 @@ class Handler:
             raise HttpError(409, "run_ended", f"run {run_id!r} has already ended")
         body = orjson.dumps({"threadId": thread_id, "runId": run_id, "status": "cancelled"})
         await conn.respond(202, body, [("content-type", "application/json")])
-
-
-def _only(conn, method: str) -> None:
-    if conn.method != method:
-        raise HttpError(
-            405,
-            "method_not_allowed",
-            f"{conn.method} is not allowed on {conn.path}; use {method}",
-            [("allow", method)],
-        )
 
 
 def _carried(messages) -> frozenset:

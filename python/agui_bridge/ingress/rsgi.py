@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from granian.rsgi import ProtocolClosed
 
-from .handler import Closed, TooLarge
+from ..errors import Closed, TooLarge
 
 
 class RsgiConn:
