@@ -1,4 +1,5 @@
-"""An Agent Protocol stream: a reader of a run's log, writing its events as stream parts.
+"""An Agent Protocol stream: a transform of a run's log (``Parts``) into stream parts,
+written by the one stream writer (``runs.cursor.Stream``) like every stream.
 
 The projector reads every event from the run's first (its values need the
 whole run); the parts of events up to the reader's position are not written.
@@ -8,14 +9,12 @@ client that resumes after n lost nothing of it and gets nothing twice.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 
 import orjson
 
 from .. import create_agui_repairer
-from ..runs import PING, Trimmed
-from ..runs.cursor import _send
+from ..runs import Trimmed
 from .runs import event_of
 from .stream import Projector, made_so_far
 
@@ -59,50 +58,60 @@ async def origin(app, record):
     return [m for m in thread.messages if m not in own], thread.state
 
 
-async def pump(app, conn, record, modes, after: int, gone) -> None:
-    """Writes the run's events after ``after`` as stream parts until the run ends.
+class Parts:
+    """The Agent Protocol's transform of a run's frames (``Stream.follow``): stream parts.
 
-    The projector reads every event from the first (the values need the
-    whole run); the parts of events up to ``after`` are not written. The
-    last part made from event n carries ``id: n``, so a client that
-    resumes after n lost nothing of it.
+    The projector reads every event from the run's first (its values need the
+    whole run); the parts of events up to ``after`` (the reader's resume
+    point) are not written. The last part made from event n carries ``id: n``.
     """
-    run_log = record.log
-    base, state = await origin(app, record)
-    projector = Projector(modes, record.assistant_id, record.thread_id, record.run_id, base, state)
-    timeout = app.limits.send_timeout
-    position = 0
-    while not gone.done():
-        try:
-            data, last = run_log.read(position, app.limits.max_write)
-        except Trimmed:
-            position = run_log.first - 1  # the oldest events are gone: go on from what is held
-            continue
-        if data:
-            out = []
-            n = position
-            for frame in data.split(b"\n\n"):
-                if not frame:
-                    continue
-                n += 1
-                event = event_of(frame)
-                parts = projector.feed(event) if event is not None else []
-                if n <= after:
-                    continue
-                for index, (name, payload) in enumerate(parts):
-                    out.append(sse(name, payload, n if index == len(parts) - 1 else None))
-            position = last
-            if out:
-                await _send(conn, b"".join(out), timeout)
-            continue
-        if run_log.ended:
-            return
-        waiter = run_log.waiter()
-        try:
-            done, _ = await asyncio.wait(
-                [waiter, gone], timeout=app.keepalive, return_when=asyncio.FIRST_COMPLETED
-            )
-        finally:
-            run_log.waiters.discard(waiter)
-        if not done:
-            await _send(conn, PING, timeout)
+
+    __slots__ = ("after", "projector", "whole")
+
+    def __init__(self, projector: Projector, after: int):
+        self.projector = projector
+        self.after = after
+        # values and updates are made from every event of the run, not only
+        # from those this reader is sent.
+        self.whole = bool({"values", "updates"} & set(projector.modes))
+
+    @classmethod
+    async def of(cls, app, record, modes, after: int) -> Parts:
+        base, state = await origin(app, record)
+        return cls(
+            Projector(modes, record.assistant_id, record.thread_id, record.run_id, base, state),
+            after,
+        )
+
+    def __call__(self, data: bytes, first: int) -> bytes:
+        out = []
+        n = first - 1
+        after = self.after
+        feed = self.projector.feed
+        for frame in data.split(b"\n\n"):
+            if not frame:
+                continue
+            n += 1
+            event = event_of(frame)
+            parts = feed(event) if event is not None else []
+            if n <= after:
+                continue
+            for index, (name, payload) in enumerate(parts):
+                out.append(sse(name, payload, n if index == len(parts) - 1 else None))
+        return b"".join(out)
+
+    def trimmed(self, position: int, held: int) -> tuple[int | None, bytes]:
+        """Events ``position + 1 … held - 1`` were dropped from the log.
+
+        Where the reader was sent none of them and needs none to make its
+        parts (no values, no updates), it goes on from what is held. Else it
+        is told, with an ``error`` part, and the stream ends: a client cannot
+        resume past a gap, so it never gets a stream with events missing.
+        """
+        if not self.whole and held - 1 <= self.after:
+            return held - 1, b""
+        message = (
+            f"events {position + 1} to {held - 1} of this run are no longer held (the run's log"
+            " keeps its newest max_log_bytes); read the thread's state instead"
+        )
+        return None, sse("error", {"error": "EventsTrimmed", "message": message})

@@ -28,15 +28,15 @@ import orjson
 
 from ..agent_protocol.messages import MessageError, to_agui
 from ..agent_protocol.objects import assistant, checkpoint, thread_state
-from ..agent_protocol.reader import pump, sse
+from ..agent_protocol.reader import Parts, sse
 from ..agent_protocol.runs import Registry, RunRecord, iso, terminal_event
 from ..agent_protocol.stream import MODES, interrupts_of, values_of
 from ..errors import RunInputError
 from ..run_input import Resume, RunInput, _check_depth, _text_of
-from ..runs import STREAM_HEADERS, Stalled
-from ..runs.cursor import _send
 from ..shapes import check_id
-from .handler import Closed, HttpError, _granted, thread_guards
+from ..runs import open_stream
+from .handler import HttpError, _granted, thread_guards
+from .params import bounded, last_event_id
 
 log = logging.getLogger("agui_bridge.ingress")
 
@@ -64,16 +64,6 @@ def _unprocessable(message: str, code: str = "invalid_request") -> HttpError:
 def _query(conn) -> dict[str, str]:
     parsed = parse_qs(conn.query_string or "", keep_blank_values=True)
     return {k: v[-1] for k, v in parsed.items()}
-
-
-def _int(value, name: str, default: int, low: int, high: int) -> int:
-    if value is None:
-        return default
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        value = int(value)
-    if type(value) is not int or not low <= value <= high:
-        raise _unprocessable(f"'{name}' must be an integer from {low} to {high}")
-    return value
 
 
 def _object(body: dict, key: str) -> dict:
@@ -140,8 +130,8 @@ class AgentProtocol:
 
     async def _search_assistants(self, conn) -> None:
         _, body = await self._body(conn, "read")
-        limit = _int(body.get("limit"), "limit", 10, 1, MAX_PAGE)
-        offset = _int(body.get("offset"), "offset", 0, 0, 1 << 31)
+        limit = bounded(body.get("limit"), "limit", 10, 1, MAX_PAGE)
+        offset = bounded(body.get("offset"), "offset", 0, 0, 1 << 31)
         graph = body.get("graph_id")
         agents = [a for a in self.app._agents.values() if graph in (None, a.agent_id)]
         found = [assistant(a) for a in agents[offset : offset + limit]]
@@ -269,8 +259,8 @@ class AgentProtocol:
         identity, body = await self._body(conn, "read")
         metadata = _object(body, "metadata")
         values = _object(body, "values")
-        limit = _int(body.get("limit"), "limit", 10, 1, MAX_PAGE)
-        offset = _int(body.get("offset"), "offset", 0, 0, MAX_SCAN)
+        limit = bounded(body.get("limit"), "limit", 10, 1, MAX_PAGE)
+        offset = bounded(body.get("offset"), "offset", 0, 0, MAX_SCAN)
         status = body.get("status")
         if status is not None and status not in ("idle", "busy", "interrupted", "error"):
             raise _unprocessable("'status' must be idle, busy, interrupted or error")
@@ -342,10 +332,10 @@ class AgentProtocol:
         # No checkpoints are kept: the history is the thread's one current state.
         if conn.method == "POST":
             identity, body = await self._body(conn, "read")
-            limit = _int(body.get("limit"), "limit", 10, 1, MAX_PAGE)
+            limit = bounded(body.get("limit"), "limit", 10, 1, MAX_PAGE)
         else:
             identity, _ = await self._identity(conn, "read")
-            limit = _int(_query(conn).get("limit"), "limit", 10, 1, MAX_PAGE)
+            limit = bounded(_query(conn).get("limit"), "limit", 10, 1, MAX_PAGE)
         thread = await self._thread(identity, thread_id)
         states = [thread_state(thread)][:limit]
         await conn.respond(200, orjson.dumps(states), JSON)
@@ -618,8 +608,8 @@ class AgentProtocol:
     async def _list_runs(self, conn, thread_id: str) -> None:
         identity, _ = await self._identity(conn, "read")
         query = _query(conn)
-        limit = _int(query.get("limit"), "limit", 10, 1, MAX_PAGE)
-        offset = _int(query.get("offset"), "offset", 0, 0, 1 << 31)
+        limit = bounded(query.get("limit"), "limit", 10, 1, MAX_PAGE)
+        offset = bounded(query.get("offset"), "offset", 0, 0, 1 << 31)
         status = query.get("status") or None
         await self._thread(identity, thread_id)
         runs = [r.as_json() for r in self.registry.of_thread(thread_id)]
@@ -666,7 +656,7 @@ class AgentProtocol:
 
     async def _join_stream(self, conn, thread_id: str, run_id: str) -> None:
         query = _query(conn)
-        after = _after(conn)
+        after = last_event_id(conn) or 0
         record = await self._run_of(conn, thread_id, run_id, "read")
         if record.log is not None:
             await self.app.ops.admit_reader(record.log)  # 429 past a per-identity limit
@@ -701,35 +691,27 @@ class AgentProtocol:
         self, conn, record, modes, after, headers, on_disconnect, keep, first=True
     ) -> None:
         app = self.app
-        await conn.start_stream(200, [*STREAM_HEADERS, *headers])
-        gone = asyncio.ensure_future(conn.wait_disconnect())
-        timeout = app.limits.send_timeout
-        try:
-            if first:
-                meta = {"run_id": record.run_id, "thread_id": record.thread_id, "attempt": 1}
-                await _send(conn, sse("metadata", meta), timeout)
-            started = asyncio.ensure_future(record.started.wait())
-            await asyncio.wait([started, gone], return_when=asyncio.FIRST_COMPLETED)
-            if not started.done():
-                started.cancel()
-                self._left(record, on_disconnect)
-                return
-            if record.failed is not None or record.log is None:
-                message = record.failed or "the run was cancelled before it started"
-                await _send(conn, sse("error", {"error": "RunNotStarted", "message": message}), 5)
-                return
-            await pump(self.app, conn, record, modes, after, gone)
-        except Closed:
+
+        def left():
             self._left(record, on_disconnect)
-        except Stalled:
-            log.warning("run %s: an Agent Protocol stream stalled; dropped it", record.run_id)
+
+        try:
+            async with open_stream(
+                conn, app.limits, app.keepalive, record.run_id, headers, left
+            ) as stream:
+                if first:
+                    meta = {"run_id": record.run_id, "thread_id": record.thread_id, "attempt": 1}
+                    await stream.write(sse("metadata", meta))
+                if not await stream.until(record.started.wait()):
+                    return
+                if record.failed is not None or record.log is None:
+                    message = record.failed or "the run was cancelled before it started"
+                    await stream.write(sse("error", {"error": "RunNotStarted", "message": message}))
+                    return
+                await stream.follow(record.log, 0, await Parts.of(app, record, modes, after))
         finally:
-            if gone.done() and not gone.cancelled():
-                self._left(record, on_disconnect)
-            gone.cancel()
             if not keep:
                 self._discard(record)
-        await conn.end_stream()
 
 
 _ABSENT = object()
@@ -763,17 +745,6 @@ def _unprocessable_errors(endpoint):
             raise _unprocessable(str(error)) from None
 
     return serve
-
-
-def _after(conn) -> int:
-    """The stream position to resume after: ``Last-Event-ID`` (``-1``: from the start)."""
-    value = conn.headers.get("last-event-id")
-    if value is None or value.strip() in ("", "-1"):
-        return 0
-    value = value.strip()
-    if not value.isdigit() or len(value) > 18:
-        raise _unprocessable("Last-Event-ID must be an event id from this run's stream")
-    return int(value)
 
 
 def _resume(value, thread) -> Resume:

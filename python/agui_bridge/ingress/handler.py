@@ -6,8 +6,9 @@ a JSON response, a stream, a disconnect watcher); the route table
 request rules (answered before any run starts, with a JSON error body), auth,
 the thread, the run and its streams.
 
-Every response that streams a run is a cursor on the run's log; the pump,
-its flow control and what a slow reader costs are in ``runs.cursor``.
+Every response that streams a run is a cursor on the run's log; the one
+stream writer, its flow control and what a slow reader costs are in
+``runs.cursor``.
 """
 
 from __future__ import annotations
@@ -24,18 +25,11 @@ from .. import RunInputError, map_run_input
 from ..context import Resumption, RunContext
 from ..errors import Closed, HttpError, LeaseLost, RunsUnavailable, StoreUnavailable, TooLarge
 from ..playground import response as playground_response
-from ..runs import (
-    STREAM_HEADERS,
-    Cursor,
-    Run,
-    Stalled,
-    exact_prelude,
-    pump,
-    snapshot_prelude,
-)
+from ..runs import Run, exact_prelude, open_stream, snapshot_prelude
 from ..store import Thread
 from ..store.ids import HeldIds
 from ..store.lease import save
+from .params import integer, last_event_id
 
 log = logging.getLogger("agui_bridge.ingress")
 
@@ -269,7 +263,7 @@ class Handler:
         """
         app = self.app
         length = conn.headers.get("content-length")
-        if length is not None and not (length.isascii() and length.isdigit()):
+        if length is not None and integer(length) is None:
             raise HttpError(
                 400,
                 "invalid_content_length",
@@ -342,7 +336,7 @@ class Handler:
             await self._read_log(conn, done, 0)
             return
         run = await self.start(agent, run_input, identity)
-        await self._stream(conn, run.log, Cursor(0), b"", on_left=run.client_left)
+        await self._stream(conn, run.log, 0, b"", on_left=run.client_left)
 
     async def start(self, agent, run_input, identity) -> Run:
         """Starts a run of ``agent`` (over either protocol): its task runs on its own.
@@ -504,35 +498,14 @@ class Handler:
 
     # -- streams of a run ---------------------------------------------------
 
-    async def _stream(self, conn, run_log, cursor, prelude, headers=(), on_left=None) -> None:
-        """One reader of a run log: this response is a cursor on it."""
+    async def _stream(self, conn, run_log, after: int, prelude, headers=(), on_left=None) -> None:
+        """One reader of a run log: this response is a cursor on it, from event ``after``."""
         app = self.app
-        await conn.start_stream(200, [*STREAM_HEADERS, *headers])
-        gone = asyncio.ensure_future(conn.wait_disconnect())
-
-        def on_gone(future):
-            if future.cancelled():
-                return
-            cursor.gone()
-            if on_left is not None:
-                on_left()
-
-        gone.add_done_callback(on_gone)
-        try:
-            await pump(conn, run_log, cursor, prelude, app.limits, app.keepalive)
-        except Closed:
-            cursor.gone()
-            if on_left is not None:
-                on_left()
-        except Stalled:
-            log.warning(
-                "run %s: a write made no progress for %.0f s; dropped the connection",
-                run_log.run_id,
-                app.limits.send_timeout,
-            )
-        finally:
-            gone.cancel()
-        await conn.end_stream()
+        limits, keepalive = app.limits, app.keepalive
+        async with open_stream(conn, limits, keepalive, run_log.run_id, headers, on_left) as stream:
+            if prelude:
+                await stream.write(prelude)
+            await stream.follow(run_log, after)
 
     async def _stream_access(self, conn, thread_id: str, run_id: str | None, action: str):
         """authenticate, the action, the thread's owner, then ``authorize_stream``."""
@@ -563,7 +536,7 @@ class Handler:
 
     async def _events(self, conn, thread_id: str, run_id: str) -> None:
         """GET /threads/{id}/runs/{run}/events: exact replay after a cursor, else the prelude."""
-        after = _last_event_id(conn)
+        after = last_event_id(conn)
         run_log = await self._stream_access(conn, thread_id, run_id, "read")
         if run_log is None:
             raise HttpError(404, "not_found", f"no run {run_id!r} on thread {thread_id!r}")
@@ -581,7 +554,7 @@ class Handler:
                 thread = await self.app.store.load(run_log.thread_id)
             prelude, after = snapshot_prelude(run_log, ids, thread)
             mode = "snapshot"
-        await self._stream(conn, run_log, Cursor(after), prelude, [("agui-resume", mode)])
+        await self._stream(conn, run_log, after, prelude, [("agui-resume", mode)])
 
     async def _join(self, conn, thread_id: str) -> None:
         """GET /threads/{id}/events: the thread's active run (prelude + tail), 204 if none."""
@@ -623,23 +596,6 @@ def _carried(messages) -> frozenset:
         else:
             keys.add(orjson.dumps([m.get("role"), m.get("content")], option=orjson.OPT_SORT_KEYS))
     return frozenset(keys)
-
-
-def _last_event_id(conn) -> int | None:
-    """The cursor: the ``Last-Event-ID`` header, else ``?last_event_id=`` (the header wins)."""
-    value = conn.headers.get("last-event-id")
-    if value is None:
-        for pair in (conn.query_string or "").split("&"):
-            name, _, raw = pair.partition("=")
-            if name == "last_event_id":
-                value = raw
-                break
-    if value is None or value == "":
-        return None
-    value = value.strip()
-    if not value.isdigit() or len(value) > 18:
-        raise HttpError(400, "invalid_cursor", "Last-Event-ID must be a non-negative integer")
-    return int(value)
 
 
 def thread_guards(app, thread, agent=None) -> list:

@@ -1,9 +1,17 @@
 """Runs and their streams: run (the agent task → transformer → log), log
-(frames with ids, retention), cursor (a reader: prelude, flow control, the pump)."""
+(frames with ids, retention), cursor (a reader: prelude, flow control, the one stream writer)."""
 
 from __future__ import annotations
 
-from .cursor import PING, STREAM_HEADERS, Cursor, Stalled, exact_prelude, pump, snapshot_prelude
+from .cursor import (
+    PING,
+    STREAM_HEADERS,
+    Stalled,
+    Stream,
+    exact_prelude,
+    open_stream,
+    snapshot_prelude,
+)
 from .limits import Limits
 from .log import Logs, RunLog, Trimmed
 from .run import Run
@@ -11,14 +19,14 @@ from .run import Run
 __all__ = [
     "PING",
     "STREAM_HEADERS",
-    "Cursor",
     "Limits",
     "Logs",
     "Run",
     "RunLog",
     "Stalled",
+    "Stream",
     "Trimmed",
     "exact_prelude",
-    "pump",
+    "open_stream",
     "snapshot_prelude",
 ]

@@ -1,8 +1,9 @@
 """A reader of a run log: the prelude it needs, then the frames, with flow control.
 
 Every response that streams a run (the POST that started it, a reconnect, a
-viewer) is a cursor: a position in the run's log. One pump (``pump``) serves
-them all, and flow control lives here only:
+viewer, an Agent Protocol stream) is a cursor: a position in the run's log.
+One writer (``Stream``, made by ``open_stream``) serves them all, and flow
+control lives here only:
 
 - A cursor takes at most ``max_write`` bytes from the log per write. Under
   ASGI ``send`` waits while the server's buffers are full, so a client that
@@ -21,16 +22,20 @@ them all, and flow control lives here only:
   (``benches/RESULTS.md``).
 - A cursor is disconnected, without a terminal event (it can resume by id),
   when the frames after its position were trimmed from the log, or (ASGI)
-  when a write makes no progress for ``send_timeout`` seconds.
+  when a write makes no progress for ``send_timeout`` seconds. A stream
+  that transforms the frames (the Agent Protocol's parts) says so first in
+  its own terms (an ``error`` part): its client cannot resume past a gap.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from contextlib import asynccontextmanager
 
 import orjson
 
+from ..errors import Closed
 from .log import RunLog, Trimmed
 from .replay import replay
 
@@ -114,58 +119,140 @@ def join_prelude(
     return _covering(frames, after, ids)
 
 
-class Cursor:
-    """One reader's position; ``gone()`` wakes its pump when the client leaves."""
+class Stream:
+    """One streamed response: the one writer of every stream of both protocols.
 
-    __slots__ = ("future", "left", "position")
+    It owns what a streamed body needs whatever it carries: the disconnect
+    watcher (``conn.wait_disconnect()``; granian never cancels a handler whose
+    client left), ``: ping`` after ``keepalive`` seconds of silence, the write
+    size and the send timeout (flow control: see the module's docstring), and
+    what a reader behind a trimmed log gets. ``follow`` writes a run log from
+    a position; a ``transform`` (the Agent Protocol's stream parts) maps each
+    batch of the log's frames to what is written, and says what a reader
+    that lost events to trimming is told. Without one (AG-UI), the log's
+    bytes are written as they are: no per-frame work.
 
-    def __init__(self, position: int):
-        self.position = position
+    Made by ``open_stream``, which ends the body one way whatever happened.
+    """
+
+    __slots__ = ("_gone", "_on_left", "_wake", "conn", "keepalive", "left", "max_write", "timeout")
+
+    def __init__(self, conn, limits, keepalive: float, on_left=None):
+        self.conn = conn
+        self.keepalive = keepalive
+        self.timeout = limits.send_timeout
+        # Under RSGI a write never waits: a larger one costs nothing more to pin.
+        self.max_write = limits.max_write if conn.max_write is not None else 4 * limits.max_write
         self.left = False
-        self.future: asyncio.Future | None = None
+        self._on_left = on_left
+        self._wake: asyncio.Future | None = None
+        self._gone: asyncio.Future | None = None
 
     def gone(self) -> None:
+        """The client left: the writer stops at its next step; ``on_left`` runs once."""
+        if self.left:
+            return
         self.left = True
-        future = self.future
-        if future is not None and not future.done():
-            future.set_result(None)
+        wake = self._wake
+        if wake is not None and not wake.done():
+            wake.set_result(None)
+        if self._on_left is not None:
+            self._on_left()
+
+    async def write(self, data: bytes) -> None:
+        await _send(self.conn, data, self.timeout)
+
+    async def until(self, awaitable) -> bool:
+        """Waits for ``awaitable`` while watching the client; False when it left first."""
+        task = asyncio.ensure_future(awaitable)
+        if not self.left:
+            await asyncio.wait([task, self._gone], return_when=asyncio.FIRST_COMPLETED)
+        if task.done():
+            return True
+        task.cancel()
+        return False
+
+    async def follow(self, run_log: RunLog, position: int, transform=None) -> None:
+        """Writes the log's frames after event ``position`` until the run ends.
+
+        Returns when the stream is over (the log ended, the reader was cut off
+        or the client left); raises what ``conn.send`` raises when the client is
+        gone. ``transform(data, first) -> bytes`` maps frames ``first, …`` (a
+        batch of the log) to what is written; ``transform.trimmed(position,
+        held) -> (position, bytes)`` answers a reader whose next event is no
+        longer held (``held``: the oldest held id): where it goes on, or None
+        to end after writing the bytes.
+        """
+        conn = self.conn
+        timeout = self.timeout
+        max_write = self.max_write
+        while not self.left:
+            try:
+                data, last = run_log.read(position, max_write)
+            except Trimmed:
+                resumed, told = (
+                    (None, b"") if transform is None else transform.trimmed(position, run_log.first)
+                )
+                if told:
+                    await _send(conn, told, timeout)
+                if resumed is not None:
+                    position = resumed
+                    continue
+                log.warning(
+                    "run %s: a reader fell behind what the log holds; disconnected it at event %d",
+                    run_log.run_id,
+                    position,
+                )
+                return
+            if data:
+                if transform is not None:
+                    data = transform(data, position + 1)
+                    position = last
+                    if not data:
+                        continue
+                    await _send(conn, data, timeout)
+                    continue
+                await _send(conn, data, timeout)
+                position = last
+                continue
+            if run_log.ended:
+                return
+            future = self._wake = run_log.waiter()
+            try:
+                async with asyncio.timeout(self.keepalive):
+                    await future
+            except TimeoutError:
+                await _send(conn, PING, timeout)
+            finally:
+                self._wake = None
+                run_log.waiters.discard(future)
 
 
-async def pump(conn, run_log: RunLog, cursor: Cursor, prelude: bytes, limits, keepalive: float):
-    """Writes ``prelude``, then the log after ``cursor.position`` until it ends.
+@asynccontextmanager
+async def open_stream(conn, limits, keepalive: float, run_id: str, headers=(), on_left=None):
+    """Starts a 200 event stream on ``conn`` and yields its ``Stream``.
 
-    Returns normally when the stream is over (ended, cut off or the client
-    left); raises what the front end's ``send`` raises when the client is gone.
+    The body ends one way whatever happened inside: the client leaving
+    (``Closed``: ``on_left`` runs), a stalled write (``Stalled``: the
+    connection is dropped; the reader resumes by id) or the end of the run.
     """
-    max_write = limits.max_write if conn.max_write is not None else 4 * limits.max_write
-    timeout = limits.send_timeout
-    if prelude:
-        await _send(conn, prelude, timeout)
-    while not cursor.left:
-        try:
-            data, last = run_log.read(cursor.position, max_write)
-        except Trimmed:
-            log.warning(
-                "run %s: a reader fell behind what the log holds; disconnected it at event %d",
-                run_log.run_id,
-                cursor.position,
-            )
-            return
-        if data:
-            await _send(conn, data, timeout)
-            cursor.position = last
-            continue
-        if run_log.ended:
-            return
-        future = cursor.future = run_log.waiter()
-        try:
-            async with asyncio.timeout(keepalive):
-                await future
-        except TimeoutError:
-            await _send(conn, PING, timeout)
-        finally:
-            cursor.future = None
-            run_log.waiters.discard(future)
+    stream = Stream(conn, limits, keepalive, on_left)
+    await conn.start_stream(200, [*STREAM_HEADERS, *headers])
+    gone = stream._gone = asyncio.ensure_future(conn.wait_disconnect())
+    gone.add_done_callback(lambda future: future.cancelled() or stream.gone())
+    try:
+        yield stream
+    except Closed:
+        stream.gone()
+    except Stalled:
+        log.warning(
+            "run %s: a write made no progress for %.0f s; dropped the connection",
+            run_id,
+            limits.send_timeout,
+        )
+    finally:
+        gone.cancel()
+    await conn.end_stream()
 
 
 async def _send(conn, data: bytes, timeout: float) -> None:
