@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import httpx
 import pytest
-
 from agui_bridge import App
 from agui_bridge import crumbs as c
 
 # What str.isdigit() or a strip of '-' let through and int() refuses or reads
 # otherwise: a superscript, another script's digit, a doubled sign, a sign and
 # a space, full-width digits.
-ODD = ["²", "٣", "--5", "- 5", "１２", "5²", "+5", "0x10", "1_000", " ", "9" * 19]
+ODD = ["²", "٣", "--5", "- 5", "\uff11\uff12", "5²", "+5", "0x10", "1_000", " ", "9" * 19]
 
 
 def test_integer_takes_ascii_digits_only():

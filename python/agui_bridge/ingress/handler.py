@@ -23,7 +23,15 @@ import orjson
 
 from .. import RunInputError, map_run_input
 from ..context import Resumption, RunContext
-from ..errors import Closed, HttpError, LeaseLost, RunsUnavailable, StoreUnavailable, TooLarge
+from ..errors import (
+    BrokenBody,
+    Closed,
+    HttpError,
+    LeaseLost,
+    RunsUnavailable,
+    StoreUnavailable,
+    TooLarge,
+)
 from ..playground import response as playground_response
 from ..runs import Run, exact_prelude, open_stream, snapshot_prelude
 from ..store import Thread
