@@ -17,12 +17,12 @@ _NAMES = {"threads": "{thread_id}", "runs": "{run_id}", "assistants": "{assistan
 
 
 def route_label(app, path: str) -> str:
-    if path in app._routes:
+    if app.routes.has(path):
         return path
     if path.startswith("/agui/"):
         rest = path[len("/agui/") :]
         return "/agui/{agent_id}" + ("/capabilities" if rest.endswith("/capabilities") else "")
-    if path.endswith("/capabilities") and path[: -len("/capabilities")] in app._routes:
+    if path.endswith("/capabilities") and app.routes.has(path[: -len("/capabilities")]):
         return path
     parts = path.split("/")[1:]
     if not parts or parts[0] not in _NAMES:
