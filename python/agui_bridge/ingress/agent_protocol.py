@@ -33,8 +33,8 @@ from ..agent_protocol.runs import Registry, RunRecord, iso, terminal_event
 from ..agent_protocol.stream import MODES, interrupts_of, values_of
 from ..errors import RunInputError
 from ..run_input import Resume, RunInput, _check_depth, _text_of
-from ..shapes import check_id
 from ..runs import open_stream
+from ..shapes import check_id
 from .handler import HttpError, _granted, thread_guards
 from .params import bounded, last_event_id
 
