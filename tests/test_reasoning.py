@@ -3,6 +3,11 @@ constructors and what the ingress reads. Both builds (the ``impl`` fixture)."""
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
 import pytest
 from agui_bridge import RunInputError, crumbs, map_run_input
 
@@ -75,3 +80,51 @@ def test_map_run_input_keeps_the_protocol_version():
     assert map_run_input({**body, "protocolVersion": None}).protocol_version is None
     with pytest.raises(RunInputError, match=r"^'protocolVersion' must be a string$"):
         map_run_input({**body, "protocolVersion": 1})
+
+
+@pytest.mark.parametrize("version", ["1.0.0", "0.0.58"])
+def test_the_real_client_accepts_every_section_8_vector(version):
+    """Every vector of contract section 8 (reasoning in the three dialects,
+    activity, the 1.0 lifecycle) passes the real client's verifier and reducer
+    with no warning; the activity's delta is applied to its content."""
+    here = Path(__file__).resolve().parent
+    names = [
+        "c_reasoning_closes_before_text_tools_and_the_terminal",
+        "c_reasoning_end_and_encrypted_values",
+        "c_reasoning_ids_skip_held_ids_and_join_snapshots",
+        "k_chunk_reasoning",
+        "e_events_reasoning_repaired_like_text",
+        "e_events_activity_passes_through",
+    ]
+    if version == "1.0.0":  # 1.0-only fields: never sent to a 0.0.x client
+        names += [
+            "c_a_1_0_client_gets_the_version_and_the_usage",
+            "c_a_1_0_client_gets_the_cancelled_outcome",
+            "e_events_usage_for_a_1_0_client",
+        ]
+    cases = [json.loads((here / "vectors" / f"{n}.json").read_text())["events"] for n in names]
+    node = shutil.which("node")
+    assert node, "node is needed for the interop tests"
+    done = subprocess.run(
+        [node, str(here / "interop" / "apply-events.mjs")],
+        input=json.dumps({"version": version, "cases": cases}),
+        capture_output=True,
+        text=True,
+        cwd=here / "interop",
+        timeout=120,
+        check=True,
+    )
+    results = json.loads(done.stdout)
+    for name, result in zip(names, results, strict=True):
+        assert result["ok"], (name, result)
+    activity = results[names.index("e_events_activity_passes_through")]["messages"]
+    shown = {m["id"]: m["content"] for m in activity if m["role"] == "activity"}
+    # a1: patched by its delta, then kept by a snapshot with replace=False.
+    assert shown == {"a1": {"s": [1, 2]}, "a2": {}}
+    reasoning = results[names.index("c_reasoning_end_and_encrypted_values")]["messages"]
+    assert reasoning[0] == {
+        "id": "r1:th1",
+        "role": "reasoning",
+        "content": "a",
+        "encryptedValue": "sig-3",
+    }
