@@ -157,3 +157,29 @@ def test_pydantic_ai_approval_suspends_and_resumes(node, version, app_url, tmp_p
     [result] = tool_messages(out).values()
     assert (result["toolCallId"], result["content"]) == (pending["toolCallId"], "deleted draft.txt")
     same_history(app_url, out)
+
+
+@pytest.mark.parametrize(
+    ("agent", "words"),
+    [("openai", "think about it"), ("pydantic", "think first"), ("langgraph", "think about it")],
+)
+def test_reasoning_of_each_adapter_in_the_real_client(
+    node,  # noqa: F811
+    version,
+    app_url,
+    tmp_path,
+    agent,
+    words,
+):
+    """Contract section 8: each framework's reasoning reaches the client as a
+    reasoning message; the next turn resends it (held, not stored twice) and
+    the stored thread stays the client's."""
+    scenario = turns(words, "hello again")
+    out = run_client(node, version, f"{app_url}/agui/{agent}", scenario, tmp_path)
+    for run in out["runs"]:
+        check_lifecycle(run)
+    roles = [m["role"] for m in out["messages"]]
+    assert roles[:3] == ["user", "reasoning", "assistant"]
+    assert roles.count("reasoning") == 1
+    assert out["messages"][1]["content"]
+    same_history(app_url, out)
