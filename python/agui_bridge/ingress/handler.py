@@ -381,8 +381,8 @@ class Handler:
             raise
         app._active[thread_id] = run
         app._hold(thread_id, lease, run)
-        run.begin()
-        run.task = app.ops.launch(run, slots)  # counted, traced and logged (agui_bridge.ops)
+        # run.begin() (RUN_STARTED), then the task: counted, traced, logged (agui_bridge.ops)
+        run.task = app.ops.launch(run, slots)
         app._tasks.add(run.task)
         run.task.add_done_callback(app._tasks.discard)
         return run

@@ -70,26 +70,26 @@ def watch_runs(runs, metrics, tracer):
     if script is None or call is None or getattr(client, "_agui_watched", False):
         return runs
 
-    async def timed_script(name, keys, args):
+    async def timed_script(name, keys, args, **options):
         started = time.perf_counter()
         failed = True
         try:
             if tracer is not None and name == "append":
                 with tracer.span("agui.redis.append", {"agui.entries": (len(args) - 5) // 4}):
-                    result = await script(name, keys, args)
+                    result = await script(name, keys, args, **options)
             else:
-                result = await script(name, keys, args)
+                result = await script(name, keys, args, **options)
             failed = False
             return result
         finally:
             if metrics is not None:
                 metrics.redis_call(name, time.perf_counter() - started, failed)
 
-    async def timed_call(method, *args):
+    async def timed_call(method, *args, **options):
         started = time.perf_counter()
         failed = True
         try:
-            result = await call(method, *args)
+            result = await call(method, *args, **options)
             failed = False
             return result
         finally:
