@@ -184,6 +184,7 @@ class App:
         # Every route of the app, both protocols' included (``Routes.add``).
         self.routes = Routes()
         self._handler = Handler(self)
+        self.ops.register(self.routes)  # /healthz, /readyz, /metrics
         self._front = self.ops.front(self._handler)
 
     # -- configuration -------------------------------------------------------

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from functools import partial
 
 import orjson
 
@@ -51,11 +52,12 @@ class Ops:
         """What the front ends drive (``.handle(conn)``): this layer, then ``handler``."""
         return _Front(self, handler)
 
+    def register(self, routes) -> None:
+        """Health and metrics rows of the app's route table (no ``authenticate``)."""
+        for path, kind in self.endpoints.items():
+            routes.add(("GET", "HEAD"), path, partial(self._endpoint, kind=kind), literal=True)
+
     async def serve(self, handler, conn) -> None:
-        kind = self.endpoints.get(conn.path)
-        if kind is not None and conn.method in ("GET", "HEAD"):
-            await self._endpoint(kind, conn)
-            return
         cors = self.cors
         extra = None
         if cors is not None:
@@ -87,9 +89,10 @@ class Ops:
             duration = time.monotonic() - req.started
             if self.metrics is not None:
                 self.metrics.request(req, duration)
-            log_request(req, duration)
+            if req.path not in self.endpoints:  # a probe every few seconds is no news
+                log_request(req, duration)
 
-    async def _endpoint(self, kind: str, conn) -> None:
+    async def _endpoint(self, conn, kind: str) -> None:
         if kind == "metrics":
             status, body, headers = self.metrics.scrape(conn.headers.get("accept"))
         else:
