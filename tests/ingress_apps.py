@@ -125,12 +125,21 @@ def _agents(app: App) -> None:
             yield {"type": "text:delta", "delta": 5}
             return
         if first == "big":
-            # "big N": N frames of 1 KiB of text, as fast as possible (slow-reader test).
+            # "big N [GATE]": N frames of 1 KiB of text, as fast as possible
+            # (slow-reader test); with GATE it marks "wrote" and waits (up to
+            # 30 s) for the file AGUI_TEST_MARKS/GATE before it ends.
             chunk = "x" * 1024
             for i in range(int(words[1])):
                 yield c.text_delta(chunk)
                 if i % 64 == 0:
                     await asyncio.sleep(0)
+            if len(words) > 2:
+                _mark(f"wrote-{ctx.run_id}")
+                gate = Path(_env("AGUI_TEST_MARKS"), words[2])
+                for _ in range(600):
+                    if gate.exists():
+                        break
+                    await asyncio.sleep(0.05)
             _mark(f"ended-{ctx.run_id}")
             return
         if first == "state":

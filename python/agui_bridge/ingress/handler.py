@@ -33,7 +33,8 @@ from ..errors import (
     TooLarge,
 )
 from ..playground import response as playground_response
-from ..runs import Run, exact_prelude, open_stream, snapshot_prelude
+from ..runs import Run, exact_prelude, open_stream
+from ..runs import prelude as shared_prelude
 from ..store import Thread
 from ..store.ids import HeldIds
 from ..store.lease import save
@@ -557,11 +558,16 @@ class Handler:
             prelude = exact_prelude(run_log, after, ids)
             mode = "exact"
         else:
-            thread = None
-            if run_log.ended or run_log.run is None:
-                thread = await self.app.store.load(run_log.thread_id)
-            prelude, after = snapshot_prelude(run_log, ids, thread)
-            mode = "snapshot"
+            # Built once per run position and shared by its joiners (runs.prelude).
+            shared = await shared_prelude.acquire(
+                run_log, ids, lambda: self.app.store.load(run_log.thread_id)
+            )
+            try:
+                headers = [("agui-resume", "snapshot")]
+                await self._stream(conn, run_log, shared.after, shared.data, headers)
+            finally:
+                shared_prelude.release(shared)
+            return
         await self._stream(conn, run_log, after, prelude, [("agui-resume", mode)])
 
     async def _join(self, conn, thread_id: str) -> None:

@@ -160,7 +160,13 @@ class Stream:
             self._on_left()
 
     async def write(self, data: bytes) -> None:
-        await _send(self.conn, data, self.timeout)
+        if self.conn.max_write is None or len(data) <= self.max_write:
+            await _send(self.conn, data, self.timeout)
+            return
+        # A large write (a snapshot prelude is as big as the thread) goes out
+        # like the log: a reader that stops reading pins one piece, not a copy.
+        for start in range(0, len(data), self.max_write):
+            await _send(self.conn, data[start : start + self.max_write], self.timeout)
 
     async def until(self, awaitable) -> bool:
         """Waits for ``awaitable`` while watching the client; False when it left first."""
