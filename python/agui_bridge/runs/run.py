@@ -29,6 +29,7 @@ from .. import create_agui_repairer, create_agui_transformer, create_agui_transl
 from ..context import RunContext, RunInfo
 from ..errors import LeaseLost, RunsUnavailable, ServerShutdown, StoreUnavailable
 from ..store.lease import save
+from . import saves
 from .log import RunLog
 
 log = logging.getLogger("agui_bridge.runs")
@@ -441,14 +442,21 @@ class Run:
         interrupts = snap["interrupts"]
         if not interrupts and self.errored:
             interrupts = self.pending
-        await save(
-            self.app.store,
-            self.ctx.thread_id,
-            self.agent.agent_id,
-            snap["messages"],  # the user's turn was stored when the run started
-            snap["state"],
-            interrupts,
-            self.lease,
+        store = self.app.store
+        messages = snap["messages"]  # the user's turn was stored when the run started
+        # In its lane by size: a quick run's save never waits behind large ones.
+        await saves.in_turn(
+            store,
+            saves.size_of(messages),
+            lambda: save(
+                store,
+                self.ctx.thread_id,
+                self.agent.agent_id,
+                messages,
+                snap["state"],
+                interrupts,
+                self.lease,
+            ),
         )
 
 
