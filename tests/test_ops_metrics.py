@@ -103,6 +103,7 @@ def test_one_scrape_sees_the_node(pg_url, redis_url, tmp_path):
             assert total(samples, "agui_run_events_total", agent="talk") > 11 * 4
             assert total(samples, "agui_run_cancels_total") == 1
             assert total(samples, "agui_stream_resumes_total", kind="exact") == 1
+            assert total(samples, "agui_stream_reader_lag_events_count") >= 11
             assert total(samples, "agui_http_responses_total", route="/agui/talk",
                          method="POST", status="200") == 11  # fmt: skip
             assert total(samples, "agui_http_responses_total", status="401") == 1

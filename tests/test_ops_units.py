@@ -88,3 +88,26 @@ def test_route_labels_hold_no_ids():
         "/wp-admin/x/y": "other",
     }
     assert {path: route_label(app, path) for path in cases} == cases
+
+
+def test_histogram_buckets_are_cumulative_and_inclusive():
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from agui_bridge.ops.metrics import Counts, exposition
+
+    counts = Counts()
+    for value in (0.01, 0.05, 0.06, 1000.0):
+        counts.observe("agui_run_duration_seconds", ("a",), value)
+    counts.add("agui_threads_expired", (), 3)
+    text = exposition(counts.values).decode()
+    samples = {
+        (s.name, s.labels.get("le")): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+    assert samples[("agui_run_duration_seconds_bucket", "0.05")] == 2  # le is inclusive
+    assert samples[("agui_run_duration_seconds_bucket", "0.1")] == 3
+    assert samples[("agui_run_duration_seconds_bucket", "900.0")] == 3
+    assert samples[("agui_run_duration_seconds_bucket", "+Inf")] == 4
+    assert samples[("agui_run_duration_seconds_count", None)] == 4
+    assert samples[("agui_threads_expired_total", None)] == 3

@@ -190,6 +190,11 @@ class Ops:
         for slot in slots:
             slot.release_soon()
 
+    def threads_expired(self, count: int) -> None:
+        """The thread TTL's sweep removed ``count`` idle threads (the store calls this)."""
+        if self.metrics is not None and count:
+            self.metrics.threads_expired(count)
+
     # -- the parts it watches ------------------------------------------------------
 
     def watch_store(self, store):

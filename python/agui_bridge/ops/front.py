@@ -65,14 +65,16 @@ def current() -> Request | None:
 class Observed:
     """A front end's connection, seen by the ops layer (status, bytes, CORS headers)."""
 
-    __slots__ = ("client", "extra", "headers", "inner", "max_write", "method", "metrics", "path",
-                 "query_string", "req")  # fmt: skip
+    __slots__ = ("client", "extra", "headers", "inner", "lag", "max_write", "method", "metrics",
+                 "path", "query_string", "req")  # fmt: skip
 
     def __init__(self, inner, req: Request, extra, metrics=None):
         self.inner = inner
         self.req = req
         self.extra = extra
         self.metrics = metrics
+        # Called by the stream writer (runs.cursor.Stream) per write of a run log.
+        self.lag = metrics.reader_lag if metrics is not None else None
         self.method = inner.method
         self.path = inner.path
         self.headers = inner.headers

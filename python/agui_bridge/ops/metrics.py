@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+from bisect import bisect_left
 from pathlib import Path
 
 import orjson
@@ -29,6 +30,7 @@ LATENCY = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
 RUN_SECONDS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0)
 FIRST_EVENT = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 HTTP_SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 60.0, 300.0)
+READER_LAG = (0, 1, 4, 16, 64, 256, 1024, 4096, 16384, 65536)
 FLUSH_EVERY = 1.0  # seconds between two writes of a worker's file
 
 # name -> (kind, help, label names, buckets)
@@ -46,6 +48,9 @@ SERIES = {
     "agui_lease_takeovers": ("counter", "Runs whose thread lease was taken over (they ended"
                              " lost, nothing written).", (), None),
     "agui_stream_readers_active": ("gauge", "Open run streams (readers).", (), None),
+    "agui_stream_reader_lag_events": ("histogram", "Events a reader is behind the run's newest"
+                                      " when a write of the run's stream goes out.", (),
+                                      READER_LAG),
     "agui_stream_resumes": ("counter", "Readers that resumed a run, by kind (exact, snapshot).",
                             ("kind",), None),
     "agui_http_responses": ("counter", "HTTP responses.", ("route", "method", "status"), None),
@@ -61,6 +66,7 @@ SERIES = {
     "agui_redis_errors": ("counter", "Redis commands that failed.", ("command",), None),
     "agui_limit_rejections": ("counter", "Requests refused (429) by a per-identity limit.",
                               ("limit",), None),
+    "agui_threads_expired": ("counter", "Idle threads the thread TTL swept.", (), None),
 }  # fmt: skip
 
 
@@ -82,12 +88,7 @@ class Counts:
         bounds = self._bounds[name]
         if row is None:
             row = series[labels] = [0] * (len(bounds) + 2)
-        for i, bound in enumerate(bounds):
-            if value <= bound:
-                row[i] += 1
-                break
-        else:
-            row[-2] += 1
+        row[bisect_left(bounds, value)] += 1  # past the last bound: the +Inf bucket
         row[-1] += value
 
     def dump(self) -> bytes:
@@ -256,8 +257,14 @@ class Metrics:
         if req.resume:
             self.c.add("agui_stream_resumes", (req.resume,))
 
+    def reader_lag(self, events: int) -> None:
+        self.c.observe("agui_stream_reader_lag_events", (), events)
+
     def limited(self, code: str) -> None:
         self.c.add("agui_limit_rejections", (code,))
+
+    def threads_expired(self, count: int) -> None:
+        self.c.add("agui_threads_expired", (), count)
 
     # -- runs ------------------------------------------------------------------
 

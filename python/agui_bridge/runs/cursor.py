@@ -135,7 +135,17 @@ class Stream:
     Made by ``open_stream``, which ends the body one way whatever happened.
     """
 
-    __slots__ = ("_gone", "_on_left", "_wake", "conn", "keepalive", "left", "max_write", "timeout")
+    __slots__ = (
+        "_gone",
+        "_lag",
+        "_on_left",
+        "_wake",
+        "conn",
+        "keepalive",
+        "left",
+        "max_write",
+        "timeout",
+    )
 
     def __init__(self, conn, limits, keepalive: float, on_left=None):
         self.conn = conn
@@ -147,6 +157,9 @@ class Stream:
         self._on_left = on_left
         self._wake: asyncio.Future | None = None
         self._gone: asyncio.Future | None = None
+        # The ops layer's hook (metrics on): how many events behind the run's
+        # newest each write of a run log leaves this reader.
+        self._lag = getattr(conn, "lag", None)
 
     def gone(self) -> None:
         """The client left: the writer stops at its next step; ``on_left`` runs once."""
@@ -211,6 +224,8 @@ class Stream:
                 )
                 return
             if data:
+                if self._lag is not None:
+                    self._lag(run_log.last - last)
                 if transform is not None:
                     data = transform(data, position + 1)
                     position = last
