@@ -81,7 +81,9 @@ async def test_authorize_stream_guards_reading_and_cancelling_a_run(base_url):
         thread_id = (await carl.threads.create(thread_id=f"carl-{uuid.uuid4()}"))["thread_id"]
         values = await carl.runs.wait(thread_id, "demo", input={"messages": ["hi"]})
         assert values["messages"][-1]["type"] == "ai"  # running is allowed
-        (run,) = await carl.runs.list(thread_id)
+        run = await carl.runs.create(thread_id, "demo", input={"messages": ["again"]})
+        # The list shows each run's input: only the runs the caller may watch.
+        assert await carl.runs.list(thread_id) == []
         async with httpx.AsyncClient(base_url=base_url, timeout=10) as http:
             path = f"/threads/{thread_id}/runs/{run['run_id']}"
             for method, route in [("GET", ""), ("GET", "/join"), ("GET", "/stream")]:

@@ -120,7 +120,10 @@ def test_without_a_cursor_a_finished_run_gives_the_prelude_and_its_end(base_url,
 def test_unknown_run_is_404_and_bad_cursor_is_400(base_url, finished):
     tid, rid, _ = finished
     error_of(httpx.get(base_url + events_url(tid, "nope")), 404, "not_found")
-    error_of(httpx.get(base_url + events_url("nope", rid)), 404, "not_found")
+    # An unknown thread answers to every agent's guard: 404 to a caller they let in
+    # ("anon-…" passes the guarded agent's), the 403 of an existing run to others.
+    error_of(httpx.get(base_url + events_url("anon-nope", rid)), 404, "not_found")
+    error_of(httpx.get(base_url + events_url("nope", rid)), 403, "forbidden")
     error_of(
         httpx.get(base_url + events_url(tid, rid), headers={"last-event-id": "x"}),
         400,
@@ -205,7 +208,8 @@ async def test_drops_during_a_live_run_resume_exactly(base_url, finished, data):
 
 
 async def test_join_the_active_run_and_204_without_one(base_url):
-    tid, rid = thread("join"), f"join-{time.monotonic_ns()}"
+    # "anon-…": the thread does not exist yet, so the guarded agent's rule applies.
+    tid, rid = thread("anon-join"), f"join-{time.monotonic_ns()}"
     async with httpx.AsyncClient(base_url=base_url, timeout=20) as http:
         none = await http.get(f"/threads/{tid}/events")
         assert none.status_code == 204

@@ -35,7 +35,8 @@ from ..errors import RunInputError
 from ..run_input import Resume, RunInput, _check_depth, _text_of
 from ..runs import open_stream
 from ..shapes import check_id
-from .handler import HttpError, _granted, thread_guards
+from .access import require
+from .handler import HttpError, thread_guards
 from .params import bounded, last_event_id
 
 log = logging.getLogger("agui_bridge.ingress")
@@ -149,8 +150,7 @@ class AgentProtocol:
     async def _identity(self, conn, action: str, raw: bytes | None = None):
         request = self.handler._request(conn, raw)
         identity = await self.handler._identity(request)
-        if not (_granted(identity, action) or (action == "read" and _granted(identity, "run"))):
-            raise HttpError(403, "forbidden", f"the {action!r} action is not granted")
+        require(identity, action)
         return identity, request
 
     async def _body(self, conn, action: str) -> tuple[object, dict]:
@@ -612,7 +612,15 @@ class AgentProtocol:
         offset = bounded(query.get("offset"), "offset", 0, 0, 1 << 31)
         status = query.get("status") or None
         await self._thread(identity, thread_id)
-        runs = [r.as_json() for r in self.registry.of_thread(thread_id)]
+        # A run shows its input: only the runs whose stream the caller may read.
+        agents = self.app._agents
+        runs = [
+            r.as_json()
+            for r in self.registry.of_thread(thread_id)
+            if await self.handler.may_stream(
+                identity, thread_id, r.run_id, agents.get(r.assistant_id)
+            )
+        ]
         if status is not None:
             runs = [r for r in runs if r["status"] == status]
         await conn.respond(200, orjson.dumps(runs[offset : offset + limit]), JSON)

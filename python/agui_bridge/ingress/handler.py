@@ -38,6 +38,7 @@ from ..runs import prelude as shared_prelude
 from ..store import Thread
 from ..store.ids import HeldIds
 from ..store.lease import save
+from .access import refuse_cross_site, require
 from .params import integer, last_event_id
 
 log = logging.getLogger("agui_bridge.ingress")
@@ -100,17 +101,6 @@ def _json_content_type(value: str | None) -> bool:
     )
 
 
-def _granted(identity, action: str) -> bool:
-    actions = None
-    if isinstance(identity, dict):
-        actions = identity.get("actions")
-    elif identity is not None:
-        actions = getattr(identity, "actions", None)
-    if actions is None:
-        return True
-    return action in actions or "*" in actions
-
-
 class Handler:
     def __init__(self, app):
         from .agent_protocol import AgentProtocol
@@ -147,6 +137,7 @@ class Handler:
     async def handle(self, conn) -> None:
         try:
             endpoint, params = self.routes.match(conn.method, conn.path)
+            refuse_cross_site(self.app, conn)
             await endpoint(conn, **params)
         except HttpError as error:
             await conn.respond(
@@ -196,8 +187,7 @@ class Handler:
     async def _reader(self, conn):
         """authenticate, then the 'read' (or 'run') action: who may look at the app."""
         identity = await self._identity(self._request(conn))
-        if not (_granted(identity, "read") or _granted(identity, "run")):
-            raise HttpError(403, "forbidden", "the 'read' action is not granted")
+        require(identity, "read")
         return identity
 
     # -- GET /agents --------------------------------------------------------
@@ -249,8 +239,7 @@ class Handler:
 
         app = self.app
         identity = await self._identity(self._request(conn))
-        if not (_granted(identity, "read") or _granted(identity, "run")):
-            raise HttpError(403, "forbidden", "the 'read' action is not granted")
+        require(identity, "read")
         thread = await app.store.load(thread_id)
         await self.authorize_thread(identity, thread_id, thread_guards(app, thread))
         if thread is None:
@@ -314,8 +303,7 @@ class Handler:
         raw, refused = await self._read_body(conn)
         request = self._request(conn, raw)
         identity = await self._identity(request)
-        if not _granted(identity, "run"):
-            raise HttpError(403, "forbidden", "the 'run' action is not granted")
+        require(identity, "run")
         if refused is not None:
             raise refused
         body = request.body
@@ -520,14 +508,16 @@ class Handler:
         """authenticate, the action, the thread's owner, then ``authorize_stream``."""
         app = self.app
         identity = await self._identity(self._request(conn))
-        granted = _granted(identity, action) or (action == "read" and _granted(identity, "run"))
-        if not granted:
-            raise HttpError(403, "forbidden", f"the {action!r} action is not granted")
+        require(identity, action)
         run_log = await app.runs.get(thread_id, run_id) if run_id is not None else None
         if run_log is None and run_id is None:
             run_log = await app.runs.active_of(thread_id)
         if run_log is None:
-            return None  # 404 (or 204): nothing of a thread's runs is told
+            # 404 (or 204) only to a caller the thread's guards let in: anyone
+            # else gets the 403 an existing run would give, whatever exists.
+            thread = await app.store.load(thread_id)
+            await self.authorize_thread(identity, thread_id, thread_guards(app, thread))
+            return None
         await self._may_read(identity, run_log)
         return run_log
 
@@ -539,9 +529,13 @@ class Handler:
         # The run knew who owns its thread: no store call on a reader's path.
         owner = Thread(thread_id, agent_id=run_log.owner_id)
         await self.authorize_thread(identity, thread_id, thread_guards(app, owner, agent))
-        rule = agent.authorize_stream if agent is not None else None
-        if rule is not None and not await _maybe_await(rule(identity, thread_id, run_log.run_id)):
+        if not await self.may_stream(identity, thread_id, run_log.run_id, agent):
             raise HttpError(403, "forbidden", "this run stream is not yours")
+
+    async def may_stream(self, identity, thread_id: str, run_id: str, agent) -> bool:
+        """The run's agent's ``authorize_stream`` (a run of an agent not served here: yes)."""
+        rule = agent.authorize_stream if agent is not None else None
+        return rule is None or bool(await _maybe_await(rule(identity, thread_id, run_id)))
 
     async def _events(self, conn, thread_id: str, run_id: str) -> None:
         """GET /threads/{id}/runs/{run}/events: exact replay after a cursor, else the prelude."""
@@ -554,6 +548,10 @@ class Handler:
     async def _read_log(self, conn, run_log, after: int | None) -> None:
         await self.app.ops.admit_reader(run_log)  # 429 past a per-identity limit
         ids = self.app.event_ids
+        if after is not None and run_log.ended and after == run_log.last:
+            # At the terminal event: it is sent again, so that the response is a
+            # valid stream alone (RUN_STARTED … the run's end), not RUN_STARTED only.
+            after -= 1
         if after is not None and run_log.first <= after + 1 and after <= run_log.last:
             prelude = exact_prelude(run_log, after, ids)
             mode = "exact"
