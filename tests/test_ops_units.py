@@ -91,9 +91,8 @@ def test_route_labels_hold_no_ids():
 
 
 def test_histogram_buckets_are_cumulative_and_inclusive():
-    from prometheus_client.parser import text_string_to_metric_families
-
     from agui_bridge.ops.metrics import Counts, exposition
+    from prometheus_client.parser import text_string_to_metric_families
 
     counts = Counts()
     for value in (0.01, 0.05, 0.06, 1000.0):
