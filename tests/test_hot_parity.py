@@ -16,7 +16,7 @@ import os
 
 import pytest
 
-from tests.test_differential import replay
+from tests.test_differential import make, replay
 
 
 class Text(str):
@@ -52,10 +52,19 @@ PRELUDE = {
         {"type": "pipeline:step:start", "stepName": "s1"},
     ],
     "chunks": ["open", {"type": "tool_call", "id": "c0", "name": "f"}, "again"],
+    # m1 streams; c1 is open; m2 was closed by the call, so its content re-opens it.
+    "events": [
+        {"type": "TEXT_MESSAGE_START", "messageId": "m2"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m2", "delta": "first"},
+        {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "f"},
+        {"type": "TEXT_MESSAGE_START", "messageId": "m1"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "open"},
+    ],
 }
 
 # The hot items, as the fast paths read them (fast.rs: text and tool-argument
-# deltas; hot.rs: tool calls, results, steps).
+# deltas, the events dialect's content and arguments; hot.rs: tool calls,
+# results, steps).
 HOT = {
     "crumbs": [
         {"type": "text:delta", "delta": "d"},
@@ -76,6 +85,26 @@ HOT = {
         {"type": "tool_call", "id": "c3", "name": "g", "input": {"a": 1}},
         {"type": "tool_result", "id": "c0", "output": "r"},
         {"type": "tool_result", "id": "c0", "output": [1, None]},
+    ],
+    "events": [
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "d"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m2", "delta": "d"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m3", "delta": "d"},
+        {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": "{}"},
+        {"type": "TOOL_CALL_ARGS", "toolCallId": "c9", "delta": "{}"},
+        # hot.rs: the rows whose fields are all strings.
+        {"type": "TEXT_MESSAGE_START", "messageId": "m3", "role": "assistant"},
+        {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
+        {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m1", "delta": "d"},
+        {"type": "TOOL_CALL_START", "toolCallId": "c2", "toolCallName": "g"},
+        {"type": "TOOL_CALL_START", "toolCallId": "held", "toolCallName": "g"},
+        {"type": "TOOL_CALL_CHUNK", "toolCallId": "c3", "toolCallName": "g", "delta": "{"},
+        {"type": "TOOL_CALL_END", "toolCallId": "c1"},
+        {"type": "TOOL_CALL_RESULT", "toolCallId": "c1", "content": "r", "messageId": "x"},
+        {"type": "STEP_STARTED", "stepName": "s1"},
+        {"type": "STEP_FINISHED", "stepName": "s1"},
+        {"type": "RUN_ERROR", "message": "m", "code": "c"},
+        {"type": "RUN_STARTED", "threadId": "t9", "runId": "r9"},
     ],
 }
 
@@ -115,4 +144,24 @@ def both():
 def test_hot_shapes_agree(both, dialect, variant):
     native, pure = both
     items = [*PRELUDE[dialect], variant, variant]
-    assert replay(native, dialect, items, "finish") == replay(pure, dialect, items, "finish")
+    # An id the thread holds may not be opened (the readers check it too).
+    options = (("held",), None)
+    assert replay(native, dialect, items, "finish", options) == replay(
+        pure, dialect, items, "finish", options
+    )
+
+
+@pytest.mark.native_only
+def test_input_after_the_end_is_dropped_not_refused(both):
+    """A hot item after the run ended is dropped, even one the parser would refuse."""
+    native, pure = both
+    items = {
+        "crumbs": {"type": "tool:input:start", "toolCallId": "held", "toolName": "f"},
+        "events": {"type": "TOOL_CALL_START", "toolCallId": "held", "toolCallName": "f"},
+    }
+    for dialect, item in items.items():
+        for impl in (native, pure):
+            t = make(impl, dialect, (("held",), None))
+            t.finish()
+            assert t(item) == [] and t.encode(item) == b"" and t.encode_many([item]) == b""
+            assert t.dropped == 3

@@ -87,6 +87,7 @@ def _created_state(state) -> dict:
 class Framer:
     __slots__ = (
         "close_text_always",
+        "coalesce_bytes",
         "counters",
         "dropped",
         "errored",
@@ -103,6 +104,7 @@ class Framer:
         "open_reasoning_parts",
         "open_tools",
         "out",
+        "pending",
         "protocol_v1",
         "reasoning_id",
         "reasoning_ids",
@@ -164,8 +166,49 @@ class Framer:
         self.dropped = 0
         self.ignored = 0
         self.close_text_always = close_text_always
+        # Coalescing (off: 0): the byte cap of a merged delta, and the delta
+        # held back: [event type, key, id, parts, UTF-8 bytes] (see ``hold``).
+        self.coalesce_bytes = 0
+        self.pending: list | None = None
+
+    # -- coalescing: consecutive deltas for one message or call merged --------
+
+    def hold(self, event_type: str, key: str, target: str, delta: str) -> None:
+        """Holds a content or arguments delta of the open message or call, merged
+        with the held one when it is for the same; held bytes reaching the cap go out."""
+        size = len(delta.encode("utf-8"))
+        pending = self.pending
+        if pending is not None and (
+            pending[2] != target
+            or pending[0] != event_type
+            or pending[4] + size > self.coalesce_bytes
+        ):
+            self.flush_held()
+            pending = None
+        if pending is None:
+            self.pending = pending = [event_type, key, target, [], 0]
+        pending[3].append(delta)
+        pending[4] += size
+        if pending[4] >= self.coalesce_bytes:
+            self.flush_held()
+
+    def flush_held(self) -> None:
+        """Emits the held delta as one event (recorded for the snapshot only now)."""
+        pending = self.pending
+        if pending is None:
+            return
+        self.pending = None
+        event_type, key, target, parts, _ = pending
+        delta = "".join(parts)
+        if event_type == "TEXT_MESSAGE_CONTENT":
+            self.open_parts.append(delta)
+        else:
+            self.messages.tool_args(target, delta)
+        self.out.append({"type": event_type, key: target, "delta": delta})
 
     def emit(self, event: dict) -> None:
+        if self.pending is not None:
+            self.flush_held()
         if (
             self.close_text_always
             and self.text_id is not None
@@ -229,6 +272,7 @@ class Framer:
         if run_id is not None:
             self.run_id = run_id
         self.started = True
+        self.flush_held()
         event = {"type": "RUN_STARTED", "threadId": self.thread_id, "runId": self.run_id}
         if self.protocol_v1:
             event["protocolVersion"] = PROTOCOL_VERSION
@@ -238,6 +282,7 @@ class Framer:
         if not delta:
             return
         if self.text_id is None:
+            self.flush_held()
             self.close_reasoning()
             message_id = self.new_id("m")
             self.out.append(
@@ -245,6 +290,9 @@ class Framer:
             )
             self.messages.open_text(message_id)
             self.text_id = self.latest_text_id = message_id
+        if self.coalesce_bytes:
+            self.hold("TEXT_MESSAGE_CONTENT", "messageId", self.text_id, delta)
+            return
         self.out.append({"type": "TEXT_MESSAGE_CONTENT", "messageId": self.text_id, "delta": delta})
         self.open_parts.append(delta)
 
@@ -252,6 +300,7 @@ class Framer:
         """Opens a text message under a given id (closing the open one); content follows."""
         self.close_reasoning()
         self.close_text()
+        self.flush_held()
         self.used_ids.add(message_id)
         start = {"type": "TEXT_MESSAGE_START", "messageId": message_id, "role": "assistant"}
         self.out.append(start)
@@ -260,6 +309,7 @@ class Framer:
 
     def close_text(self) -> None:
         if self.text_id is not None:
+            self.flush_held()
             message_id, self.text_id = self.text_id, None
             self.messages.close_text(message_id, "".join(self.open_parts))
             self.open_parts = []
@@ -287,6 +337,11 @@ class Framer:
     def tool_args(self, tool_call_id: str, delta: str) -> None:
         if tool_call_id not in self.open_tools:
             self.dropped += 1
+        elif delta and self.coalesce_bytes:
+            # As emit() would for the event: the text closes first (crumbs).
+            if self.close_text_always and self.text_id is not None:
+                self.close_text()
+            self.hold("TOOL_CALL_ARGS", "toolCallId", tool_call_id, delta)
         elif delta:
             self.messages.tool_args(tool_call_id, delta)
             self.emit({"type": "TOOL_CALL_ARGS", "toolCallId": tool_call_id, "delta": delta})
@@ -390,6 +445,7 @@ class Framer:
             return
         if self.reasoning_id is None:
             self._open_reasoning(self.new_id("th"))
+        self.flush_held()
         self.out.append(
             {"type": "REASONING_MESSAGE_CONTENT", "messageId": self.reasoning_id, "delta": delta}
         )
@@ -403,6 +459,7 @@ class Framer:
 
     def _open_reasoning(self, message_id: str) -> None:
         self.close_text()
+        self.flush_held()
         self.out.append({"type": "REASONING_START", "messageId": message_id})
         self.out.append(
             {"type": "REASONING_MESSAGE_START", "messageId": message_id, "role": "reasoning"}
@@ -413,6 +470,7 @@ class Framer:
 
     def close_reasoning(self) -> None:
         if self.reasoning_id is not None:
+            self.flush_held()
             message_id, self.reasoning_id = self.reasoning_id, None
             self.messages.close_reasoning(message_id, "".join(self.open_reasoning_parts))
             self.open_reasoning_parts = []

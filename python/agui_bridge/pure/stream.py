@@ -6,6 +6,8 @@ from ..errors import CrumbError
 from .framing import Framer, error_text
 from .json_values import copy_json
 
+_MAX_BYTES = 2**63 - 1
+
 
 class EventStream:
     """One run's stateful mapping; a dialect supplies ``_parse`` and ``_apply``."""
@@ -118,6 +120,38 @@ class EventStream:
         first = self._framer.next_event_id
         events = self.fail(exc)
         return events, self._framer.framed(events, first)
+
+    def coalesce(self, max_bytes) -> None:
+        """Coalescing: consecutive deltas for one message or call are held and
+        merged, up to ``max_bytes`` (UTF-8) each, until another event, this cap
+        or ``flush()`` sends them."""
+        if not isinstance(max_bytes, int) or isinstance(max_bytes, bool):
+            raise TypeError(f"max_bytes must be an integer, not {type(max_bytes).__name__}")
+        if not 1 <= max_bytes <= _MAX_BYTES:
+            raise ValueError("max_bytes must be from 1 to 2**63 - 1")
+        self._framer.coalesce_bytes = int(max_bytes)
+
+    def flush(self) -> list[dict]:
+        """The held delta as one event, if any."""
+        framer = self._framer
+        framer.out = out = []
+        framer.flush_held()
+        return framer.taken(out)
+
+    def flush_encoded(self) -> bytes:
+        first = self._framer.next_event_id
+        return self._framer.framed(self.flush(), first)
+
+    def flush_events_and_frames(self) -> tuple[list[dict], bytes]:
+        """``flush()`` and its frames from one mapping."""
+        first = self._framer.next_event_id
+        events = self.flush()
+        return events, self._framer.framed(events, first)
+
+    @property
+    def holding(self) -> bool:
+        """A delta is held back (coalescing): ``flush()`` sends it."""
+        return self._framer.pending is not None
 
     def _pending_interrupts(self) -> list[dict]:
         return []

@@ -9,7 +9,7 @@ use crate::fields::{self, Input, Kind, Kinds, parse_fields};
 use crate::framing::{Framer, HashSet, IdKind};
 use crate::json::{Map, Value};
 use crate::patch;
-use crate::stream::{Dialect, framer_field};
+use crate::stream::{Dialect, FastText, framer_field};
 use crate::table;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,7 +43,7 @@ pub enum Row {
 }
 
 /// A row, its required fields, and every field it reads with its kind (from the field table).
-type RowSpec = (
+pub type RowSpec = (
     Row,
     &'static [&'static str],
     &'static [(&'static str, Kind)],
@@ -84,6 +84,19 @@ fn row(event_type: &str) -> Option<RowSpec> {
     Some((row, required, kinds))
 }
 
+/// A row whose every field, listed or required, is a string, as a reader
+/// that skips the general conversion may take it. `RUN_STARTED` stays general:
+/// such a reader applies items to a started run (`Dialect::call_checked`).
+pub fn string_row(event_type: &str) -> Option<RowSpec> {
+    let spec = row(event_type)?;
+    let (row, required, kinds) = spec;
+    let all_strings = kinds.iter().all(|(_, kind)| matches!(kind, Kind::Str));
+    let listed = required
+        .iter()
+        .all(|name| kinds.iter().any(|(listed, _)| listed == name));
+    (all_strings && listed && row != Row::RunStarted).then_some(spec)
+}
+
 #[derive(Debug)]
 pub enum Parsed {
     Row(Row, Fields),
@@ -110,6 +123,9 @@ pub struct Events {
     interrupts: Vec<Value>,
     /// The agent's reasoning and activity (contract section 8).
     reasoning: crate::reasoning::Repair,
+    /// The agent's id of the message streaming now and the framer's
+    /// `texts_opened` then: the fast path's check without a lookup.
+    streaming: Option<(String, u64)>,
 }
 
 /// The interrupts a `RUN_FINISHED` leaves pending: its outcome's, when that is an interrupt.
@@ -133,6 +149,7 @@ impl Events {
             ended: HashSet::default(),
             interrupts: Vec::new(),
             reasoning: crate::reasoning::Repair::default(),
+            streaming: None,
         }
     }
 
@@ -167,6 +184,7 @@ impl Events {
                 };
             self.framer.open_text_as(fresh.clone());
             self.messages.insert(message_id.to_owned(), Some(fresh));
+            self.streaming = Some((message_id.to_owned(), self.framer.texts_opened));
         }
         self.framer.text(delta);
     }
@@ -240,6 +258,20 @@ impl Events {
             _ => {}
         }
     }
+
+    /// What parsing refuses of a row's checked fields given the run: a tool
+    /// call the thread holds may not be opened again (contract section 6).
+    pub fn check_row(&self, event_type: &str, row: Row, fields: &Fields) -> Result<(), CrumbError> {
+        let opens =
+            row == Row::ToolStart || (row == Row::ToolChunk && fields.contains_key("toolCallName"));
+        if opens && let Some(id) = fields.get("toolCallId").and_then(Value::as_str) {
+            self.framer.check_fresh(event_type, "toolCallId", id)?;
+        }
+        if row == Row::ReasoningEncrypted {
+            crate::reasoning::check_subtype(event_type, fields.get("subtype"))?;
+        }
+        Ok(())
+    }
 }
 
 impl Dialect for Events {
@@ -265,15 +297,7 @@ impl Dialect for Events {
                 patch::apply_patch(&event_type, &self.framer.state, fields.get("delta"))?;
             return Ok(Parsed::Delta(state, delta));
         }
-        // A tool call the thread holds may not be opened again (contract section 6).
-        let opens =
-            row == Row::ToolStart || (row == Row::ToolChunk && fields.contains_key("toolCallName"));
-        if opens && let Some(id) = fields.get("toolCallId").and_then(Value::as_str) {
-            self.framer.check_fresh(&event_type, "toolCallId", id)?;
-        }
-        if row == Row::ReasoningEncrypted {
-            crate::reasoning::check_subtype(&event_type, fields.get("subtype"))?;
-        }
+        self.check_row(&event_type, row, &fields)?;
         Ok(Parsed::Row(row, fields))
     }
 
@@ -363,6 +387,32 @@ impl Dialect for Events {
                 Some(value) => self.framer.custom(text(&f, "name"), value),
             },
             _ => self.reasoning_row(row, f),
+        }
+    }
+
+    /// A content delta for the message streaming now: what `content` does to it, and nothing else.
+    fn fast_message_text(&mut self, message_id: &str, delta: &str) -> FastText {
+        let framer = &mut self.framer;
+        if framer.finished {
+            framer.dropped += 1;
+            return FastText::Nothing;
+        }
+        // An empty delta may start the message's record: `content` decides that.
+        if !framer.started || delta.is_empty() || framer.coalesce_bytes > 0 {
+            return FastText::General;
+        }
+        // Streaming now means not ended: `end_text` closes the message it ends.
+        // The message `content` opened last, if the framer has not opened another since.
+        match &self.streaming {
+            Some((streaming, opened))
+                if *opened == framer.texts_opened
+                    && framer.text_id.is_some()
+                    && streaming == message_id =>
+            {
+                framer.messages.push_text(delta);
+                FastText::Content
+            }
+            _ => FastText::General,
         }
     }
 

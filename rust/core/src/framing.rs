@@ -85,6 +85,8 @@ pub struct Framer {
     pub usage: crate::usage::Usage,
     /// The SSE bytes of a `TEXT_MESSAGE_CONTENT` frame up to its delta, for the open message.
     pub content_prefix: Vec<u8>,
+    /// How many text messages the run opened: tells a cache of the open one it is stale.
+    pub texts_opened: u64,
     // Ordered sets: closing order is the order of opening.
     pub(crate) open_tools: IndexSet<String>,
     pub(crate) known_tools: HashSet<String>,
@@ -103,6 +105,18 @@ pub struct Framer {
     pub event_ids: EventIds,
     /// What the run has made so far, for `snapshot()`.
     pub messages: RunMessages,
+    /// Coalescing (off: 0): the byte cap of a merged delta.
+    pub coalesce_bytes: usize,
+    /// The delta held back, merged with the next ones for the same message or call.
+    pending: Option<Pending>,
+}
+
+/// A held delta: `TEXT_MESSAGE_CONTENT` of the open message or `TOOL_CALL_ARGS` of `target`.
+#[derive(Debug, Clone)]
+struct Pending {
+    args: bool,
+    target: String,
+    delta: String,
 }
 
 impl Framer {
@@ -127,6 +141,7 @@ impl Framer {
             protocol_v1: false,
             usage: crate::usage::Usage::default(),
             content_prefix: Vec::new(),
+            texts_opened: 0,
             open_tools: IndexSet::default(),
             known_tools: HashSet::default(),
             steps: IndexSet::default(),
@@ -139,6 +154,8 @@ impl Framer {
             close_text_always,
             event_ids: EventIds::default(),
             messages: RunMessages::default(),
+            coalesce_bytes: 0,
+            pending: None,
         }
     }
 
@@ -169,7 +186,61 @@ impl Framer {
         self.close_text_always
     }
 
+    /// A delta is held back (coalescing): `flush_held` emits it.
+    pub fn is_holding(&self) -> bool {
+        self.pending.is_some()
+    }
+
+    /// Holds a content or arguments delta of the open message or call, merged
+    /// with the held one when it is for the same; held bytes reaching the cap go out.
+    fn hold_delta(&mut self, args: bool, target: &str, delta: &str) {
+        if let Some(pending) = &self.pending
+            && (pending.target != target
+                || pending.args != args
+                || pending.delta.len() + delta.len() > self.coalesce_bytes)
+        {
+            self.flush_held();
+        }
+        let pending = self.pending.get_or_insert_with(|| Pending {
+            args,
+            target: target.to_owned(),
+            delta: String::new(),
+        });
+        pending.delta.push_str(delta);
+        if pending.delta.len() >= self.coalesce_bytes {
+            self.flush_held();
+        }
+    }
+
+    /// Emits the held delta as one event (recorded for the snapshot only now).
+    pub fn flush_held(&mut self) {
+        let Some(Pending {
+            args,
+            target,
+            delta,
+        }) = self.pending.take()
+        else {
+            return;
+        };
+        let mut event = if args {
+            self.messages.tool_args(&target, &delta);
+            let mut event = event("TOOL_CALL_ARGS");
+            put(&mut event, "toolCallId", target);
+            event
+        } else {
+            self.messages.push_text(&delta);
+            let mut event = event("TEXT_MESSAGE_CONTENT");
+            put(&mut event, "messageId", target);
+            event
+        };
+        put(&mut event, "delta", delta);
+        self.out.push(event);
+    }
+
     pub fn emit(&mut self, event: Event) {
+        if self.pending.is_some() {
+            self.flush_held();
+        }
         if self.close_text_always && self.text_id.is_some() {
             self.close_text();
         }
@@ -199,6 +270,7 @@ impl Framer {
             self.run_id = run_id;
         }
         self.started = true;
+        self.flush_held();
         let mut event = event("RUN_STARTED");
         put(&mut event, "threadId", self.thread_id.clone());
         put(&mut event, "runId", self.run_id.clone());
@@ -219,6 +291,7 @@ impl Framer {
         let message_id = if let Some(id) = &self.text_id {
             id.clone()
         } else {
+            self.flush_held();
             self.close_reasoning();
             let id = self.new_id(IdKind::Message);
             let mut start = event("TEXT_MESSAGE_START");
@@ -228,6 +301,10 @@ impl Framer {
             self.open_text(id.clone());
             id
         };
+        if self.coalesce_bytes > 0 {
+            self.hold_delta(false, &message_id, delta);
+            return;
+        }
         let mut content = event("TEXT_MESSAGE_CONTENT");
         put(&mut content, "messageId", message_id);
         put(&mut content, "delta", delta);
@@ -242,6 +319,7 @@ impl Framer {
         json::write_str(&mut self.content_prefix, &id);
         self.content_prefix.extend_from_slice(br#","delta":"#);
         self.messages.open_text(&id);
+        self.texts_opened += 1;
         self.text_id = Some(id.clone());
         self.latest_text_id = Some(id);
     }
@@ -250,6 +328,7 @@ impl Framer {
     pub fn open_text_as(&mut self, message_id: String) {
         self.close_reasoning();
         self.close_text();
+        self.flush_held();
         self.used_ids.insert(message_id.clone());
         let mut start = event("TEXT_MESSAGE_START");
         put(&mut start, "messageId", message_id.clone());
@@ -259,6 +338,9 @@ impl Framer {
     }
 
     pub fn close_text(&mut self) {
+        if self.text_id.is_some() {
+            self.flush_held();
+        }
         if let Some(message_id) = self.text_id.take() {
             self.messages.close_text();
             let mut event = event("TEXT_MESSAGE_END");
@@ -300,6 +382,12 @@ impl Framer {
     pub fn tool_args(&mut self, tool_call_id: &str, delta: &str) {
         if !self.open_tools.contains(tool_call_id) {
             self.dropped += 1;
+        } else if !delta.is_empty() && self.coalesce_bytes > 0 {
+            // As emit() would for the event: the text closes first (crumbs).
+            if self.close_text_always && self.text_id.is_some() {
+                self.close_text();
+            }
+            self.hold_delta(true, tool_call_id, delta);
         } else if !delta.is_empty() {
             self.messages.tool_args(tool_call_id, delta);
             let mut event = event("TOOL_CALL_ARGS");

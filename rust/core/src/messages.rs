@@ -69,6 +69,10 @@ pub struct RunMessages {
     reasoning_text: String,
 }
 
+/// Off only in the build `benches/builds.py` compares against, to measure
+/// what recording costs (`--no-default-features`): its snapshots are empty.
+const RECORD: bool = cfg!(feature = "record");
+
 fn object(pairs: impl IntoIterator<Item = (&'static str, Value)>) -> Value {
     Value::Object(
         pairs
@@ -80,6 +84,9 @@ fn object(pairs: impl IntoIterator<Item = (&'static str, Value)>) -> Value {
 
 impl RunMessages {
     pub fn open_text(&mut self, id: &str) {
+        if !RECORD {
+            return;
+        }
         let at = self.push_assistant(id, Some((self.text.len(), usize::MAX)));
         self.latest_text = Some(at);
     }
@@ -87,11 +94,17 @@ impl RunMessages {
     /// A delta of the open text message.
     #[inline]
     pub fn push_text(&mut self, delta: &str) {
+        if !RECORD {
+            return;
+        }
         self.text.push_str(delta);
     }
 
     /// The open text message closes: its text ends here.
     pub fn close_text(&mut self) {
+        if !RECORD {
+            return;
+        }
         let end = self.text.len();
         if let Some(Some((_, open @ usize::MAX))) =
             self.latest_text.map(|at| &mut self.assistants[at].content)
@@ -157,6 +170,9 @@ impl RunMessages {
 
     /// `parent`: the latest text message's id, which the call's START names.
     pub fn tool_start(&mut self, id: &str, name: &str, parent: Option<&str>) {
+        if !RECORD {
+            return;
+        }
         let owner = match (parent, self.latest_text) {
             (Some(_), Some(owner)) => owner,
             _ => self.push_assistant(id, None),
@@ -173,12 +189,18 @@ impl RunMessages {
     }
 
     pub fn tool_args(&mut self, id: &str, delta: &str) {
+        if !RECORD {
+            return;
+        }
         if let Some(&(owner, at)) = self.calls.get(id) {
             self.assistants[owner].calls[at].args.push_str(delta);
         }
     }
 
     pub fn tool_result(&mut self, id: &str, tool_call_id: &str, content: &str) {
+        if !RECORD {
+            return;
+        }
         if let Some(&(owner, _)) = self.calls.get(tool_call_id) {
             self.entries.push(Entry::Result {
                 id: id.to_owned(),

@@ -27,6 +27,8 @@ impl Framer {
             let id = self.new_id(IdKind::Reasoning);
             self.open_reasoning(id);
         }
+        // Reasoning is not coalesced; a held delta goes out before it.
+        self.flush_held();
         let id = self.reasoning_id.clone().unwrap_or_default();
         let mut content = with_id("REASONING_MESSAGE_CONTENT", &id);
         content.put("delta", delta);
@@ -43,6 +45,7 @@ impl Framer {
 
     fn open_reasoning(&mut self, id: String) {
         self.close_text();
+        self.flush_held();
         self.out.push(with_id("REASONING_START", &id));
         let mut start = with_id("REASONING_MESSAGE_START", &id);
         start.put("role", "reasoning");
@@ -54,6 +57,9 @@ impl Framer {
     }
 
     pub fn close_reasoning(&mut self) {
+        if self.reasoning_id.is_some() {
+            self.flush_held();
+        }
         if let Some(id) = self.reasoning_id.take() {
             self.messages.close_reasoning();
             self.out.push(with_id("REASONING_MESSAGE_END", &id));

@@ -115,6 +115,9 @@ pub trait Dialect: Sized {
             FastText::General
         } else if delta.is_empty() {
             FastText::Nothing
+        } else if framer.coalesce_bytes > 0 {
+            // Held and merged by the framer's own path.
+            FastText::General
         } else if framer.text_id.is_some() {
             framer.messages.push_text(delta);
             FastText::Content
@@ -130,13 +133,19 @@ pub trait Dialect: Sized {
         framer.text(delta);
     }
 
+    /// Decides a valid content delta for the message the item names (the
+    /// events dialect); anything but content for the open message is `General`.
+    fn fast_message_text(&mut self, _message_id: &str, _delta: &str) -> FastText {
+        FastText::General
+    }
+
     /// Decides a valid streamed tool-argument piece (crumbs) without building events.
     fn fast_tool_args(&mut self, tool_call_id: &str, delta: &str) -> FastText {
         let framer = self.framer_mut();
         if framer.finished {
             framer.dropped += 1;
             FastText::Nothing
-        } else if !framer.started || framer.closes_text_always() {
+        } else if !framer.started || framer.closes_text_always() || framer.coalesce_bytes > 0 {
             FastText::General
         } else if !framer.is_open_tool(tool_call_id) {
             framer.dropped += 1;
@@ -224,6 +233,13 @@ pub trait Dialect: Sized {
     fn fail_into(&mut self, message: &str, code: &str, out: &mut Vec<u8>) {
         self.terminal(|dialect| dialect.fail_run(message, code));
         self.framer_mut().write_out(out);
+    }
+
+    /// Emits the delta held back by coalescing, if any, leaving it in the framer's `out`.
+    fn flush(&mut self) {
+        let framer = self.framer_mut();
+        framer.out.clear();
+        framer.flush_held();
     }
 
     /// Ends the run, leaving its last events in the framer's `out`.

@@ -126,6 +126,19 @@ fn created_protocol(protocol_version: Option<&Bound<'_, PyAny>>) -> PyResult<boo
     }
 }
 
+/// `coalesce(max_bytes)`: an integer from 1.
+fn created_coalesce(max_bytes: &Bound<'_, PyAny>) -> PyResult<usize> {
+    if !max_bytes.is_instance_of::<PyInt>() || max_bytes.is_instance_of::<PyBool>() {
+        return Err(not_a("max_bytes", "an integer", max_bytes));
+    }
+    max_bytes
+        .extract::<i64>()
+        .ok()
+        .filter(|max_bytes| *max_bytes >= 1)
+        .map(|max_bytes| max_bytes.unsigned_abs() as usize)
+        .ok_or_else(|| PyValueError::new_err("max_bytes must be from 1 to 2**63 - 1"))
+}
+
 /// Options both constructors take, after their positional arguments.
 pub struct Options<'a, 'py> {
     pub held_ids: Option<&'a Bound<'py, PyAny>>,
@@ -255,6 +268,38 @@ macro_rules! event_stream_class {
             #[getter]
             fn protocol_v1(&self) -> bool {
                 lock(&self.inner).framer().protocol_v1
+            }
+
+            /// Coalescing: consecutive deltas for one message or call are held and
+            /// merged, up to `max_bytes` (UTF-8) each, until another event, this
+            /// cap or `flush()` sends them.
+            fn coalesce(&self, max_bytes: &Bound<'_, PyAny>) -> PyResult<()> {
+                let max_bytes = created_coalesce(max_bytes)?;
+                lock(&self.inner).framer_mut().coalesce_bytes = max_bytes;
+                Ok(())
+            }
+
+            /// The held delta as one event, if any.
+            fn flush<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+                stream::events(py, &stream::flush(&self.inner))
+            }
+
+            fn flush_encoded<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+                stream::flush_encoded(py, &self.inner)
+            }
+
+            /// `flush()` and its frames from one mapping: `(events, frames)`.
+            fn flush_events_and_frames<'py>(
+                &self,
+                py: Python<'py>,
+            ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyBytes>)> {
+                stream::flush_events_and_frames(py, &self.inner)
+            }
+
+            /// A delta is held back (coalescing): `flush()` sends it.
+            #[getter]
+            fn holding(&self) -> bool {
+                lock(&self.inner).framer().is_holding()
             }
 
             /// What a reader joining now, and the store, need of the run.

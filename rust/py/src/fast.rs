@@ -20,6 +20,11 @@ use crate::convert::to_input;
 /// A hot item, its strings still the caller's.
 pub enum Fast<'py> {
     Text(Bound<'py, PyString>),
+    /// A delta for the message the item names (the events dialect's content event).
+    MessageText {
+        message_id: Bound<'py, PyString>,
+        delta: Bound<'py, PyString>,
+    },
     ToolArgs {
         tool_call_id: Bound<'py, PyString>,
         delta: Bound<'py, PyString>,
@@ -34,6 +39,12 @@ impl<'py> Fast<'py> {
                 Ok(text) => dialect.fast_text(text),
                 Err(_) => FastText::General,
             },
+            Fast::MessageText { message_id, delta } => {
+                match (message_id.to_str(), delta.to_str()) {
+                    (Ok(id), Ok(delta)) => dialect.fast_message_text(id, delta),
+                    _ => FastText::General,
+                }
+            }
             Fast::ToolArgs {
                 tool_call_id,
                 delta,
@@ -63,6 +74,16 @@ impl<'py> Fast<'py> {
                     decision => decision,
                 }
             }
+            Fast::MessageText { message_id, delta } => {
+                let (Ok(id), Ok(text)) = (message_id.to_str(), delta.to_str()) else {
+                    return FastText::General;
+                };
+                let decision = dialect.fast_message_text(id, text);
+                if decision == FastText::Content {
+                    dialect.framer_mut().write_content(out, text);
+                }
+                decision
+            }
             Fast::ToolArgs {
                 tool_call_id,
                 delta,
@@ -83,14 +104,14 @@ impl<'py> Fast<'py> {
     pub fn open_text(&self) -> &str {
         match self {
             Fast::Text(delta) => delta.to_str().unwrap_or_default(),
-            Fast::ToolArgs { .. } => "",
+            Fast::MessageText { .. } | Fast::ToolArgs { .. } => "",
         }
     }
 
     /// The frame of an item `decide` found to be content.
     pub fn write(&self, framer: &mut Framer, out: &mut Vec<u8>) {
         match self {
-            Fast::Text(delta) => {
+            Fast::Text(delta) | Fast::MessageText { delta, .. } => {
                 framer.write_content(out, delta.to_str().unwrap_or_default());
             }
             Fast::ToolArgs {
@@ -106,7 +127,9 @@ impl<'py> Fast<'py> {
     /// A text delta that needs no escaping.
     pub fn plain_text(&self) -> Option<&str> {
         match self {
-            Fast::Text(delta) => delta.to_str().ok().filter(|text| !json::needs_escape(text)),
+            Fast::Text(delta) | Fast::MessageText { delta, .. } => {
+                delta.to_str().ok().filter(|text| !json::needs_escape(text))
+            }
             Fast::ToolArgs { .. } => None,
         }
     }
@@ -119,7 +142,8 @@ impl<'py> Fast<'py> {
     ) -> PyResult<Bound<'py, PyDict>> {
         let event = PyDict::new(py);
         match self {
-            Fast::Text(delta) => {
+            // The id is the framer's (the one the message streams under), not the item's.
+            Fast::Text(delta) | Fast::MessageText { delta, .. } => {
                 event.set_item(intern!(py, "type"), intern!(py, "TEXT_MESSAGE_CONTENT"))?;
                 event.set_item(intern!(py, "messageId"), message_id)?;
                 event.set_item(intern!(py, "delta"), plain_str(py, delta)?)?;
@@ -160,20 +184,23 @@ pub struct Recognizer<'py> {
     type_key: &'py Bound<'py, PyString>,
     delta_key: &'py Bound<'py, PyString>,
     tool_key: &'py Bound<'py, PyString>,
+    message_key: &'py Bound<'py, PyString>,
     delta_name: &'static str,
     text_types: &'static [&'static str],
     args_type: Option<&'static str>,
+    message_type: Option<&'static str>,
     bare_str: bool,
     // Items built by the same code share one type object: a pointer check then suffices.
     known_text: Option<Bound<'py, PyString>>,
     known_args: Option<Bound<'py, PyString>>,
+    known_message: Option<Bound<'py, PyString>>,
 }
 
 // A recognized item has exactly `type` and the fields below, each a string:
 // the field table must require exactly those, typed so, or the build fails.
 const _: () = {
     use agui_bridge_core::fields::Kind;
-    use agui_bridge_core::table::{self, CHUNKS, CRUMBS};
+    use agui_bridge_core::table::{self, CHUNKS, CRUMBS, EVENTS};
     assert!(table::same_names(
         table::required(CRUMBS, "text:delta"),
         &["delta"]
@@ -200,6 +227,30 @@ const _: () = {
         table::listed_kind(CHUNKS, "chunk", "content"),
         Kind::Str
     ));
+    assert!(table::same_names(
+        table::required(EVENTS, "TEXT_MESSAGE_CONTENT"),
+        &["messageId", "delta"]
+    ));
+    assert!(table::same_names(
+        table::required(EVENTS, "TOOL_CALL_ARGS"),
+        &["toolCallId", "delta"]
+    ));
+    assert!(matches!(
+        table::listed_kind(EVENTS, "TEXT_MESSAGE_CONTENT", "messageId"),
+        Kind::Str
+    ));
+    assert!(matches!(
+        table::listed_kind(EVENTS, "TEXT_MESSAGE_CONTENT", "delta"),
+        Kind::Str
+    ));
+    assert!(matches!(
+        table::listed_kind(EVENTS, "TOOL_CALL_ARGS", "toolCallId"),
+        Kind::Str
+    ));
+    assert!(matches!(
+        table::listed_kind(EVENTS, "TOOL_CALL_ARGS", "delta"),
+        Kind::Str
+    ));
 };
 
 pub trait FastInput {
@@ -220,8 +271,10 @@ impl FastInput for Crumbs {
 
 impl FastInput for Events {
     fn recognizer(py: Python<'_>) -> Recognizer<'_> {
-        // No text type is recognized: a content event names its message.
+        // No bare text type: a content event names its message.
         Recognizer::new(py, intern!(py, "delta"), "delta", &[])
+            .with_tool_args("TOOL_CALL_ARGS")
+            .with_message_text("TEXT_MESSAGE_CONTENT")
     }
 
     /// An `ag_ui.core` event model is read through `agui_bridge.event_models`,
@@ -247,11 +300,12 @@ impl FastInput for Chunks {
     }
 }
 
-fn is_key(key: &Bound<'_, PyAny>, interned: &Bound<'_, PyString>, name: &str) -> bool {
-    key.is(interned)
-        || key
-            .cast::<PyString>()
-            .is_ok_and(|key| key.to_str().is_ok_and(|key| key == name))
+/// The fields a recognized item may have.
+enum Slot {
+    Type,
+    Delta,
+    Tool,
+    Message,
 }
 
 fn is_type<'py>(
@@ -283,18 +337,52 @@ impl<'py> Recognizer<'py> {
             type_key: intern!(py, "type"),
             delta_key,
             tool_key: intern!(py, "toolCallId"),
+            message_key: intern!(py, "messageId"),
             delta_name,
             text_types,
             args_type: None,
+            message_type: None,
             bare_str: false,
             known_text: None,
             known_args: None,
+            known_message: None,
         }
     }
 
     fn with_tool_args(mut self, args_type: &'static str) -> Self {
         self.args_type = Some(args_type);
         self
+    }
+
+    fn with_message_text(mut self, message_type: &'static str) -> Self {
+        self.message_type = Some(message_type);
+        self
+    }
+
+    /// Which field a key names: by identity with the interned names first (the
+    /// usual case), by text only for a key that is none of them.
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
+    fn slot(&self, key: &Bound<'py, PyAny>) -> Option<Slot> {
+        if key.is(self.type_key) {
+            return Some(Slot::Type);
+        }
+        if key.is(self.delta_key) {
+            return Some(Slot::Delta);
+        }
+        if key.is(self.tool_key) {
+            return Some(Slot::Tool);
+        }
+        if key.is(self.message_key) {
+            return Some(Slot::Message);
+        }
+        match key.cast::<PyString>().ok()?.to_str().ok()? {
+            "type" => Some(Slot::Type),
+            "toolCallId" => Some(Slot::Tool),
+            "messageId" => Some(Slot::Message),
+            text if text == self.delta_name => Some(Slot::Delta),
+            _ => None,
+        }
     }
 
     // Inlined into the encode_many loop: measured 5% fewer instructions per item.
@@ -309,26 +397,34 @@ impl<'py> Recognizer<'py> {
         let dict = item.cast::<PyDict>().ok()?;
         // Any other field would need checking: leave such items to the general path.
         let len = dict.len();
-        if len != 2 && !(len == 3 && self.args_type.is_some()) {
+        if len != 2 && !(len == 3 && (self.args_type.is_some() || self.message_type.is_some())) {
             return None;
         }
-        let (mut item_type, mut delta, mut tool_call_id) = (None, None, None);
+        let (mut item_type, mut delta, mut tool_call_id, mut message_id) = (None, None, None, None);
         // Stopping after the known entries spares the iterator's final probe.
         for (key, value) in dict.iter().take(len) {
-            if is_key(&key, self.type_key, "type") {
-                item_type = Some(value);
-            } else if is_key(&key, self.delta_key, self.delta_name) {
-                delta = Some(value.cast_into::<PyString>().ok()?);
-            } else if len == 3 && is_key(&key, self.tool_key, "toolCallId") {
-                tool_call_id = Some(value.cast_into::<PyString>().ok()?);
-            } else {
-                return None;
+            match self.slot(&key)? {
+                Slot::Type => item_type = Some(value),
+                Slot::Delta => delta = Some(value.cast_into::<PyString>().ok()?),
+                Slot::Tool if len == 3 => {
+                    tool_call_id = Some(value.cast_into::<PyString>().ok()?);
+                }
+                Slot::Message if len == 3 && self.message_type.is_some() => {
+                    message_id = Some(value.cast_into::<PyString>().ok()?);
+                }
+                Slot::Tool | Slot::Message => return None,
             }
         }
         let (item_type, delta) = (item_type?, delta?);
         if len == 2 {
             return is_type(&item_type, &mut self.known_text, self.text_types)
                 .then_some(Fast::Text(delta));
+        }
+        if let Some(message_id) = message_id {
+            // Both keys cannot be there: the dict has three entries, type and delta among them.
+            let message_type = [self.message_type?];
+            return is_type(&item_type, &mut self.known_message, &message_type)
+                .then_some(Fast::MessageText { message_id, delta });
         }
         let tool_call_id = tool_call_id?;
         let args_type = [self.args_type?];

@@ -13,12 +13,15 @@
 use agui_bridge_core::CrumbError;
 use agui_bridge_core::chunks::{self, Chunks};
 use agui_bridge_core::crumbs::{self, Crumbs};
-use agui_bridge_core::events::Events;
+use agui_bridge_core::event::Fields;
+use agui_bridge_core::events::{self, Events};
 use agui_bridge_core::fields::Kind;
+use agui_bridge_core::json::Value;
 use agui_bridge_core::stream::Dialect;
 use agui_bridge_core::table;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
+use std::borrow::Cow;
 
 use crate::convert::json_text;
 
@@ -291,19 +294,100 @@ impl HotInput for Chunks {
     }
 }
 
-/// No events item has a reader of its own yet: all take the general path.
+/// An event read by `read_event`: its type, for errors, and its row and fields.
+pub struct EventHot {
+    event_type: String,
+    row: events::Row,
+    fields: Fields,
+}
+
+/// The most fields an events dict may have for the reader (more: the general path).
+const EVENT_FIELDS: usize = 8;
+
+/// The value under the key `name`, if any; `None` when two keys hold that text.
+#[allow(clippy::option_option)]
+fn once<'a, 'py>(
+    entries: &'a [Option<(Bound<'py, PyString>, Bound<'py, PyAny>)>],
+    name: &str,
+) -> Option<Option<&'a Bound<'py, PyAny>>> {
+    let mut found = None;
+    for (key, value) in entries.iter().flatten() {
+        if key.to_str().is_ok_and(|key| key == name) {
+            if found.is_some() {
+                return None;
+            }
+            found = Some(value);
+        }
+    }
+    Some(found)
+}
+
+/// An event of a row whose listed fields are all strings (`events::string_row`),
+/// read as the parser would take it: every key a string, the type and each
+/// listed field once, required ones present, listed ones strings (a `None`
+/// one is absent). Fields the row does not list are not read, as in the parser.
+fn read_event(item: &Bound<'_, PyAny>) -> Option<EventHot> {
+    let dict = item.cast::<PyDict>().ok()?;
+    let len = dict.len();
+    if len > EVENT_FIELDS {
+        return None;
+    }
+    let mut entries: [Option<(Bound<'_, PyString>, Bound<'_, PyAny>)>; EVENT_FIELDS] =
+        [const { None }; EVENT_FIELDS];
+    // Stopping after the known entries spares the iterator's final probe.
+    for (at, (key, value)) in dict.iter().take(len).enumerate() {
+        entries[at] = Some((key.cast_into::<PyString>().ok()?, value));
+    }
+    let entries = &entries[..len];
+    // A key that is no valid text: the general path decides.
+    if entries
+        .iter()
+        .flatten()
+        .any(|(key, _)| key.to_str().is_err())
+    {
+        return None;
+    }
+    let event_type = once(entries, "type")??
+        .cast::<PyString>()
+        .ok()?
+        .to_str()
+        .ok()?;
+    let (row, required, kinds) = events::string_row(event_type)?;
+    let mut fields = Fields::with_capacity(kinds.len());
+    for &(name, _) in kinds {
+        match once(entries, name)? {
+            Some(value) if !value.is_none() => {
+                let text = value.cast::<PyString>().ok()?.to_str().ok()?;
+                fields.insert(Cow::Borrowed(name), Value::String(text.to_owned()));
+            }
+            // Absent or null: only an optional field may be.
+            _ if required.contains(&name) => return None,
+            _ => {}
+        }
+    }
+    Some(EventHot {
+        event_type: event_type.to_owned(),
+        row,
+        fields,
+    })
+}
+
 impl HotInput for Events {
-    type Hot<'a> = std::convert::Infallible;
+    type Hot<'a> = EventHot;
 
-    fn apply_hot(&mut self, hot: std::convert::Infallible) {
-        match hot {}
+    fn check_hot(&self, hot: &EventHot) -> Result<(), CrumbError> {
+        // Input after the end is dropped, never refused (rule 2).
+        if self.framer().finished {
+            return Ok(());
+        }
+        self.check_row(&hot.event_type, hot.row, &hot.fields)
     }
 
-    fn check_hot(&self, hot: &std::convert::Infallible) -> Result<(), CrumbError> {
-        match *hot {}
+    fn apply_hot(&mut self, hot: EventHot) {
+        self.apply(events::Parsed::Row(hot.row, hot.fields));
     }
 
-    fn with_hot<R>(_item: &Bound<'_, PyAny>, _run: impl FnOnce(Self::Hot<'_>) -> R) -> Option<R> {
-        None
+    fn with_hot<R>(item: &Bound<'_, PyAny>, run: impl FnOnce(EventHot) -> R) -> Option<R> {
+        read_event(item).map(run)
     }
 }

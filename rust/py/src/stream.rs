@@ -108,7 +108,7 @@ pub fn call<'py, D: Dialect + FastInput + HotInput>(
                 // Dicts are tracked by the collector: built with the lock let go.
                 drop(guard);
                 let event = match (&fast, id) {
-                    (Fast::Text(delta), Some(id)) => {
+                    (Fast::Text(delta) | Fast::MessageText { delta, .. }, Some(id)) => {
                         message_id.content_event(py, &id, plain_str(py, delta)?)?
                     }
                     (_, id) => fast.event(py, id)?,
@@ -352,6 +352,36 @@ pub fn cancel_events_and_frames<'py, D: Dialect>(
 ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyBytes>)> {
     let mut out = Vec::new();
     let events = lock(inner).cancel_written(&mut out);
+    Ok((events_to_py(py, &events)?, PyBytes::new(py, &out)))
+}
+
+/// The delta held back by coalescing, as events (none when nothing is held).
+pub fn flush<D: Dialect>(inner: &Mutex<D>) -> Vec<Event> {
+    let mut dialect = lock(inner);
+    dialect.flush();
+    dialect.framer_mut().take_out()
+}
+
+pub fn flush_encoded<'py, D: Dialect>(py: Python<'py>, inner: &Mutex<D>) -> Bound<'py, PyBytes> {
+    let mut out = Vec::new();
+    {
+        let mut dialect = lock(inner);
+        dialect.flush();
+        dialect.framer_mut().write_out(&mut out);
+    }
+    PyBytes::new(py, &out)
+}
+
+pub fn flush_events_and_frames<'py, D: Dialect>(
+    py: Python<'py>,
+    inner: &Mutex<D>,
+) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyBytes>)> {
+    let mut out = Vec::new();
+    let events = {
+        let mut dialect = lock(inner);
+        dialect.flush();
+        dialect.framer_mut().take_out_written(&mut out)
+    };
     Ok((events_to_py(py, &events)?, PyBytes::new(py, &out)))
 }
 
