@@ -145,7 +145,7 @@ def test_hot_shapes_agree(both, dialect, variant):
     native, pure = both
     items = [*PRELUDE[dialect], variant, variant]
     # An id the thread holds may not be opened (the readers check it too).
-    options = (("held",), None)
+    options = (("held",), None, None)
     assert replay(native, dialect, items, "finish", options) == replay(
         pure, dialect, items, "finish", options
     )
@@ -161,7 +161,7 @@ def test_input_after_the_end_is_dropped_not_refused(both):
     }
     for dialect, item in items.items():
         for impl in (native, pure):
-            t = make(impl, dialect, (("held",), None))
+            t = make(impl, dialect, (("held",), None, None))
             t.finish()
             assert t(item) == [] and t.encode(item) == b"" and t.encode_many([item]) == b""
             assert t.dropped == 3
