@@ -13,7 +13,7 @@ from ...errors import RunsUnavailable
 from ..backend import _settled
 from ..limits import Limits
 from ..log import Logs, RunLog
-from .client import DOWN, Client
+from .client import DOWN, Client, RedisError
 from .control import Control, send_cancel
 from .layout import GONE, Keys
 from .mirror import BLOCK_MS, Mirror, Reading
@@ -170,7 +170,7 @@ class RedisRuns:
                     [sink.fence, self.retention, int(self.lease_ttl * 1000)],
                     patient=True,
                 )
-            except DOWN as error:
+            except (*DOWN, RedisError) as error:  # a task of its own: nobody else sees it
                 log.warning("run %s: renewing in Redis failed: %s", sink.run_id, error)
                 return
             if result in (-1, -2, -3) and not sink.ended:
