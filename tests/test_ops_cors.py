@@ -156,6 +156,7 @@ def test_cors_from_other_origins_in_chromium(site, page, browser, shots, redis_u
             assert not [h for h in preflight.headers if h.startswith("access-control-")]
             plain = httpx.get(gw + "/healthz", headers={"origin": other})
             assert "access-control-allow-origin" not in plain.headers
+            assert plain.headers["vary"] == "origin"
             good = httpx.options(gw + "/threads/b1/runs/b1-r1/events", headers={
                 "origin": allowed, "access-control-request-method": "GET",
                 "access-control-request-headers": "authorization, last-event-id"})  # fmt: skip

@@ -68,8 +68,8 @@ class Ops:
                     requested = conn.headers.get("access-control-request-headers")
                     await conn.respond(*cors.preflight(origin, wanted, requested))
                     return
-                if cors.allows(origin):
-                    extra = cors.response_headers(origin)
+                # Another origin gets no CORS header, only Vary (what a cache keys on).
+                extra = cors.response_headers(origin) if cors.allows(origin) else _VARY
         if not (extra or self._watch or access_log.isEnabledFor(logging.INFO)):
             await handler.handle(conn)
             return
@@ -213,6 +213,9 @@ class Ops:
 
     def error_body(self, code: str, message: str) -> bytes:
         return orjson.dumps({"error": {"code": code, "message": message}})
+
+
+_VARY = [("vary", "origin")]
 
 
 class _Front:
