@@ -15,7 +15,7 @@ import orjson
 
 from .. import create_agui_repairer
 from ..runs import Trimmed
-from .runs import event_of
+from ..runs.frames import event_of, split
 from .stream import Projector, made_so_far
 
 
@@ -40,8 +40,8 @@ async def origin(app, record):
     position = 0
     with contextlib.suppress(Trimmed):
         data, _ = run_log.read(position)
-        for frame in data.split(b"\n\n"):
-            event = event_of(frame) if frame else None
+        for frame in split(data):
+            event = event_of(frame)
             if event is not None:
                 made(event)
     if thread is None:
@@ -88,9 +88,7 @@ class Parts:
         n = first - 1
         after = self.after
         feed = self.projector.feed
-        for frame in data.split(b"\n\n"):
-            if not frame:
-                continue
+        for frame in split(data):
             n += 1
             event = event_of(frame)
             parts = feed(event) if event is not None else []

@@ -14,7 +14,7 @@ import asyncio
 import time
 from datetime import UTC, datetime
 
-import orjson
+from ..runs.frames import event_of
 
 
 def iso(seconds: float | None) -> str | None:
@@ -28,17 +28,6 @@ def terminal_event(run_log) -> dict | None:
     if not run_log.ended or not run_log.chunks:
         return None
     return event_of(run_log.chunks[-1], last=True)
-
-
-def event_of(frames: bytes, last: bool = False) -> dict | None:
-    """The event in the first (or ``last``) data line of SSE frames, else None."""
-    at = frames.rfind(b"data: ") if last else frames.find(b"data: ")
-    if at < 0:
-        return None
-    try:
-        return orjson.loads(frames[at + 6 :].split(b"\n", 1)[0])
-    except orjson.JSONDecodeError:
-        return None
 
 
 class RunRecord:

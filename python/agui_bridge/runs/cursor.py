@@ -33,9 +33,8 @@ import asyncio
 import logging
 from contextlib import asynccontextmanager
 
-import orjson
-
 from ..errors import Closed
+from .frames import frame
 from .log import RunLog, Trimmed
 from .replay import replay
 
@@ -47,10 +46,6 @@ STREAM_HEADERS = [
     ("cache-control", "no-cache"),
     ("x-accel-buffering", "no"),
 ]
-
-
-def frame(event: dict) -> bytes:
-    return b"data: " + orjson.dumps(event) + b"\n\n"
 
 
 def _covering(frames: list[bytes], n: int, ids: bool) -> bytes:

@@ -14,19 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import orjson
-
 from .. import create_agui_repairer
-
-
-def events_of(data: bytes) -> list[dict]:
-    """The events of SSE frames (``id:`` lines and comments skipped)."""
-    events = []
-    for frame in data.split(b"\n\n"):
-        for line in frame.split(b"\n"):
-            if line.startswith(b"data: "):
-                events.append(orjson.loads(line[6:]))
-    return events
+from .frames import events_of, frame
 
 
 class _Ended(Exception):
@@ -65,6 +54,6 @@ def frames_of(events: list[dict], first: int, ids: bool) -> bytes:
     """``events`` as frames numbered from ``first`` (as the run's transformer numbers them)."""
     out = []
     for n, event in enumerate(events, first):
-        data = b"data: " + orjson.dumps(event) + b"\n\n"
+        data = frame(event)
         out.append(b"id: %d\n" % n + data if ids else data)
     return b"".join(out)

@@ -8,6 +8,7 @@ import logging
 import orjson
 
 from ...errors import RunsUnavailable
+from ..frames import first_frame
 from ..log import Logs, RunLog
 from ..replay import frames_of, replay
 from .client import DOWN, Client
@@ -49,10 +50,7 @@ class Mirror(RunLog):
             if self.last == 0 and first > 1:
                 self.first = first  # the stream was trimmed before this node read it
             if not self.started and first == 1:
-                frame = data[: data.index(b"\n\n") + 2]
-                if frame.startswith(b"id: "):
-                    frame = frame[frame.index(b"\n") + 1 :]
-                self.started = frame
+                self.started = first_frame(data)
             self.append(data, int(entry_id.split(b"-", 1)[0]), ops)
         elif ops:
             self.append(b"", self.last, ops)
