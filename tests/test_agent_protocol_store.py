@@ -7,6 +7,10 @@ import sqlite3
 from agui_bridge.store import SqliteStore
 
 
+async def ids_of(store, *args, **kwargs) -> list[str]:
+    return [listed.thread_id for listed in await store.search(*args, **kwargs)]
+
+
 def _msg(i: str) -> dict:
     return {"id": i, "role": "user", "content": i}
 
@@ -33,17 +37,17 @@ async def test_create_metadata_search_delete(make_store):
         await store.create("t2", {"owner": "bob"})
         await store.save("t3", "demo", [], {}, [])  # made by a run: empty metadata
         assert (await store.load("t3")).metadata == {}
-        assert await store.search({}, None, 10) == ["t3", "t2", "t1"]  # newest update first
-        assert await store.search({"owner": "ann"}, None, 10) == ["t1"]
-        assert await store.search({"tag": [1, 2]}, None, 10) == ["t1"]
-        assert await store.search({"owner": "nobody"}, None, 10) == []
-        assert await store.search({}, {"t1", "t2"}, 10) == ["t2", "t1"]
-        assert await store.search({}, None, 2) == ["t3", "t2"]
+        assert await ids_of(store, {}, None, 10) == ["t3", "t2", "t1"]  # newest update first
+        assert await ids_of(store, {"owner": "ann"}, None, 10) == ["t1"]
+        assert await ids_of(store, {"tag": [1, 2]}, None, 10) == ["t1"]
+        assert await ids_of(store, {"owner": "nobody"}, None, 10) == []
+        assert await ids_of(store, {}, {"t1", "t2"}, 10) == ["t2", "t1"]
+        assert await ids_of(store, {}, None, 2) == ["t3", "t2"]
 
         assert await store.delete("t1")
         assert not await store.delete("t1")
         assert await store.load("t1") is None
-        assert await store.search({}, None, 10) == ["t3", "t2"]
+        assert await ids_of(store, {}, None, 10) == ["t3", "t2"]
         # The same id again is a new thread: none of the old messages come back.
         assert await store.create("t1", {})
         await store.save("t1", "demo", [_msg("m9")], {}, [])
@@ -107,7 +111,7 @@ async def test_nul_and_overlong_ids_are_refused_by_every_store(make_store):
             assert await store.load(bad) is None
             assert not await store.delete(bad)
             assert not await store.update_metadata(bad, {"a": 1})
-            assert await store.search({}, {bad}, 10) == []
+            assert await ids_of(store, {}, {bad}, 10) == []
         assert await store.create("t", {"k": "v"})
         for metadata in ({"k": "a\x00b"}, {"k\x00": 1}, {"k": ["x", {"y": "\x00"}]}):
             with pytest.raises(RunInputError):
@@ -115,16 +119,37 @@ async def test_nul_and_overlong_ids_are_refused_by_every_store(make_store):
             with pytest.raises(RunInputError):
                 await store.update_metadata("t", metadata)
             with pytest.raises(RunInputError):
-                await store.search(metadata, None, 10)
+                await ids_of(store, metadata, None, 10)
         with pytest.raises(RunInputError):
             await store.save("t", "a", [_msg("m\x00")], {}, [])
         thread = await store.load("t")
         assert thread.metadata == {"k": "v"} and thread.messages == []
         assert await store.load("t2") is None
-        assert await store.search({"k": "v"}, None, 10) == ["t"]
+        assert await ids_of(store, {"k": "v"}, None, 10) == ["t"]
         # NUL in a message's content or the state is JSON text like any other.
         await store.save("t", "a", [{**_msg("m1"), "content": "a\x00b"}], {"s": "\x00"}, [])
         thread = await store.load("t")
         assert thread.messages[0]["content"] == "a\x00b" and thread.state == {"s": "\x00"}
+    finally:
+        await store.close()
+
+
+async def test_a_sqlite_file_from_before_gains_owner_and_status(tmp_path):
+    path = str(tmp_path / "old.sqlite")
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        "CREATE TABLE threads (thread_id TEXT PRIMARY KEY, agent_id TEXT, state BLOB NOT NULL,"
+        " interrupts BLOB NOT NULL, updated_at REAL NOT NULL, metadata BLOB NOT NULL"
+        " DEFAULT '{}', created_at REAL);"
+        "INSERT INTO threads VALUES ('paused', 'a', '{}', '[{\"id\": \"i\"}]', 2.0, '{}', 1.0);"
+        "INSERT INTO threads VALUES ('done', 'a', '{}', '[]', 1.0, '{}', 1.0);"
+    )
+    conn.commit()
+    conn.close()
+    store = SqliteStore(path)
+    try:
+        found = [(t.thread_id, t.status) for t in await store.search({}, None, 10)]
+        assert found == [("paused", "interrupted"), ("done", "idle")]
+        assert (await store.load("done")).owner is None
     finally:
         await store.close()

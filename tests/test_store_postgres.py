@@ -38,7 +38,7 @@ async def test_schema_created_on_first_use_and_versioned(pg_url):
         assert await schema_version(conn) == 0
         store = PostgresStore(pg_url)
         assert await store.load("t") is None  # the first call creates the schema
-        assert await schema_version(conn) == SCHEMA_VERSION == 2
+        assert await schema_version(conn) == SCHEMA_VERSION == 3
         assert await conn.fetchval("SELECT count(*) FROM agui_schema") == 1
         await store.close()
         assert await migrate(conn) == SCHEMA_VERSION  # again: nothing to do
@@ -101,7 +101,7 @@ async def test_an_older_schema_with_data_is_migrated(pg_url):
         await store.close()
         assert thread.messages == [message] and thread.state == {"k": 1}
         assert thread.metadata == {} and thread.created_at is not None
-        assert await schema_version(conn) == SCHEMA_VERSION == 2 and await columns(conn) == 2
+        assert await schema_version(conn) == SCHEMA_VERSION == 3 and await columns(conn) == 2
         assert await conn.fetchval("SELECT count(*) FROM agui_schema") == 1
     finally:
         await conn.close()
@@ -115,7 +115,7 @@ async def test_a_newer_schema_is_refused(pg_url):
     finally:
         await conn.close()
     store = PostgresStore(pg_url)
-    with pytest.raises(RuntimeError, match="schema is at version 3"):
+    with pytest.raises(RuntimeError, match=f"schema is at version {SCHEMA_VERSION + 1}"):
         await store.load("t")
     await store.close()
 
@@ -356,3 +356,36 @@ async def test_nul_at_the_door_is_a_4xx_on_postgres(pg_url):
             assert run.status_code == 400, run.text
     finally:
         await app.aclose()
+
+
+async def test_version_3_indexes_search_and_cleans_nul_metadata(pg_url):
+    """A database at version 2 holding a thread whose metadata has NUL (json
+    took it; every metadata-filtered search then 500'd casting to jsonb) and
+    one with pending interrupts: version 3 keeps both, without the NUL, with
+    the status the interrupts say, and searches answer."""
+    conn = await asyncpg.connect(pg_url)
+    try:
+        assert await migrate(conn, MIGRATIONS[:2]) == 2
+        await conn.execute(
+            "INSERT INTO agui_threads (thread_id, agent_id, state, interrupts, metadata)"
+            " VALUES ('nul', 'a', '{}', '[]', '{\"k\": \"a\\u0000b\", \"n\": 1}'),"
+            " ('paused', 'a', '{}', '[{\"id\": \"i1\"}]', '{\"n\": 1}')"
+        )
+        store = PostgresStore(pg_url)
+        try:
+            assert await store.load("nul") is not None  # migrates
+            assert (await store.load("nul")).metadata == {"k": "ab", "n": 1}
+            found = {t.thread_id: t.status for t in await store.search({"n": 1}, None, 10)}
+            assert found == {"nul": "idle", "paused": "interrupted"}
+            assert [t.thread_id for t in await store.search({"k": "ab"}, None, 10)] == ["nul"]
+        finally:
+            await store.close()
+        indexes = {
+            row["indexname"]
+            for row in await conn.fetch(
+                "SELECT indexname FROM pg_indexes WHERE tablename = 'agui_threads'"
+            )
+        }
+        assert {"agui_threads_by_owner_status", "agui_threads_by_metadata"} <= indexes
+    finally:
+        await conn.close()

@@ -27,7 +27,7 @@ from .ops.serve import watch_drain
 from .playground import Playground
 from .runs import Limits
 from .runs.backend import open_runs
-from .store import DEFAULT_STORE, open_store
+from .store import DEFAULT_STORE, open_store, sweep
 from .store.lease import keep
 
 DEFAULT_PATH = "/ag-ui/run"
@@ -120,6 +120,14 @@ class App:
     off by default; ``agui-bridge demo`` turns it on), a browser UI for every
     agent of the app, behind the same ``authenticate`` (``agui_bridge.playground``).
     ``GET /agents`` lists the agents (id, paths, dialect) either way.
+    Owners: a thread is stored with the owner of the identity that created it
+    (``authenticate``'s identity: its ``owner``, else its ``id``, a key or an
+    attribute); a caller with an owner lists (``POST /threads/search``, the
+    playground's list) only its own threads, one without lists them all;
+    ``authorize_thread`` still guards every thread (``agui_bridge.store.owner``).
+    ``thread_ttl``: seconds after its last update an idle thread (no run) is
+    deleted, swept in batches by each worker (off by default;
+    ``agui_bridge.store.sweep``).
     """
 
     def __init__(
@@ -140,6 +148,7 @@ class App:
         drain_timeout: float = 20.0,
         runs: Any = "memory://",
         playground: bool | str = False,
+        thread_ttl: float | None = None,
         health: Any = True,
         cors: Any = None,
         metrics: bool | str = False,
@@ -151,6 +160,11 @@ class App:
         self._store_spec = store
         # Health, metrics, traces, logs, CORS and per-identity limits (agui_bridge.ops).
         self.ops = Ops(self, health, cors, metrics, limits, tracing)
+        if thread_ttl is not None and not thread_ttl > 0:
+            raise ValueError("thread_ttl must be a positive number of seconds (or None: off)")
+        self.thread_ttl = thread_ttl
+        self._sweeper = None  # the thread TTL's task (agui_bridge.store.sweep)
+        self.threads_swept = 0
         self._store = None if isinstance(store, str) else self.ops.watch_store(store)
         self.authenticate = self.ops.authenticate(authenticate)
         self.body_limit = body_limit
@@ -194,6 +208,8 @@ class App:
         """The thread store, opened on first use (so each granian worker opens its own)."""
         if self._store is None:
             self._store = self.ops.watch_store(open_store(self._store_spec))
+        if self.thread_ttl is not None and self._sweeper is None:
+            self._sweeper = sweep.start(self)  # on first use inside the event loop
         return self._store
 
     def agent(
@@ -288,6 +304,8 @@ class App:
             log.exception("releasing the run lease of thread %s failed", thread_id)
 
     async def aclose(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
         drain = self._drain_task
         if drain is not None and not drain.done():
             drain.cancel()

@@ -31,10 +31,13 @@ from ..agent_protocol.objects import assistant, checkpoint, thread_state
 from ..agent_protocol.reader import Parts, sse
 from ..agent_protocol.runs import Registry, RunRecord, iso, terminal_event
 from ..agent_protocol.stream import MODES, interrupts_of, values_of
+from ..agent_protocol.threads import search as search_threads
 from ..errors import RunInputError
 from ..run_input import Resume, RunInput, _check_depth, _text_of
 from ..runs import open_stream
 from ..shapes import check_id
+from ..store.lease import create
+from ..store.owner import owner_of
 from .access import require
 from .handler import HttpError, thread_guards
 from .params import bounded, last_event_id
@@ -54,8 +57,6 @@ _NOT_SERVED = (
     "stream_subgraphs",
 )
 MAX_PAGE = 1000
-# Thread ids a search reads at most (ids only; threads are loaded a page at a time).
-MAX_SCAN = 10_000
 
 
 def _unprocessable(message: str, code: str = "invalid_request") -> HttpError:
@@ -194,20 +195,19 @@ class AgentProtocol:
         # A run of another worker or node, where the run logs are shared.
         if await self.app.runs.active_of(thread_id) is not None:
             return "busy"
-        latest = self.registry.latest_log(thread_id)
-        end = terminal_event(latest) if latest is not None else None
-        if end is not None and end.get("type") == "RUN_ERROR":
-            return "error"
-        return "interrupted" if thread.interrupts else "idle"
+        return thread.status  # as its last save left it (store/keep.py)
 
     async def thread_json(self, thread) -> dict:
+        return self.thread_json_of(thread, await self.status(thread))
+
+    def thread_json_of(self, thread, status: str) -> dict:
         interrupts = interrupts_of(thread.interrupts)
         return {
             "thread_id": thread.thread_id,
             "created_at": iso(thread.created_at or thread.updated_at),
             "updated_at": iso(thread.updated_at),
             "metadata": thread.metadata,
-            "status": await self.status(thread),
+            "status": status,
             "values": values_of(thread.state, thread.messages),
             "interrupts": {thread.agent_id or "agent": interrupts} if interrupts else {},
             "config": {},
@@ -226,7 +226,7 @@ class AgentProtocol:
             raise _unprocessable("'if_exists' must be 'raise' or 'do_nothing'")
         metadata = _object(body, "metadata")
         await self._thread(identity, thread_id, must_exist=False)
-        created = await self.app.store.create(thread_id, metadata)
+        created = await create(self.app.store, thread_id, metadata, owner_of(identity))
         if not created and if_exists == "raise":
             raise HttpError(409, "thread_exists", f"thread {thread_id!r} already exists")
         thread = await self.app.store.load(thread_id)
@@ -260,7 +260,7 @@ class AgentProtocol:
         metadata = _object(body, "metadata")
         values = _object(body, "values")
         limit = bounded(body.get("limit"), "limit", 10, 1, MAX_PAGE)
-        offset = bounded(body.get("offset"), "offset", 0, 0, MAX_SCAN)
+        offset = bounded(body.get("offset"), "offset", 0, 0, 1 << 31)
         status = body.get("status")
         if status is not None and status not in ("idle", "busy", "interrupted", "error"):
             raise _unprocessable("'status' must be idle, busy, interrupted or error")
@@ -269,26 +269,8 @@ class AgentProtocol:
             if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
                 raise _unprocessable("'ids' must be a list of strings")
             ids = set(ids)
-        found = []
-        for thread_id in await self.app.store.search(metadata, ids, MAX_SCAN):
-            thread = await self.app.store.load(thread_id)
-            if thread is None:
-                continue
-            try:
-                await self.handler.authorize_thread(
-                    identity, thread_id, thread_guards(self.app, thread)
-                )
-            except HttpError:
-                continue  # a thread the caller may not see is not found
-            shown = await self.thread_json(thread)
-            if status is not None and shown["status"] != status:
-                continue
-            if any(shown["values"].get(k, _ABSENT) != v for k, v in values.items()):
-                continue
-            found.append(shown)
-            if len(found) >= offset + limit:
-                break
-        await conn.respond(200, orjson.dumps(found[offset:]), JSON)
+        found = await search_threads(self, identity, metadata, values, ids, status, limit, offset)
+        await conn.respond(200, orjson.dumps(found), JSON)
 
     async def _update_state(self, conn, thread_id: str) -> None:
         """``POST /threads/{id}/state``: ``values`` update the state (``messages`` in it

@@ -38,6 +38,7 @@ from ..runs import prelude as shared_prelude
 from ..store import Thread
 from ..store.ids import HeldIds
 from ..store.lease import save
+from ..store.owner import owner_of
 from .access import refuse_cross_site, require
 from .params import integer, last_event_id
 
@@ -480,8 +481,9 @@ class Handler:
                 # The user's turn is stored before the agent starts, so a crash
                 # mid-run loses only the answer.
                 await save(
-                    app.store, run_input.thread_id, agent.agent_id, new, dict(state), pending, lease
-                )
+                    app.store, run_input.thread_id, agent.agent_id, new, dict(state), pending,
+                    lease, owner=owner_of(identity),
+                )  # fmt: skip
         except BaseException as error:
             if sink is not None:
                 sink.end()

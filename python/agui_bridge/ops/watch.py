@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import time
 
 # The store calls worth a latency series and a span (the rest pass through).
 STORE_CALLS = ("load", "save", "claim", "renew", "release", "create", "update_metadata",
-               "delete", "search")  # fmt: skip
+               "delete", "search", "sweep")  # fmt: skip
 
 
 class WatchedStore:
@@ -29,6 +30,7 @@ class WatchedStore:
 def _timed(call, name: str, metrics, tracer):
     span_name = "agui.store." + name
 
+    @functools.wraps(call)  # its signature: store/lease.py asks what a store's save takes
     async def timed(*args, **kwargs):
         started = time.perf_counter()
         failed = True

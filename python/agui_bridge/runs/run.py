@@ -456,6 +456,7 @@ class Run:
                 snap["state"],
                 interrupts,
                 self.lease,
+                errored=self.errored,  # the thread's status: "error" (store/keep.py)
             ),
         )
 

@@ -33,8 +33,18 @@ and, for the Agent Protocol's thread routes (``/threads``, search, delete):
 ``await store.create(thread_id, metadata) -> bool`` (False: it exists, nothing
 changed), ``await store.update_metadata(thread_id, metadata) -> bool`` (merged;
 False: no such thread), ``await store.delete(thread_id) -> bool`` and
-``await store.search(metadata, ids, limit) -> list[str]`` (the ids of the threads
-whose metadata contains ``metadata``, newest update first, at most ``limit``).
+``await store.search(metadata, ids, limit, offset=0, owner=None, status=None)
+-> list[Listed]`` (the threads whose metadata holds each key of ``metadata``
+with an equal value, of ``owner`` when given, in ``status`` when given, newest
+update first, ``offset`` of them skipped, at most ``limit``; answered from
+indexed columns, never by loading threads) and ``await store.sweep(idle_before,
+batch) -> list[str]`` (deletes up to ``batch`` threads last updated before
+``idle_before`` with no live run lease; their ids).
+
+``save`` also takes ``owner`` (stored when the save creates the thread) and
+``errored`` (the run ended in RUN_ERROR: the thread's status is "error"; else
+"interrupted" with interrupts pending, "idle" without), and ``create`` takes
+``owner``: see ``owner.py``.
 
 Every store keeps the same ids and metadata (``keep.py``: no NUL, ids capped):
 a write of anything else raises ``RunInputError`` and writes nothing.
@@ -49,6 +59,7 @@ thread.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from .ids import HeldIds
 from .lease import Lease
@@ -76,6 +87,18 @@ class Thread:
     metadata: dict = field(default_factory=dict)
     created_at: float | None = None
     updated_at: float | None = None
+    # Who created it (``owner.py``) and how its last run left it: "idle",
+    # "interrupted" (interrupts pending) or "error" (busy is a live lease).
+    owner: str | None = None
+    status: str = "idle"
+
+
+class Listed(NamedTuple):
+    """A thread as a search finds it: enough to guard it and show its status."""
+
+    thread_id: str
+    agent_id: str | None
+    status: str  # "idle", "busy" (a live run lease), "interrupted" or "error"
 
 
 DEFAULT_STORE = "sqlite:///.agui/threads.sqlite"
@@ -103,6 +126,7 @@ __all__ = [
     "DEFAULT_STORE",
     "HeldIds",
     "Lease",
+    "Listed",
     "MemoryStore",
     "SqliteStore",
     "Thread",

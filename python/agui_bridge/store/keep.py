@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..shapes import check_id, check_no_nul, storable_id
 
-__all__ = ["check_messages", "check_metadata", "check_thread", "storable_id"]
+__all__ = ["check_messages", "check_metadata", "check_thread", "status_of", "storable_id"]
 
 
 def check_thread(thread_id) -> None:
@@ -26,3 +26,10 @@ def check_messages(messages) -> None:
 
 def check_metadata(metadata) -> None:
     check_no_nul(metadata, "the metadata")
+
+
+def status_of(interrupts, errored: bool) -> str:
+    """The status a save leaves a thread in (busy is a live lease, not stored)."""
+    if errored:
+        return "error"
+    return "interrupted" if interrupts else "idle"

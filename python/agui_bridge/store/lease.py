@@ -24,6 +24,7 @@ clocks, so the machines sharing a store keep their clocks in sync (NTP);
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from dataclasses import dataclass
 
@@ -46,12 +47,35 @@ def lease_lost(thread_id: str, lease: Lease) -> LeaseLost:
     )
 
 
-def save(store, thread_id, agent_id, new_messages, state, interrupts, lease):
+def save(
+    store, thread_id, agent_id, new_messages, state, interrupts, lease, owner=None, errored=False
+):
     """``store.save``, fenced by ``lease`` when the run holds one (a store
-    without leases takes no ``lease`` argument)."""
-    if lease is None:
-        return store.save(thread_id, agent_id, new_messages, state, interrupts)
-    return store.save(thread_id, agent_id, new_messages, state, interrupts, lease=lease)
+    without leases takes no ``lease`` argument), with the thread's creator
+    (``owner``) and how the run ended (``errored``) where the store keeps them."""
+    extra = {}
+    if lease is not None:
+        extra["lease"] = lease
+    if owner is not None and _takes(store.save, "owner"):
+        extra["owner"] = owner
+    if errored and _takes(store.save, "errored"):
+        extra["errored"] = True
+    return store.save(thread_id, agent_id, new_messages, state, interrupts, **extra)
+
+
+def create(store, thread_id, metadata, owner=None):
+    """``store.create`` with the creator where the store keeps it."""
+    if owner is not None and _takes(store.create, "owner"):
+        return store.create(thread_id, metadata, owner=owner)
+    return store.create(thread_id, metadata)
+
+
+def _takes(method, name: str) -> bool:
+    # A store of one's own (App(store=obj)) may predate owners and statuses.
+    try:
+        return name in inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 async def keep(store, lease: Lease | None, ttl: float, renewed=None) -> None:

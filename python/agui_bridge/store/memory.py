@@ -6,7 +6,7 @@ import copy
 import time
 import uuid
 
-from .keep import check_messages, check_metadata, check_thread, storable_id
+from .keep import check_messages, check_metadata, check_thread, status_of, storable_id
 from .lease import Lease, lease_lost
 from .tail import Tail
 
@@ -37,9 +37,11 @@ class MemoryStore:
             metadata=copy.deepcopy(record["metadata"]) if record["metadata"] else {},
             created_at=record["created_at"],
             updated_at=record["updated_at"],
+            owner=record["owner"],
+            status=record["status"],
         )
 
-    def _new(self, thread_id: str, agent_id, metadata: dict) -> dict:
+    def _new(self, thread_id: str, agent_id, metadata: dict, owner) -> dict:
         now = time.time()
         record = self._threads[thread_id] = {
             "agent_id": agent_id,
@@ -49,10 +51,22 @@ class MemoryStore:
             "metadata": copy.deepcopy(metadata),
             "created_at": now,
             "updated_at": now,
+            "owner": owner,
+            "status": "idle",
         }
         return record
 
-    async def save(self, thread_id, agent_id, new_messages, state, interrupts, lease=None) -> None:
+    async def save(
+        self,
+        thread_id,
+        agent_id,
+        new_messages,
+        state,
+        interrupts,
+        lease=None,
+        owner=None,
+        errored=False,
+    ) -> None:
         check_thread(thread_id)
         check_messages(new_messages)
         if lease is not None:
@@ -61,7 +75,7 @@ class MemoryStore:
                 raise lease_lost(thread_id, lease)
         record = self._threads.get(thread_id)
         if record is None:
-            record = self._new(thread_id, agent_id, {})
+            record = self._new(thread_id, agent_id, {}, owner)
         else:
             record["updated_at"] = time.time()
         if record["agent_id"] is None:
@@ -79,13 +93,14 @@ class MemoryStore:
         tail.extend(fresh, tail.seq + len(fresh))
         record["state"] = copy.deepcopy(state)
         record["interrupts"] = copy.deepcopy(interrupts)
+        record["status"] = status_of(interrupts, errored)
 
-    async def create(self, thread_id: str, metadata: dict) -> bool:
+    async def create(self, thread_id: str, metadata: dict, owner=None) -> bool:
         check_thread(thread_id)
         check_metadata(metadata)
         if thread_id in self._threads:
             return False
-        self._new(thread_id, None, metadata)
+        self._new(thread_id, None, metadata, owner)
         return True
 
     async def update_metadata(self, thread_id: str, metadata: dict) -> bool:
@@ -100,16 +115,41 @@ class MemoryStore:
     async def delete(self, thread_id: str) -> bool:
         return storable_id(thread_id) and self._threads.pop(thread_id, None) is not None
 
-    async def search(self, metadata: dict, ids, limit: int) -> list[str]:
+    def _busy(self, thread_id: str, now: float) -> bool:
+        held = self._leases.get(thread_id)
+        return held is not None and held[2] > now
+
+    async def search(
+        self, metadata: dict, ids, limit: int, offset: int = 0, owner=None, status=None
+    ) -> list:
+        from . import Listed
+
         check_metadata(metadata)
-        found = [
-            (record["updated_at"], thread_id)
-            for thread_id, record in self._threads.items()
-            if (ids is None or thread_id in ids)
-            and all(record["metadata"].get(k, _ABSENT) == v for k, v in metadata.items())
-        ]
+        now = time.time()
+        found = []
+        for thread_id, record in self._threads.items():
+            if ids is not None and thread_id not in ids:
+                continue
+            if owner is not None and record["owner"] != owner:
+                continue
+            if any(record["metadata"].get(k, _ABSENT) != v for k, v in metadata.items()):
+                continue
+            shown = "busy" if self._busy(thread_id, now) else record["status"]
+            if status is None or shown == status:
+                found.append((record["updated_at"], thread_id, record["agent_id"], shown))
         found.sort(reverse=True)
-        return [thread_id for _, thread_id in found[:limit]]
+        return [Listed(t, a, s) for _, t, a, s in found[offset : offset + limit]]
+
+    async def sweep(self, idle_before: float, batch: int) -> list[str]:
+        now = time.time()
+        gone = [
+            thread_id
+            for thread_id, record in self._threads.items()
+            if record["updated_at"] < idle_before and not self._busy(thread_id, now)
+        ][:batch]
+        for thread_id in gone:
+            del self._threads[thread_id]
+        return gone
 
     async def claim(self, thread_id: str, ttl: float) -> Lease | None:
         check_thread(thread_id)

@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 
 from ..errors import StoreUnavailable
-from .keep import check_messages, check_metadata, check_thread, storable_id
+from .keep import check_messages, check_metadata, check_thread, status_of, storable_id
 from .lease import Lease, lease_lost
 from .tail import TailCache
 
@@ -74,10 +74,51 @@ async def _v2(conn) -> None:
     """)
 
 
+async def _v3(conn) -> None:
+    """Searches answered from indexed columns: the owner, the status a thread's
+    last save left (busy is a live lease), metadata as jsonb (a GIN index; LangGraph
+    keeps it so too). Metadata holding NUL, which jsonb refuses (it failed every
+    metadata-filtered search), loses its NULs first."""
+    rows = await conn.fetch(
+        "SELECT thread_id, metadata::text AS raw FROM agui_threads"
+        " WHERE position('\\u0000' in metadata::text) > 0"
+    )
+    for row in rows:
+        cleaned = _without_nul(orjson.loads(row["raw"]))
+        await conn.execute(
+            "UPDATE agui_threads SET metadata = $2::json WHERE thread_id = $1",
+            row["thread_id"],
+            _json(cleaned),
+        )
+    await conn.execute("""
+    ALTER TABLE agui_threads ALTER COLUMN metadata DROP DEFAULT;
+    ALTER TABLE agui_threads ALTER COLUMN metadata TYPE jsonb USING metadata::jsonb;
+    ALTER TABLE agui_threads ALTER COLUMN metadata SET DEFAULT '{}';
+    ALTER TABLE agui_threads ADD COLUMN owner text;
+    ALTER TABLE agui_threads ADD COLUMN status text NOT NULL DEFAULT 'idle';
+    UPDATE agui_threads SET status = 'interrupted' WHERE interrupts::text <> '[]';
+    CREATE INDEX agui_threads_by_update ON agui_threads (updated_at);
+    CREATE INDEX agui_threads_by_owner ON agui_threads (owner, updated_at);
+    CREATE INDEX agui_threads_by_status ON agui_threads (status, updated_at);
+    CREATE INDEX agui_threads_by_owner_status ON agui_threads (owner, status, updated_at);
+    CREATE INDEX agui_threads_by_metadata ON agui_threads USING gin (metadata jsonb_path_ops);
+    """)
+
+
+def _without_nul(value):
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if isinstance(value, dict):
+        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_nul(v) for v in value]
+    return value
+
+
 # MIGRATIONS[n] upgrades a database from version n to n + 1: an async function
 # of the connection, run in the migration's transaction (so a step may move
 # data as well as change tables). Append; never edit a released step.
-MIGRATIONS: list[Callable[[Any], Awaitable[None]]] = [_v1, _v2]
+MIGRATIONS: list[Callable[[Any], Awaitable[None]]] = [_v1, _v2, _v3]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # pg_advisory_xact_lock key: "agui" in ASCII.
@@ -222,6 +263,8 @@ class PostgresStore:
             metadata=orjson.loads(row["metadata"]),
             created_at=row["created"],
             updated_at=row["updated"],
+            owner=row["owner"],
+            status=row["status"],
         )
 
     @staticmethod
@@ -229,7 +272,7 @@ class PostgresStore:
         # One statement, so the thread row and its messages are one snapshot;
         # only the messages after ``after`` (what this process has not decoded).
         return await pool.fetchrow(
-            "SELECT agent_id, state, interrupts, metadata,"
+            "SELECT agent_id, state, interrupts, metadata, owner, status,"
             " extract(epoch from created_at)::float8 AS created,"
             " extract(epoch from updated_at)::float8 AS updated, m.seq, m.bodies"
             " FROM agui_threads t LEFT JOIN LATERAL (SELECT max(seq) AS seq,"
@@ -240,7 +283,17 @@ class PostgresStore:
             after,
         )
 
-    async def save(self, thread_id, agent_id, new_messages, state, interrupts, lease=None) -> None:
+    async def save(
+        self,
+        thread_id,
+        agent_id,
+        new_messages,
+        state,
+        interrupts,
+        lease=None,
+        owner=None,
+        errored=False,
+    ) -> None:
         check_thread(thread_id)
         check_messages(new_messages)
         ids = [message["id"] for message in new_messages]
@@ -260,15 +313,18 @@ class PostgresStore:
                 # One timestamp for both columns: their own defaults are two
                 # clock readings, and updated_at came out before created_at.
                 "INSERT INTO agui_threads (thread_id, agent_id, state, interrupts,"
-                " created_at, updated_at) VALUES ($1, $2, $3, $4, statement_timestamp(),"
-                " statement_timestamp()) ON CONFLICT (thread_id) DO UPDATE SET"
+                " created_at, updated_at, owner, status) VALUES ($1, $2, $3, $4,"
+                " statement_timestamp(), statement_timestamp(), $5, $6)"
+                " ON CONFLICT (thread_id) DO UPDATE SET"
                 " agent_id = coalesce(agui_threads.agent_id, excluded.agent_id),"
                 " state = excluded.state, interrupts = excluded.interrupts,"
-                " updated_at = clock_timestamp()",
+                " updated_at = clock_timestamp(), status = excluded.status",
                 thread_id,
                 agent_id,
                 _json(state),
                 _json(interrupts),
+                owner,
+                status_of(interrupts, errored),
             )
             if ids:
                 await conn.execute(
@@ -285,16 +341,17 @@ class PostgresStore:
 
     # -- the Agent Protocol's thread routes ------------------------------------
 
-    async def create(self, thread_id: str, metadata: dict) -> bool:
+    async def create(self, thread_id: str, metadata: dict, owner=None) -> bool:
         check_thread(thread_id)
         check_metadata(metadata)
         pool = await self._conns()
         status = await pool.execute(
             "INSERT INTO agui_threads (thread_id, agent_id, state, interrupts, metadata,"
-            " created_at, updated_at) VALUES ($1, NULL, '{}', '[]', $2, statement_timestamp(),"
-            " statement_timestamp()) ON CONFLICT (thread_id) DO NOTHING",
+            " created_at, updated_at, owner) VALUES ($1, NULL, '{}', '[]', $2,"
+            " statement_timestamp(), statement_timestamp(), $3) ON CONFLICT (thread_id) DO NOTHING",
             thread_id,
             _json(metadata),
+            owner,
         )
         return status == "INSERT 0 1"
 
@@ -304,7 +361,7 @@ class PostgresStore:
             return False
         pool = await self._conns()
         status = await pool.execute(
-            "UPDATE agui_threads SET metadata = (metadata::jsonb || $2::jsonb)::json,"
+            "UPDATE agui_threads SET metadata = metadata || $2::jsonb,"
             " updated_at = clock_timestamp() WHERE thread_id = $1",
             thread_id,
             _json(metadata),
@@ -320,24 +377,59 @@ class PostgresStore:
             await conn.execute("DELETE FROM agui_messages WHERE thread_id = $1", thread_id)
         return status == "DELETE 1"
 
-    async def search(self, metadata: dict, ids, limit: int) -> list[str]:
+    async def search(
+        self, metadata: dict, ids, limit: int, offset: int = 0, owner=None, status=None
+    ) -> list:
+        from . import Listed
+
         check_metadata(metadata)
+        where: list[str] = []
+        args: list = []
+
+        def arg(value) -> str:
+            args.append(value)
+            return f"${len(args)}"
+
+        if owner is not None:
+            where.append(f"t.owner = {arg(owner)}")
         if ids is not None:
-            ids = [i for i in ids if storable_id(i)]
-        # Each key must hold an equal value (jsonb equality: key order aside).
-        where = ["($1::text[] IS NULL OR thread_id = ANY($1::text[]))"]
-        args: list = [list(ids) if ids is not None else None]
-        for key, value in metadata.items():
-            args += [key, _json(value)]
-            where.append(f"(metadata::jsonb -> ${len(args) - 1}) = ${len(args)}::jsonb")
-        args.append(limit)
+            where.append(f"t.thread_id = ANY({arg([i for i in ids if storable_id(i)])}::text[])")
+        if metadata:
+            # @> finds the candidates through the GIN index; each key must then
+            # hold an equal value (containment alone would match {"a": [1, 2]} for [1]).
+            where.append(f"t.metadata @> {arg(_json(metadata))}::jsonb")
+            for key, value in metadata.items():
+                where.append(f"(t.metadata -> {arg(key)}) = {arg(_json(value))}::jsonb")
+        live = f"l.expires_at > {_NOW}"
+        if status == "busy":
+            where.append(live)
+        elif status is not None:
+            where.append(f"t.status = {arg(status)} AND (l.expires_at IS NULL OR NOT {live})")
         pool = await self._conns()
         rows = await pool.fetch(
-            f"SELECT thread_id FROM agui_threads WHERE {' AND '.join(where)}"
-            f" ORDER BY updated_at DESC LIMIT ${len(args)}",
+            f"SELECT t.thread_id, t.agent_id, CASE WHEN {live} THEN 'busy' ELSE t.status END"
+            " AS shown FROM agui_threads t LEFT JOIN agui_leases l ON l.thread_id = t.thread_id"
+            f" {'WHERE ' + ' AND '.join(where) if where else ''}"
+            f" ORDER BY t.updated_at DESC LIMIT {arg(limit)} OFFSET {arg(offset)}",
             *args,
         )
-        return [row["thread_id"] for row in rows]
+        return [Listed(row["thread_id"], row["agent_id"], row["shown"]) for row in rows]
+
+    async def sweep(self, idle_before: float, batch: int) -> list[str]:
+        pool = await self._conns()
+        async with pool.acquire() as conn, conn.transaction():
+            rows = await conn.fetch(
+                "DELETE FROM agui_threads WHERE thread_id IN (SELECT t.thread_id"
+                " FROM agui_threads t WHERE t.updated_at < to_timestamp($1) AND NOT EXISTS"
+                " (SELECT 1 FROM agui_leases l WHERE l.thread_id = t.thread_id"
+                f" AND l.expires_at > {_NOW}) LIMIT $2 FOR UPDATE SKIP LOCKED)"
+                " RETURNING thread_id",
+                float(idle_before),
+                batch,
+            )
+            gone = [row["thread_id"] for row in rows]
+            await conn.execute("DELETE FROM agui_messages WHERE thread_id = ANY($1::text[])", gone)
+        return gone
 
     # -- leases (see lease.py) -------------------------------------------------
 

@@ -15,6 +15,7 @@ load reads the messages stored since this process last loaded the thread
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import sqlite3
 import threading
@@ -24,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import orjson
 
-from .keep import check_messages, check_metadata, check_thread, storable_id
+from .keep import check_messages, check_metadata, check_thread, status_of, storable_id
 from .lease import Lease, lease_lost
 from .tail import TailCache
 
@@ -57,7 +58,37 @@ CREATE TABLE IF NOT EXISTS leases (
 READERS = 4
 
 # Columns added after the first release: a file made before them gains them.
-_ADDED = (("metadata", "BLOB NOT NULL DEFAULT '{}'"), ("created_at", "REAL"))
+_ADDED = (
+    ("metadata", "BLOB NOT NULL DEFAULT '{}'"),
+    ("created_at", "REAL"),
+    ("owner", "TEXT"),
+    ("status", "TEXT NOT NULL DEFAULT 'idle'"),
+)
+# What a search filters and orders by, newest update first (made once the
+# columns above exist).
+_INDEXES = """
+CREATE INDEX IF NOT EXISTS threads_by_update ON threads (updated_at);
+CREATE INDEX IF NOT EXISTS threads_by_owner ON threads (owner, updated_at);
+CREATE INDEX IF NOT EXISTS threads_by_status ON threads (status, updated_at);
+CREATE INDEX IF NOT EXISTS threads_by_owner_status ON threads (owner, status, updated_at);
+"""
+
+
+@functools.lru_cache(maxsize=256)
+def _wanted(wanted: str) -> dict:
+    return orjson.loads(wanted)
+
+
+def _holds(raw, wanted: str) -> bool:
+    """SQL ``agui_holds(metadata, filter)``: each key of the filter has an equal value
+    (the metadata filter of a search, run by SQLite on the rows its indexes chose)."""
+    try:
+        held = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(held, dict) and all(
+        k in held and held[k] == v for k, v in _wanted(wanted).items()
+    )
 
 
 def _decoded(message_id: str, body):
@@ -89,6 +120,12 @@ class SqliteStore:
         for name, kind in _ADDED:
             if name not in columns:
                 self._write.execute(f"ALTER TABLE threads ADD COLUMN {name} {kind}")
+        if "status" not in columns:
+            # Threads saved before the column: their interrupts say it.
+            self._write.execute(
+                "UPDATE threads SET status = 'interrupted' WHERE CAST(interrupts AS TEXT) <> '[]'"
+            )
+        self._write.executescript(_INDEXES)
         # Leases need no fsync (a lease lost to a power cut only frees its
         # thread early); checkpoints, which fsync, stay on the write connection.
         self._lease = _connect(path)
@@ -110,6 +147,7 @@ class SqliteStore:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = self._local.conn = _connect(self.path)
+            conn.create_function("agui_holds", 2, _holds, deterministic=True)
             with self._conns_lock:
                 self._read_conns.append(conn)
         return conn
@@ -122,8 +160,8 @@ class SqliteStore:
         read.execute("BEGIN")  # one snapshot for both queries
         try:
             row = read.execute(
-                "SELECT agent_id, state, interrupts, metadata, created_at, updated_at"
-                " FROM threads WHERE thread_id = ?",
+                "SELECT agent_id, state, interrupts, metadata, created_at, updated_at, owner,"
+                " status FROM threads WHERE thread_id = ?",
                 (thread_id,),
             ).fetchone()
             if row is None:
@@ -154,6 +192,8 @@ class SqliteStore:
             metadata=orjson.loads(row[3]) if row[3] not in ("{}", b"{}") else {},
             created_at=row[4],
             updated_at=row[5],
+            owner=row[6],
+            status=row[7],
         )
 
     async def load(self, thread_id: str):
@@ -163,7 +203,9 @@ class SqliteStore:
             self._readers, self._load, thread_id
         )
 
-    def _save(self, thread_id, agent_id, new_messages, state, interrupts, lease) -> None:
+    def _save(
+        self, thread_id, agent_id, new_messages, state, interrupts, lease, owner, status
+    ) -> None:
         conn = self._write
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -177,10 +219,11 @@ class SqliteStore:
             now = time.time()
             conn.execute(
                 "INSERT INTO threads (thread_id, agent_id, state, interrupts, updated_at,"
-                " created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (thread_id) DO UPDATE SET"
+                " created_at, owner, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (thread_id) DO UPDATE SET"
                 " agent_id = coalesce(threads.agent_id, excluded.agent_id),"
                 " state = excluded.state, interrupts = excluded.interrupts,"
-                " updated_at = excluded.updated_at",
+                " updated_at = excluded.updated_at, status = excluded.status",
                 (
                     thread_id,
                     agent_id,
@@ -188,6 +231,8 @@ class SqliteStore:
                     orjson.dumps(interrupts),
                     now,
                     now,
+                    owner,
+                    status,
                 ),
             )
             (seq,) = conn.execute(
@@ -206,28 +251,40 @@ class SqliteStore:
             conn.execute("ROLLBACK")
             raise
 
-    async def save(self, thread_id, agent_id, new_messages, state, interrupts, lease=None) -> None:
+    async def save(
+        self,
+        thread_id,
+        agent_id,
+        new_messages,
+        state,
+        interrupts,
+        lease=None,
+        owner=None,
+        errored=False,
+    ) -> None:
         check_thread(thread_id)
         check_messages(new_messages)
+        status = status_of(interrupts, errored)
         await self._on_writer(
-            self._save, thread_id, agent_id, list(new_messages), state, interrupts, lease
-        )
+            self._save, thread_id, agent_id, list(new_messages), state, interrupts, lease, owner,
+            status,
+        )  # fmt: skip
 
     # -- the Agent Protocol's thread routes ------------------------------------
 
-    def _create(self, thread_id: str, metadata: dict) -> bool:
+    def _create(self, thread_id: str, metadata: dict, owner) -> bool:
         now = time.time()
         cursor = self._write.execute(
             "INSERT INTO threads (thread_id, agent_id, state, interrupts, updated_at, metadata,"
-            " created_at) VALUES (?, NULL, '{}', '[]', ?, ?, ?) ON CONFLICT DO NOTHING",
-            (thread_id, now, orjson.dumps(metadata), now),
+            " created_at, owner) VALUES (?, NULL, '{}', '[]', ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            (thread_id, now, orjson.dumps(metadata), now, owner),
         )
         return cursor.rowcount == 1
 
-    async def create(self, thread_id: str, metadata: dict) -> bool:
+    async def create(self, thread_id: str, metadata: dict, owner=None) -> bool:
         check_thread(thread_id)
         check_metadata(metadata)
-        return await self._on_writer(self._create, thread_id, metadata)
+        return await self._on_writer(self._create, thread_id, metadata, owner)
 
     def _update_metadata(self, thread_id: str, metadata: dict) -> bool:
         conn = self._write
@@ -271,29 +328,74 @@ class SqliteStore:
             return False
         return await self._on_writer(self._delete, thread_id)
 
-    def _search(self, metadata: dict, ids, limit: int) -> list[str]:
-        # The metadata filter runs here, in the reader's thread, on decoded rows.
-        rows = self._reader().execute(
-            "SELECT thread_id, metadata FROM threads ORDER BY updated_at DESC"
-        )
-        found = []
-        for thread_id, raw in rows:
-            if ids is not None and thread_id not in ids:
-                continue
-            if metadata:
-                held = orjson.loads(raw)
-                if any(k not in held or held[k] != v for k, v in metadata.items()):
-                    continue
-            found.append(thread_id)
-            if len(found) >= limit:
-                break
-        return found
+    def _search(self, metadata, ids, limit, offset, owner, status) -> list:
+        from . import Listed
 
-    async def search(self, metadata: dict, ids, limit: int) -> list[str]:
+        now = time.time()
+        where, args = [], [now]
+        if owner is not None:
+            where.append("t.owner = ?")
+            args.append(owner)
+        if ids is not None:
+            where.append("t.thread_id IN (SELECT value FROM json_each(?))")
+            args.append(orjson.dumps(list(ids)).decode())
+        if metadata:
+            where.append("agui_holds(t.metadata, ?)")
+            args.append(orjson.dumps(metadata).decode())
+        if status == "busy":
+            where.append("l.expires_at > ?")
+            args.append(now)
+        elif status is not None:
+            where.append("t.status = ? AND (l.expires_at IS NULL OR l.expires_at <= ?)")
+            args += [status, now]
+        rows = (
+            self._reader()
+            .execute(
+                "SELECT t.thread_id, t.agent_id,"
+                " CASE WHEN l.expires_at > ? THEN 'busy' ELSE t.status END"
+                " FROM threads t LEFT JOIN leases l ON l.thread_id = t.thread_id"
+                f" {'WHERE ' + ' AND '.join(where) if where else ''}"
+                " ORDER BY t.updated_at DESC LIMIT ? OFFSET ?",
+                (*args, limit, offset),
+            )
+            .fetchall()
+        )
+        return [Listed(*row) for row in rows]
+
+    async def search(
+        self, metadata: dict, ids, limit: int, offset: int = 0, owner=None, status=None
+    ) -> list:
         check_metadata(metadata)
         return await asyncio.get_running_loop().run_in_executor(
-            self._readers, self._search, metadata, ids, limit
+            self._readers, self._search, metadata, ids, limit, offset, owner, status
         )
+
+    def _sweep(self, idle_before: float, batch: int) -> list[str]:
+        conn = self._write
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            gone = [
+                row[0]
+                for row in conn.execute(
+                    "DELETE FROM threads WHERE thread_id IN (SELECT t.thread_id FROM threads t"
+                    " WHERE t.updated_at < ? AND NOT EXISTS (SELECT 1 FROM leases l"
+                    " WHERE l.thread_id = t.thread_id AND l.expires_at > ?) LIMIT ?)"
+                    " RETURNING thread_id",
+                    (idle_before, time.time(), batch),
+                ).fetchall()
+            ]
+            conn.execute(
+                "DELETE FROM messages WHERE thread_id IN (SELECT value FROM json_each(?))",
+                (orjson.dumps(gone).decode(),),
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return gone
+
+    async def sweep(self, idle_before: float, batch: int) -> list[str]:
+        return await self._on_writer(self._sweep, idle_before, batch)
 
     # -- leases (see lease.py) -------------------------------------------------
 

@@ -1,0 +1,78 @@
+"""``POST /threads/search``: a page of the caller's threads, found by the store.
+
+The store answers the filters it can index (the owner, the status, metadata,
+ids) with the page itself (``offset``, ``limit``), so a search costs a page of
+loads whatever the number of threads; only the page's threads are loaded, to
+show them. Two filters the store cannot answer are applied here, on the
+store's order: ``values`` (the thread's state and messages) and the
+``authorize_thread`` guards of an app that has any (a thread the caller may
+not see is not found). With either, the store is read in chunks and the
+caller's offset counts what passes them.
+
+Whose threads: ``store/owner.py`` (a caller with an owner lists its own).
+"""
+
+from __future__ import annotations
+
+from ..ingress.handler import HttpError, thread_guards
+from ..store import Thread
+from ..store.owner import owner_of
+
+# Threads read from the store at a time when filtering here.
+CHUNK = 200
+_ABSENT = object()
+
+
+async def search(ap, identity, metadata, values, ids, status, limit: int, offset: int) -> list:
+    app = ap.app
+    store = app.store
+    owner = owner_of(identity)
+    guarded = any(a.authorize_thread is not None for a in app._agents.values())
+    here = set(app._active) | {t for t, queue in ap.registry.queues.items() if queue}
+
+    def busy_here(listed) -> str:
+        # A run of this worker between its claim and its lease, or queued.
+        return "busy" if listed.thread_id in here else listed.status
+
+    if not guarded and not values:
+        page = await store.search(metadata, ids, limit, offset, owner=owner, status=status)
+        shown = [await _shown(ap, listed.thread_id, busy_here(listed)) for listed in page]
+        return [t for t in shown if t is not None]  # None: deleted since
+
+    found: list = []
+    skip = offset
+    at = 0
+    while len(found) < limit:
+        chunk = await store.search(metadata, ids, CHUNK, at, owner=owner, status=status)
+        at += len(chunk)
+        for listed in chunk:
+            if guarded and not await _may_see(ap, identity, listed):
+                continue
+            shown = await _shown(ap, listed.thread_id, busy_here(listed))
+            if shown is None or any(
+                shown["values"].get(k, _ABSENT) != v for k, v in values.items()
+            ):
+                continue
+            if skip:
+                skip -= 1
+                continue
+            found.append(shown)
+            if len(found) >= limit:
+                break
+        if len(chunk) < CHUNK:
+            break
+    return found
+
+
+async def _may_see(ap, identity, listed) -> bool:
+    owner = Thread(listed.thread_id, agent_id=listed.agent_id)
+    try:
+        await ap.handler.authorize_thread(identity, listed.thread_id, thread_guards(ap.app, owner))
+    except HttpError:
+        return False
+    return True
+
+
+async def _shown(ap, thread_id: str, status: str):
+    thread = await ap.app.store.load(thread_id)
+    return None if thread is None else ap.thread_json_of(thread, status)
