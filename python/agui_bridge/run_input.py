@@ -92,14 +92,23 @@ def _command_resume(forwarded_props):
     resume = command["resume"]
     if isinstance(resume, str):
         return Resume(decision=resume)
-    if isinstance(resume, dict) and "decision" in resume:
-        interrupt_id = resume.get("interruptId")
-        if interrupt_id is not None and not isinstance(interrupt_id, str):
-            raise RunInputError("'forwardedProps.command.resume.interruptId' must be a string")
-        return Resume(decision=resume["decision"], interrupt_id=interrupt_id)
+    decided = decision_of(resume, "forwardedProps.command.resume")
+    if decided is not None:
+        return decided
     raise RunInputError(
         "'forwardedProps.command.resume' must be a decision string or {decision, interruptId?}"
     )
+
+
+def decision_of(value, where: str) -> Resume | None:
+    """A ``{decision, interruptId?}`` resume (both protocols' ``command.resume``
+    take it), else None; RunInputError for an interruptId that is not a string."""
+    if not isinstance(value, dict) or "decision" not in value:
+        return None
+    interrupt_id = value.get("interruptId")
+    if interrupt_id is not None and not isinstance(interrupt_id, str):
+        raise RunInputError(f"'{where}.interruptId' must be a string")
+    return Resume(decision=value["decision"], interrupt_id=interrupt_id)
 
 
 def _resume(body: dict) -> Resume | None:

@@ -33,7 +33,7 @@ from ..agent_protocol.runs import Registry, RunRecord, iso, terminal_event
 from ..agent_protocol.stream import MODES, interrupts_of, values_of
 from ..agent_protocol.threads import search as search_threads
 from ..errors import RunInputError
-from ..run_input import Resume, RunInput, _check_depth, _text_of
+from ..run_input import Resume, RunInput, _check_depth, _text_of, decision_of
 from ..runs import open_stream
 from ..shapes import check_id
 from ..store.lease import create
@@ -748,9 +748,8 @@ def _resume(value, thread) -> Resume:
             {"interruptId": k, "status": "resolved", "payload": v} for k, v in value.items()
         )
         return Resume(entries=entries)
-    if isinstance(value, dict) and "decision" in value:
-        interrupt_id = value.get("interruptId")
-        if interrupt_id is not None and not isinstance(interrupt_id, str):
-            raise _unprocessable("'command.resume.interruptId' must be a string")
-        return Resume(decision=value["decision"], interrupt_id=interrupt_id)
-    return Resume(decision=value)
+    try:
+        decided = decision_of(value, "command.resume")
+    except RunInputError as error:
+        raise _unprocessable(str(error)) from None
+    return decided if decided is not None else Resume(decision=value)
