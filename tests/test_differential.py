@@ -352,7 +352,10 @@ GOOD_EVENTS = st.one_of(
         **optional(replace=st.one_of(st.booleans(), VALUES)),
     ),
     event(
-        "ACTIVITY_DELTA", messageId=st.sampled_from(["a1", "a2"]), activityType=NAMES, patch=VALUES
+        "ACTIVITY_DELTA",
+        messageId=st.sampled_from(["a1", "a2"]),
+        activityType=NAMES,
+        patch=st.one_of(VALUES, st.lists(PATCH_OPS, max_size=3)),
     ),
 )
 RARE_EVENTS = st.one_of(

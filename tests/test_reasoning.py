@@ -95,12 +95,14 @@ def test_the_real_client_accepts_every_section_8_vector(version):
         "k_chunk_reasoning",
         "e_events_reasoning_repaired_like_text",
         "e_events_activity_passes_through",
+        "e_an_agent_s_cancelled_outcome_is_dropped_for_a_0_0_x_client",
     ]
     if version == "1.0.0":  # 1.0-only fields: never sent to a 0.0.x client
         names += [
             "c_a_1_0_client_gets_the_version_and_the_usage",
             "c_a_1_0_client_gets_the_cancelled_outcome",
             "e_events_usage_for_a_1_0_client",
+            "e_an_agent_s_cancelled_outcome_reaches_a_1_0_client",
         ]
     cases = [json.loads((here / "vectors" / f"{n}.json").read_text())["events"] for n in names]
     node = shutil.which("node")
@@ -120,7 +122,7 @@ def test_the_real_client_accepts_every_section_8_vector(version):
     activity = results[names.index("e_events_activity_passes_through")]["messages"]
     shown = {m["id"]: m["content"] for m in activity if m["role"] == "activity"}
     # a1: patched by its delta, then kept by a snapshot with replace=False.
-    assert shown == {"a1": {"s": [1, 2]}, "a2": {}}
+    assert shown == {"a1": {"s": [9, 2]}, "a2": {}}
     reasoning = results[names.index("c_reasoning_end_and_encrypted_values")]["messages"]
     assert reasoning[0] == {
         "id": "r1:th1",

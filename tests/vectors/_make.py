@@ -1618,6 +1618,20 @@ SPECS = [
             ),
             ev("ACTIVITY_DELTA", messageId="a9", activityType="plan", patch=[]),
             ev("ACTIVITY_DELTA", messageId="a1", activityType="plan", patch={"op": "add"}),
+            ev("ACTIVITY_DELTA", messageId="a1", activityType="plan", patch=[{"op": "remove"}]),
+            ev(
+                "ACTIVITY_DELTA",
+                messageId="a1",
+                activityType="plan",
+                patch=[{"op": "remove", "path": "/nope"}],
+            ),
+            ev(
+                "ACTIVITY_DELTA",
+                messageId="a1",
+                activityType="plan",
+                patch=[{"value": 9, "path": "/s/0", "op": "replace", "extra": 1}],
+            ),
+            ev("ACTIVITY_DELTA", messageId="a1", activityType="plan", patch=[]),
             ev("ACTIVITY_SNAPSHOT", messageId="t1", activityType="plan", content={}),
             ev("ACTIVITY_SNAPSHOT", messageId="h1", activityType="plan", content={}),
             ev("ACTIVITY_SNAPSHOT", messageId="a1", activityType="plan", content={}, replace=False),
@@ -1690,6 +1704,18 @@ SPECS = [
         [
             ev("RUN_ERROR", message="bad", usage=[{"model": "m", "outputTokens": 4}]),
         ],
+    ),
+    (
+        E,
+        "an agent's cancelled outcome reaches a 1.0 client",
+        {**IDS, "protocol_version": "1.0"},
+        [ev("TEXT_MESSAGE_CHUNK", delta="x"), ev("RUN_FINISHED", outcome={"type": "cancelled"})],
+    ),
+    (
+        E,
+        "an agent's cancelled outcome is dropped for a 0.0.x client",
+        IDS,
+        [ev("TEXT_MESSAGE_CHUNK", delta="x"), ev("RUN_FINISHED", outcome={"type": "cancelled"})],
     ),
     (
         E,

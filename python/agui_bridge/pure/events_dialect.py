@@ -199,6 +199,10 @@ class EventRepairer(EventStream):
     def _run_finished(self, f):
         self._framer.usage.add_all(f.get("usage"))
         outcome = f.get("outcome")
+        # A cancelled outcome is AG-UI 1.0's: a 0.0.x client's schema rejects it,
+        # so its run ends as a plain RUN_FINISHED (contract section 8).
+        if not self._framer.protocol_v1 and _is_cancelled(outcome):
+            outcome = None
         if isinstance(outcome, dict) and outcome.get("type") == "interrupt":
             interrupts = outcome.get("interrupts")
             self._interrupts = copy_json(interrupts) if isinstance(interrupts, list) else []
@@ -242,6 +246,10 @@ class EventRepairer(EventStream):
 
     def _activity_delta(self, f):
         self._reasoning.activity_delta(self._framer, f)
+
+
+def _is_cancelled(outcome) -> bool:
+    return isinstance(outcome, dict) and outcome.get("type") == "cancelled"
 
 
 _HANDLERS = {

@@ -5,7 +5,10 @@ the agent's ids apart from the ones they stream under."""
 
 from __future__ import annotations
 
+from ..errors import CrumbError
 from .framing import Framer
+from .json_patch import apply_patch
+from .json_values import copy_json
 
 
 class Repair:
@@ -17,7 +20,8 @@ class Repair:
         self.ended: set[str] = set()
         # The agent's spans (REASONING_START): open or not.
         self.spans: dict[str, bool] = {}
-        self.activities: set[str] = set()
+        # The activity messages of the run and their content (as the client has it).
+        self.activities: dict[str, dict] = {}
 
     def start_span(self, framer: Framer, message_id: str) -> None:
         if message_id in self.spans:
@@ -86,7 +90,9 @@ class Repair:
         ):
             framer.dropped += 1
             return
-        self.activities.add(message_id)
+        # replace=False keeps an existing activity's content, as the client does.
+        if not (message_id in self.activities and f.get("replace") is False):
+            self.activities[message_id] = copy_json(f["content"])
         framer.used_ids.add(message_id)
         event = {
             "type": "ACTIVITY_SNAPSHOT",
@@ -99,15 +105,27 @@ class Repair:
         framer.emit(event)
 
     def activity_delta(self, framer: Framer, f: dict) -> None:
-        """ACTIVITY_DELTA: a JSON Patch of an activity this run made."""
-        if f["messageId"] not in self.activities or not isinstance(f["patch"], list):
+        """ACTIVITY_DELTA: a JSON Patch of an activity this run made, applied to its
+        content as the client will (RFC 6902, as STATE_DELTA); one that does not
+        apply is dropped, and each operation is sent reduced to its schema's
+        members. An empty patch sends nothing."""
+        content = self.activities.get(f["messageId"])
+        if content is None:
             framer.dropped += 1
+            return
+        try:
+            patched, sent = apply_patch("ACTIVITY_DELTA", content, f["patch"])
+        except CrumbError:
+            framer.dropped += 1
+            return
+        self.activities[f["messageId"]] = patched
+        if not sent:
             return
         framer.emit(
             {
                 "type": "ACTIVITY_DELTA",
                 "messageId": f["messageId"],
                 "activityType": f["activityType"],
-                "patch": f["patch"],
+                "patch": sent,
             }
         )

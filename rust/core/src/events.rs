@@ -128,6 +128,12 @@ pub struct Events {
     streaming: Option<(String, u64)>,
 }
 
+/// A `cancelled` outcome is AG-UI 1.0's: a 0.0.x client's schema rejects it,
+/// so its run ends as a plain `RUN_FINISHED` (contract section 8).
+fn is_cancelled(outcome: &Value) -> bool {
+    outcome.get("type").and_then(Value::as_str) == Some("cancelled")
+}
+
 /// The interrupts a `RUN_FINISHED` leaves pending: its outcome's, when that is an interrupt.
 fn outcome_interrupts(outcome: Option<&Value>) -> Vec<Value> {
     let Some(Value::Object(outcome)) = outcome else {
@@ -253,7 +259,7 @@ impl Events {
             }
             Row::ActivityDelta => {
                 let patch = f.remove("patch").unwrap_or(Value::Null);
-                repair.activity_delta(framer, &id, text(&f, "activityType"), patch);
+                repair.activity_delta(framer, &id, text(&f, "activityType"), &patch);
             }
             _ => {}
         }
@@ -342,7 +348,9 @@ impl Dialect for Events {
                     self.framer.usage.add_all(usage);
                 }
                 let result = f.remove("result");
-                let outcome = f.remove("outcome");
+                let outcome = f
+                    .remove("outcome")
+                    .filter(|outcome| self.framer.protocol_v1 || !is_cancelled(outcome));
                 self.interrupts = outcome_interrupts(outcome.as_ref());
                 self.framer.run_finished(result, outcome);
             }

@@ -179,11 +179,12 @@ pub struct Repair {
     ended: HashSet<String>,
     /// The agent's reasoning spans (`REASONING_START`), open or not.
     spans: HashMap<String, bool>,
-    /// The activity messages of the run.
-    activities: HashSet<String>,
+    /// The activity messages of the run and their content (as the client has it).
+    activities: HashMap<String, Map<String, Value>>,
 }
 
 use crate::framing::{HashMap, HashSet};
+use crate::json::Map;
 
 impl Repair {
     /// `REASONING_START`: a span the agent opens (its messages carry their own ids).
@@ -283,12 +284,18 @@ impl Repair {
         content: Value,
         replace: Option<Value>,
     ) {
-        let known = self.activities.contains(id);
+        let known = self.activities.contains_key(id);
         if !known && (framer.used_ids.contains(id) || framer.holds(id)) {
             framer.dropped += 1;
             return;
         }
-        self.activities.insert(id.to_owned());
+        // `replace: false` keeps an existing activity's content, as the client does.
+        if !(known && replace == Some(Value::Bool(false))) {
+            let Value::Object(map) = &content else {
+                unreachable!("the field table types content as an object")
+            };
+            self.activities.insert(id.to_owned(), map.clone());
+        }
         framer.used_ids.insert(id.to_owned());
         let mut out = event("ACTIVITY_SNAPSHOT");
         out.put("messageId", id);
@@ -300,22 +307,34 @@ impl Repair {
         framer.emit(out);
     }
 
-    /// `ACTIVITY_DELTA`: a JSON Patch of an activity this run made.
+    /// `ACTIVITY_DELTA`: a JSON Patch of an activity this run made, applied to
+    /// its content as the client will (RFC 6902, as `STATE_DELTA`); one that
+    /// does not apply is dropped, and each operation is sent reduced to its
+    /// schema's members. An empty patch sends nothing.
     pub fn activity_delta(
         &mut self,
         framer: &mut Framer,
         id: &str,
         activity_type: &str,
-        patch: Value,
+        patch: &Value,
     ) {
-        if !self.activities.contains(id) || !patch.is_array() {
+        let Some(content) = self.activities.get_mut(id) else {
             framer.dropped += 1;
+            return;
+        };
+        let Ok((patched, sent)) = crate::patch::apply_patch("ACTIVITY_DELTA", content, Some(patch))
+        else {
+            framer.dropped += 1;
+            return;
+        };
+        *content = patched;
+        if sent.as_array().is_none_or(Vec::is_empty) {
             return;
         }
         let mut out = event("ACTIVITY_DELTA");
         out.put("messageId", id);
         out.put("activityType", activity_type);
-        out.put("patch", patch);
+        out.put("patch", sent);
         framer.emit(out);
     }
 }
