@@ -191,6 +191,15 @@ async def test_a_cross_site_request_changes_nothing(impl, as_form):
                 assert sent.json()["error"]["code"] == "cross_site", (method, path)
             assert await app.runs.active_of("ann-5") is not None  # not cancelled
             # From the gateway's own origin the cancel goes through.
+            # Behind a proxy that rewrites Host, the browser's word or the forwarded host.
+            page = {**ANN, "origin": "https://app.example"}
+            for proxied in ({"sec-fetch-site": "same-origin"}, {"x-forwarded-host": "app.example"}):
+                allowed = await http.delete("/threads/ann-5/runs/nope", headers={**page, **proxied})
+                assert allowed.status_code == 404, allowed.text  # past the cross-site rule
+            spoofed = {**page, "sec-fetch-site": "cross-site"}
+            assert (
+                await http.delete("/threads/ann-5/runs/nope", headers=spoofed)
+            ).status_code == 403
             own = {**ANN, "origin": "http://gateway.test"}
             cancel = await http.post("/threads/ann-5/runs/r1/cancel", headers=own)
             assert cancel.status_code == 202, cancel.text

@@ -134,13 +134,21 @@ def cors_of(value) -> Cors | None:
 
 def cross_site_allowed(app, headers) -> bool:
     """Whether a request may change state given its ``Origin``: none sent (not a
-    browser, or a same-origin GET), the gateway's own origin, or one the CORS
-    policy allows."""
+    browser, or a same-origin GET), the gateway's own origin (its ``Host``, the
+    ``X-Forwarded-Host`` a proxy passes on, or ``Sec-Fetch-Site: same-origin``),
+    or one the CORS policy allows."""
     origin = headers.get("origin")
     if not origin:
         return True
-    host = headers.get("host")
-    if host and origin.split("://", 1)[-1].rstrip("/").lower() == host.lower():
+    # The browser's own word (a page cannot set it), whatever a proxy did to Host.
+    if headers.get("sec-fetch-site") == "same-origin":
         return True
+    at = origin.split("://", 1)[-1].rstrip("/").lower()
+    # Behind a proxy that rewrites Host, the host the browser used is forwarded;
+    # a cross-site form cannot set either header.
+    for name in ("host", "x-forwarded-host"):
+        host = (headers.get(name) or "").split(",", 1)[0].strip().lower()
+        if host and at == host:
+            return True
     policy = getattr(getattr(app, "ops", None), "cors", None)
     return policy is not None and policy.allows(origin)
