@@ -5,6 +5,7 @@ from __future__ import annotations
 from granian.rsgi import ProtocolClosed
 
 from ..errors import Closed, TooLarge
+from .params import integer
 
 
 class RsgiConn:
@@ -36,7 +37,8 @@ class RsgiConn:
 
     async def read_body(self, limit: int) -> bytes:
         length = self.headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) <= limit:
+        size = integer(length) if length is not None else None
+        if size is not None and size <= limit:
             return await self.protocol()
         chunks = []
         total = 0
