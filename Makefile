@@ -7,9 +7,17 @@ INTEROP := tests/interop
 CKEXAMPLE := examples/copilotkit
 PLAYGROUND := clients/playground
 
-.PHONY: dev build build-release test test-rust test-py test-pure test-wheel dist bench-abi3 postgresql chromium redis copilotkit-example playground lint bench bench-server demo clean
+# pytest's tiers (tests/tiers.py): unit (in process), server, external (PostgreSQL,
+# Redis), interop (Node), browser (Chromium). Two workers on this 2-core machine:
+# most of the suite waits on servers and clients, not on the CPU (benches/RESULTS.md).
+PYTEST := $(BIN)/python -m pytest -q
+XDIST := -n 2 --dist loadfile
 
-dev: $(VENV)/.deps build $(INTEROP)/node_modules/.installed $(PLAYGROUND)/node_modules/.installed
+.PHONY: dev build build-dev check test test-rust test-py test-pure test-wheel native-from-dist dist bench-abi3 postgresql chromium redis copilotkit-example node-deps playground lint stubtest bench bench-server demo clean
+
+dev: $(VENV)/.deps build node-deps
+
+node-deps: $(INTEROP)/node_modules/.installed $(PLAYGROUND)/node_modules/.installed
 
 $(VENV)/.deps: requirements-dev.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -17,16 +25,31 @@ $(VENV)/.deps: requirements-dev.txt
 	$(BIN)/python -m pip install -q -r requirements-dev.txt
 	touch $@
 
-# A release build: the tests and benches measure what users install.
+# A release build (fat LTO, the shipping profile): the benches and the demo measure
+# what users install.
 build: $(VENV)/.deps
 	rm -f python/agui_bridge/_native*.so
 	$(BIN)/maturin develop --release -q
+
+# A debug build (no LTO, incremental): the inner loop's.
+build-dev: $(VENV)/.deps
+	rm -f python/agui_bridge/_native*.so
+	$(BIN)/maturin develop -q
+
+# The inner loop: the dev build, then the unit tier (the transformer on both
+# builds, vectors, parity and differential, the turn functions, the ingress in
+# process). Server, Node, browser, PostgreSQL and Redis tests: make test.
+check: build-dev
+	$(PYTEST) $(XDIST) -m unit
 
 $(INTEROP)/node_modules/.installed: $(wildcard $(INTEROP)/package*.json)
 	if [ -f $(INTEROP)/package.json ]; then cd $(INTEROP) && SCARF_ANALYTICS=false npm ci --no-audit --no-fund; fi
 	mkdir -p $(INTEROP)/node_modules && touch $@
 
-test: dev postgresql chromium redis copilotkit-example test-rust test-py test-pure test-wheel
+# Everything CI proves, on one release build: the cp311 wheel of `make dist` is
+# built once, its module is what pytest tests (native-from-dist), and both wheels
+# are then smoke-tested as installed.
+test: $(VENV)/.deps node-deps postgresql chromium redis copilotkit-example native-from-dist test-rust test-py test-pure test-wheel
 
 # The CopilotKit example app's pinned packages, from its lockfile (its browser
 # test builds and serves it); reinstalled when the lockfile changes.
@@ -73,13 +96,17 @@ redis:
 test-rust:
 	cargo test --workspace -q
 
+# Every test on the native build (the transformer tests also on the pure one,
+# through the impl fixture).
 test-py:
-	$(BIN)/python -m pytest -q
+	$(PYTEST) $(XDIST)
 
-# The pure build alone, as a user without the extension gets it (the browser
-# tests once, in test-py: a page does not see which build served it).
+# The pure build alone, as a user without the extension gets it: what it changes
+# is the transformer and the ingress in process (the unit tier). Servers, Node
+# clients and the browser see the same bytes from either build (the vectors and
+# the differential tests hold the builds byte-identical), so they run once, in test-py.
 test-pure:
-	AGUI_BRIDGE_PURE=1 $(BIN)/python -m pytest -q -m "not native_only and not browser"
+	AGUI_BRIDGE_PURE=1 $(PYTEST) $(XDIST) -m "unit and not native_only"
 
 # What users install: manylinux_2_17 wheels linked by zig (the ziglang package,
 # found on PATH), the abi3 one for CPython 3.11+ and the faster cp311 one that pip
@@ -93,16 +120,32 @@ dist: $(VENV)/.deps
 	$(WHEEL_BUILD) -o dist
 	$(BIN)/maturin sdist -o dist
 
+# The cp311 wheel's module beside the sources (what `maturin develop` puts
+# there): the tests run on the shipping build without a third fat-LTO build.
+native-from-dist: dist
+	rm -f python/agui_bridge/_native*.so
+	$(BIN)/python -c 'import glob, zipfile; \
+		(wheel,) = glob.glob("dist/*-cp311-cp311-*.whl"); \
+		archive = zipfile.ZipFile(wheel); \
+		(so,) = [n for n in archive.namelist() if n.startswith("agui_bridge/_native") and n.endswith(".so")]; \
+		archive.extract(so, "python")'
+
 # Each wheel in a fresh venv, without Rust on PATH or the checkout on sys.path.
-test-wheel: dist
+test-wheel: native-from-dist
 	$(BIN)/python tests/wheel_smoke.py dist
 
-lint: $(VENV)/.deps
+lint: $(VENV)/.deps stubtest
 	$(BIN)/ruff check python tests benches examples tools
 	$(BIN)/ruff format --check python tests benches examples tools
 	$(BIN)/python tools/field_table.py --check
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
+
+# python/agui_bridge/_native.pyi against the built module (whichever build is
+# there; the dev build when there is none).
+stubtest: $(VENV)/.deps
+	ls python/agui_bridge/_native*.so >/dev/null 2>&1 || $(MAKE) build-dev
+	cd python && ../$(BIN)/python -m mypy.stubtest agui_bridge._native
 
 bench: dev
 	$(BIN)/python benches/transformer.py

@@ -1,4 +1,5 @@
-"""Every transformer test runs on both builds through the ``impl`` fixture."""
+"""Every transformer test runs on both builds through the ``impl`` fixture; ``both``
+hands a test the two builds at once (parity and differential tests)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,16 @@ import subprocess
 
 import pytest
 
-# The browser fixtures (browser, context, page, shots): headless Chromium.
-pytest_plugins = ["tests.browser"]
+from tests.builds import PURE, native_build
+
+# The browser fixtures (browser, context, page, shots): headless Chromium; every
+# test's tier (unit, server, external, interop, browser): tests/tiers.py.
+pytest_plugins = ["tests.browser", "tests.tiers"]
 
 
 def _builds():
     builds = [pytest.param("python", id="py")]
-    if os.environ.get("AGUI_BRIDGE_PURE") != "1":
+    if not PURE:
         builds.insert(0, pytest.param("rust", id="rust", marks=pytest.mark.native_only))
     return builds
 
@@ -27,9 +31,16 @@ def pytest_configure(config):
 def impl(request):
     """The module of one build: ``agui_bridge._native`` or ``agui_bridge.pure``."""
     if request.param == "rust":
-        # In CI the extension must be there; a missing one is a failure, not a skip.
-        return importlib.import_module("agui_bridge._native")
+        return native_build()
     return importlib.import_module("agui_bridge.pure")
+
+
+@pytest.fixture(scope="session")
+def both():
+    """``(native, pure)``, for tests that compare the builds (marked ``native_only``)."""
+    if PURE:
+        pytest.skip("AGUI_BRIDGE_PURE=1: the Rust build is deselected")
+    return native_build(), importlib.import_module("agui_bridge.pure")
 
 
 # -- thread stores: memory, SQLite and PostgreSQL through one fixture ------------
@@ -76,7 +87,8 @@ def pg_url(pg_server):
         pg_server.drop_database(name)
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
+# The postgres case needs PostgreSQL (tier external, tests/tiers.py); the others run in process.
+@pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.external)])
 def make_store(request, tmp_path):
     """``make()`` opens a store of one kind; every call reaches the same data
     (a reopen), except for memory, which has none outside its object."""

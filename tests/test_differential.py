@@ -17,10 +17,8 @@ checked to be valid JSON here instead.
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
-import os
 
 import pytest
 from ag_ui import core as _core
@@ -580,13 +578,7 @@ def assert_no_extras(model):
 # ---- tests ----
 
 
-@pytest.fixture(scope="module")
-def both():
-    if os.environ.get("AGUI_BRIDGE_PURE") == "1":
-        pytest.skip("AGUI_BRIDGE_PURE=1: the Rust build is deselected")
-    return importlib.import_module("agui_bridge._native"), importlib.import_module(
-        "agui_bridge.pure"
-    )
+# ``both`` (the two builds, failing under CI=true without the extension): conftest.py.
 
 
 @pytest.mark.native_only

@@ -38,7 +38,7 @@ def rsgi_url():
         yield base_url
 
 
-@pytest.fixture(params=["rsgi", "asgi"])
+@pytest.fixture(params=[pytest.param("rsgi", marks=pytest.mark.server), "asgi"])
 async def client(request):
     if request.param == "rsgi":
         base_url = request.getfixturevalue("rsgi_url")

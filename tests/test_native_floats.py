@@ -9,7 +9,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-native = pytest.importorskip("agui_bridge._native")
+from tests.builds import native_build
+
+native = native_build()  # missing: a skip, a failure under CI=true
 
 pytestmark = pytest.mark.native_only
 

@@ -25,7 +25,10 @@ ENV = {"AGUI_TEST_MARKS": str(MARKS)}
 RESUMED = {"AGUI204": "info", "AGUI207": "info"}
 
 
-@pytest.fixture(scope="module", params=["rsgi", "asgi", "rsgi-redis"])
+@pytest.fixture(
+    scope="module",
+    params=["rsgi", "asgi", pytest.param("rsgi-redis", marks=pytest.mark.external)],
+)
 def base_url(request):
     """The same semantics on memory run logs and (rsgi-redis) on Redis run logs."""
     interface, _, runs = request.param.partition("-")

@@ -1,7 +1,18 @@
 """Typed stub of agui_bridge._native, the Rust build (same surface as agui_bridge.pure)."""
 
 from collections.abc import Iterable
-from typing import Any, Final, final
+from typing import Any, Final, Self, final
+
+__all__ = [
+    "IMPLEMENTATION",
+    "ChunkTranslator",
+    "CrumbTransformer",
+    "EventRepairer",
+    "create_agui_repairer",
+    "create_agui_transformer",
+    "create_agui_translator",
+    "encode_sse",
+]
 
 IMPLEMENTATION: Final[str]
 
@@ -48,19 +59,20 @@ class _EventStream:
     def protocol_v1(self) -> bool: ...
 
 class _Plain(_EventStream):
-    """A dialect made from the thread, run and state alone (stub only)."""
+    """A dialect made from the thread, run and state alone (stub only). The options'
+    None (pyo3's ``#[new]``, ``Option``) is the default: no ids, the first id 1."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         thread_id: str | None = None,
         run_id: str | None = None,
         state: dict[str, Any] | None = None,
         *,
         held_ids: Iterable[str] | None = None,
-        event_ids: bool = False,
-        first_id: int = 1,
+        event_ids: bool | None = None,
+        first_id: int | None = None,
         protocol_version: str | None = None,
-    ) -> None: ...
+    ) -> Self: ...
 
 @final
 class CrumbTransformer(_Plain):
@@ -69,18 +81,19 @@ class CrumbTransformer(_Plain):
 
 @final
 class ChunkTranslator(_EventStream):
-    def __init__(
-        self,
+    # custom_prefix left out: "dawn".
+    def __new__(
+        cls,
         thread_id: str | None,
         run_id: str | None,
         state: dict[str, Any] | None = None,
-        custom_prefix: str = "dawn",
+        custom_prefix: str = ...,
         *,
         held_ids: Iterable[str] | None = None,
-        event_ids: bool = False,
-        first_id: int = 1,
+        event_ids: bool | None = None,
+        first_id: int | None = None,
         protocol_version: str | None = None,
-    ) -> None: ...
+    ) -> Self: ...
 
 @final
 class EventRepairer(_Plain): ...
@@ -91,19 +104,19 @@ def create_agui_transformer(
     state: dict[str, Any] | None = None,
     *,
     held_ids: Iterable[str] | None = None,
-    event_ids: bool = False,
-    first_id: int = 1,
+    event_ids: bool | None = None,
+    first_id: int | None = None,
     protocol_version: str | None = None,
 ) -> CrumbTransformer: ...
 def create_agui_translator(
     thread_id: str | None = None,
     run_id: str | None = None,
     state: dict[str, Any] | None = None,
-    custom_prefix: str = "dawn",
+    custom_prefix: str = ...,
     *,
     held_ids: Iterable[str] | None = None,
-    event_ids: bool = False,
-    first_id: int = 1,
+    event_ids: bool | None = None,
+    first_id: int | None = None,
     protocol_version: str | None = None,
 ) -> ChunkTranslator: ...
 def create_agui_repairer(
@@ -112,8 +125,8 @@ def create_agui_repairer(
     state: dict[str, Any] | None = None,
     *,
     held_ids: Iterable[str] | None = None,
-    event_ids: bool = False,
-    first_id: int = 1,
+    event_ids: bool | None = None,
+    first_id: int | None = None,
     protocol_version: str | None = None,
 ) -> EventRepairer: ...
 def encode_sse(
