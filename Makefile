@@ -13,7 +13,7 @@ PLAYGROUND := clients/playground
 PYTEST := $(BIN)/python -m pytest -q
 XDIST := -n 2 --dist loadfile
 
-.PHONY: dev build build-dev check test test-rust test-py test-pure test-wheel native-from-dist dist bench-abi3 postgresql chromium redis copilotkit-example node-deps playground lint stubtest bench bench-server demo clean
+.PHONY: dev build build-dev check test test-rust test-py test-pure test-wheel wheel-smoke native-from-dist dist bench-abi3 postgresql chromium redis copilotkit-example node-deps playground lint stubtest bench bench-server demo clean
 
 dev: $(VENV)/.deps build node-deps
 
@@ -46,10 +46,14 @@ $(INTEROP)/node_modules/.installed: $(wildcard $(INTEROP)/package*.json)
 	if [ -f $(INTEROP)/package.json ]; then cd $(INTEROP) && SCARF_ANALYTICS=false npm ci --no-audit --no-fund; fi
 	mkdir -p $(INTEROP)/node_modules && touch $@
 
-# Everything CI proves, on one release build: the cp311 wheel of `make dist` is
-# built once, its module is what pytest tests (native-from-dist), and both wheels
-# are then smoke-tested as installed.
-test: $(VENV)/.deps node-deps postgresql chromium redis copilotkit-example native-from-dist test-rust test-py test-pure test-wheel
+# Everything CI proves, on one release build: the wheels of `make dist` are built
+# once (fat LTO, the shipping profile), the cp311 one's module is what pytest
+# tests (native-from-dist), and both wheels are smoke-tested as installed. The
+# wheels build while npm installs the Node packages (one core is idle during
+# LTO); the tests then run one phase at a time.
+test: $(VENV)/.deps postgresql chromium redis
+	$(MAKE) --no-print-directory -j3 --output-sync=target native-from-dist node-deps copilotkit-example
+	$(MAKE) --no-print-directory test-rust test-py test-pure wheel-smoke
 
 # The CopilotKit example app's pinned packages, from its lockfile (its browser
 # test builds and serves it); reinstalled when the lockfile changes.
@@ -131,7 +135,10 @@ native-from-dist: dist
 		archive.extract(so, "python")'
 
 # Each wheel in a fresh venv, without Rust on PATH or the checkout on sys.path.
-test-wheel: native-from-dist
+test-wheel: dist wheel-smoke
+
+# The smoke of the wheels already in dist/ (make test has just built them).
+wheel-smoke:
 	$(BIN)/python tests/wheel_smoke.py dist
 
 lint: $(VENV)/.deps stubtest

@@ -20,10 +20,14 @@ from tests.ingress_apps import make_app, messages_from_events, parse_sse, run_bo
 from tests.servers import serve
 
 WORK = Path(tempfile.mkdtemp(prefix="agui-ingress-"))
-MARKS = WORK / "marks"
-MARKS.mkdir()
+# One marks folder per process: pytest imports this module as test_ingress_http and
+# the suites that borrow its helpers import it again as tests.test_ingress_http; a
+# second folder would leave the in-process apps (which read the environment)
+# marking where this copy's tests do not look.
+os.environ.setdefault("AGUI_TEST_MARKS", str(WORK / "marks"))
+MARKS = Path(os.environ["AGUI_TEST_MARKS"])
+MARKS.mkdir(exist_ok=True)
 EVENTS = WORK / "events.jsonl"
-os.environ["AGUI_TEST_MARKS"] = str(MARKS)
 
 ENV = {
     "AGUI_TEST_KEEPALIVE": "0.3",

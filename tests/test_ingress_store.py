@@ -205,6 +205,7 @@ async def test_sqlite_lease_of_a_live_process_expires(tmp_path):
     finally:
         holder.kill()
         holder.wait()
+        holder.stdout.close()  # its pipe, or a ResourceWarning (an error here)
         await store.close()
 
 
