@@ -3,6 +3,7 @@
     python benches/search.py                      # the figures in benches/RESULTS.md
     python benches/search.py --threads 1000       # a smoke run
     python benches/search.py --postgres URL       # also PostgreSQL (an empty database)
+    python benches/search.py --stores sqlite      # one store
 
 One ``agui_bridge.App`` in this process, driven through its ASGI interface (no
 sockets). The store is filled with ``--threads`` threads (two messages each,
@@ -190,6 +191,7 @@ async def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--run-samples", type=int, default=30)
     parser.add_argument("--postgres", default=None, help="an empty database's URL")
+    parser.add_argument("--stores", default="sqlite,memory", help="of sqlite, memory")
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as directory:
@@ -197,6 +199,7 @@ async def main() -> None:
             ("SQLite", f"sqlite:///{directory}/threads.sqlite"),
             ("memory", "memory://"),
         ]
+        stores = [(n, s) for n, s in stores if n.lower() in args.stores.split(",")]
         if args.postgres:
             stores.append(("PostgreSQL", args.postgres))
         for name, store in stores:

@@ -74,5 +74,7 @@ async def _may_see(ap, identity, listed) -> bool:
 
 
 async def _shown(ap, thread_id: str, status: str):
-    thread = await ap.app.store.load(thread_id)
+    store = ap.app.store
+    # A store may keep its searches off the threads runs read on (SQLite does).
+    thread = await getattr(store, "load_listed", store.load)(thread_id)
     return None if thread is None else ap.thread_json_of(thread, status)

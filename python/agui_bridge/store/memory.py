@@ -15,7 +15,10 @@ _ABSENT = object()
 
 class MemoryStore:
     def __init__(self):
+        # In update order (an update moves its thread to the end), as is each
+        # owner's own: a search walks them newest first and stops at its page.
         self._threads: dict[str, dict] = {}
+        self._owned: dict[str, dict[str, dict]] = {}
         # thread_id -> (token, fence, expires at)
         self._leases: dict[str, tuple[str, int, float]] = {}
 
@@ -54,7 +57,30 @@ class MemoryStore:
             "owner": owner,
             "status": "idle",
         }
+        if owner is not None:
+            self._owned.setdefault(owner, {})[thread_id] = record
         return record
+
+    def _touched(self, thread_id: str, record: dict) -> None:
+        """``record`` was updated now: it moves to the end of the update order."""
+        record["updated_at"] = time.time()
+        del self._threads[thread_id]
+        self._threads[thread_id] = record
+        owned = self._owned.get(record["owner"])
+        if owned is not None:
+            del owned[thread_id]
+            owned[thread_id] = record
+
+    def _forget(self, thread_id: str) -> bool:
+        record = self._threads.pop(thread_id, None)
+        if record is None:
+            return False
+        owned = self._owned.get(record["owner"])
+        if owned is not None:
+            owned.pop(thread_id, None)
+            if not owned:
+                del self._owned[record["owner"]]
+        return True
 
     async def save(
         self,
@@ -77,7 +103,7 @@ class MemoryStore:
         if record is None:
             record = self._new(thread_id, agent_id, {}, owner)
         else:
-            record["updated_at"] = time.time()
+            self._touched(thread_id, record)
         if record["agent_id"] is None:
             record["agent_id"] = agent_id
         tail = record["tail"]
@@ -109,11 +135,11 @@ class MemoryStore:
         if record is None:
             return False
         record["metadata"].update(copy.deepcopy(metadata))
-        record["updated_at"] = time.time()
+        self._touched(thread_id, record)
         return True
 
     async def delete(self, thread_id: str) -> bool:
-        return storable_id(thread_id) and self._threads.pop(thread_id, None) is not None
+        return storable_id(thread_id) and self._forget(thread_id)
 
     def _busy(self, thread_id: str, now: float) -> bool:
         held = self._leases.get(thread_id)
@@ -126,29 +152,39 @@ class MemoryStore:
 
         check_metadata(metadata)
         now = time.time()
+        threads = self._threads if owner is None else self._owned.get(owner, {})
+        if ids is not None and len(ids) < len(threads):
+            order = sorted((i for i in ids if i in threads), key=lambda i: threads[i]["updated_at"])
+        else:
+            order = threads  # newest last
         found = []
-        for thread_id, record in self._threads.items():
+        for thread_id in reversed(order):
+            record = threads[thread_id]
             if ids is not None and thread_id not in ids:
-                continue
-            if owner is not None and record["owner"] != owner:
                 continue
             if any(record["metadata"].get(k, _ABSENT) != v for k, v in metadata.items()):
                 continue
             shown = "busy" if self._busy(thread_id, now) else record["status"]
-            if status is None or shown == status:
-                found.append((record["updated_at"], thread_id, record["agent_id"], shown))
-        found.sort(reverse=True)
-        return [Listed(t, a, s) for _, t, a, s in found[offset : offset + limit]]
+            if status is not None and shown != status:
+                continue
+            if offset:
+                offset -= 1
+                continue
+            found.append(Listed(thread_id, record["agent_id"], shown))
+            if len(found) >= limit:
+                break
+        return found
 
     async def sweep(self, idle_before: float, batch: int) -> list[str]:
         now = time.time()
-        gone = [
-            thread_id
-            for thread_id, record in self._threads.items()
-            if record["updated_at"] < idle_before and not self._busy(thread_id, now)
-        ][:batch]
+        gone = []
+        for thread_id, record in self._threads.items():  # oldest update first
+            if record["updated_at"] >= idle_before or len(gone) >= batch:
+                break
+            if not self._busy(thread_id, now):
+                gone.append(thread_id)
         for thread_id in gone:
-            del self._threads[thread_id]
+            self._forget(thread_id)
         return gone
 
     async def claim(self, thread_id: str, ttl: float) -> Lease | None:

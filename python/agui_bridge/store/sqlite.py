@@ -133,6 +133,9 @@ class SqliteStore:
         self._lease.execute("PRAGMA wal_autocheckpoint = 0")
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="agui-sqlite-write")
         self._readers = ThreadPoolExecutor(READERS, thread_name_prefix="agui-sqlite-read")
+        # Searches and the loads of their pages take their own thread: however
+        # many there are, a run's load never queues behind them.
+        self._listing = ThreadPoolExecutor(1, thread_name_prefix="agui-sqlite-search")
         self._local = threading.local()
         self._read_conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
@@ -201,6 +204,14 @@ class SqliteStore:
             return None
         return await asyncio.get_running_loop().run_in_executor(
             self._readers, self._load, thread_id
+        )
+
+    async def load_listed(self, thread_id: str):
+        """``load`` for a search's page, on the searches' own thread."""
+        if not storable_id(thread_id):
+            return None
+        return await asyncio.get_running_loop().run_in_executor(
+            self._listing, self._load, thread_id
         )
 
     def _save(
@@ -367,7 +378,7 @@ class SqliteStore:
     ) -> list:
         check_metadata(metadata)
         return await asyncio.get_running_loop().run_in_executor(
-            self._readers, self._search, metadata, ids, limit, offset, owner, status
+            self._listing, self._search, metadata, ids, limit, offset, owner, status
         )
 
     def _sweep(self, idle_before: float, batch: int) -> list[str]:
@@ -440,6 +451,7 @@ class SqliteStore:
     def _close(self) -> None:
         self._writer.shutdown(wait=True)
         self._readers.shutdown(wait=True)
+        self._listing.shutdown(wait=True)
         self._write.close()
         self._lease.close()
         with self._conns_lock:
