@@ -154,8 +154,10 @@ stubtest: $(VENV)/.deps
 	ls python/agui_bridge/_native*.so >/dev/null 2>&1 || $(MAKE) build-dev
 	cd python && ../$(BIN)/python -m mypy.stubtest agui_bridge._native
 
+# benches/summary.py: one table of the headline figures (transformer, coalescing)
+# with their targets, PASS/FAIL; BENCH_SERVER=1 adds the server's (minutes).
 bench: dev
-	$(BIN)/python benches/transformer.py
+	$(BIN)/python benches/summary.py $(if $(BENCH_SERVER),--server)
 	$(BIN)/python benches/ingress.py
 	$(BIN)/python benches/threads.py
 	$(BIN)/python benches/adapters.py

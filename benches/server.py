@@ -497,10 +497,30 @@ def parse_args(argv=None):
         "--pin", action="store_true", help=f"pin the server to CPU {SERVER_CPU}, the client to 1"
     )
     ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--json", type=Path, help="also write issue 23's targets (make bench)")
     args = ap.parse_args(argv)
     if args.quick:
         args.deltas, args.repeats, args.slow_streams = 2000, 1, 200
     return args
+
+
+def write_figures(path: Path, results: dict, argv) -> None:
+    """Issue 23's server targets (event ids on: the App's default) for benches/summary.py."""
+    ours, peer = results["ours"], results["peer"]
+    rows = []
+    for key, label in (("single", "1 stream"), ("concurrent", "16 streams")):
+        ratio = ours[key]["median"] / peer[key]["median"]
+        rows.append(
+            {
+                "figure": f"server, {label} x 10,000 deltas, event ids on, vs the peer",
+                "value": f"{ratio:.1f}x",
+                "target": "≥ 30x",
+                "pass": ratio >= 30,
+            }
+        )
+    command = "python benches/server.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    report = {"command": command, "load": LOAD_AT_START[0], "rows": rows}
+    path.write_text(json.dumps(report), encoding="utf-8")
 
 
 def main(argv=None) -> int:
@@ -530,6 +550,8 @@ def main(argv=None) -> int:
         for server in servers.values():
             server.stop()
     commands = {key: server.command for key, server in servers.items()}
+    if args.json:
+        write_figures(args.json, results, argv)
     table, md = report(results, infos, args, commands)
     print(table)
     if not args.quick or args.out != RESULTS:

@@ -25,12 +25,15 @@ encode_sse = _build.encode_sse
 
 # The ingress maps through the build chosen above, so it is imported after it.
 from .app import App, Forbidden, Unauthorized  # noqa: E402
+from .coalesce import FLUSH, Coalesce  # noqa: E402
 from .context import RunContext  # noqa: E402
 
 __all__ = [
+    "FLUSH",
     "IMPLEMENTATION",
     "AguiBridgeError",
     "App",
+    "Coalesce",
     "CrumbError",
     "Forbidden",
     "Resume",

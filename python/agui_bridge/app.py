@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from .coalesce import coalesce_of
 from .ingress.asgi import serve_asgi
 from .ingress.handler import Handler, HttpError
 from .ingress.routes import Routes
@@ -56,6 +57,8 @@ class Agent:
     dialect: str
     authorize_thread: Callable | None
     authorize_stream: Callable | None = None
+    # agui_bridge.coalesce: None takes the app's, False is off.
+    coalesce: Any = None
 
 
 class App:
@@ -154,6 +157,7 @@ class App:
         metrics: bool | str = False,
         limits: Any = None,
         tracing: bool | None = None,
+        coalesce: Any = None,
     ):
         if on_disconnect not in ("continue", "cancel"):
             raise ValueError("on_disconnect must be 'continue' or 'cancel'")
@@ -180,6 +184,8 @@ class App:
         }
         self.limits = Limits(**{k: v for k, v in given.items() if v is not None})
         self.event_ids = event_ids
+        # Deltas merged in every run (agui_bridge.coalesce); an agent may say otherwise.
+        self.coalesce = coalesce_of(coalesce) or None
         self.lease_ttl = lease_ttl
         self.runs = self.ops.watch_runs(open_runs(runs, self.limits, event_ids, lease_ttl))
         self._logs = getattr(self.runs, "logs", None)  # this worker's logs
@@ -219,6 +225,7 @@ class App:
         dialect: str | None = None,
         authorize_thread: Callable | None = None,
         authorize_stream: Callable | None = None,
+        coalesce: Any = None,
     ):
         """Registers an async generator function ``fn(ctx: RunContext)`` as an agent.
 
@@ -233,7 +240,10 @@ class App:
         it created. ``authorize_stream(identity, thread_id,
         run_id) -> bool`` (sync or async) guards reading a run's stream (both
         event routes) and cancelling it: 403 when false.
+        ``coalesce``: this agent's (``agui_bridge.coalesce``; ``False`` turns the
+        app's off for it).
         """
+        coalesce = coalesce_of(coalesce)
         if dialect not in (None, "crumbs", "chunks", "events"):
             raise ValueError("dialect must be 'crumbs', 'chunks' or 'events'")
         if agent_id in self._agents:
@@ -253,7 +263,13 @@ class App:
                 paths.append(chosen)
             paths.append("/agui/" + agent_id)
             agent = Agent(
-                agent_id, fn, tuple(paths), chosen_dialect, authorize_thread, authorize_stream
+                agent_id,
+                fn,
+                tuple(paths),
+                chosen_dialect,
+                authorize_thread,
+                authorize_stream,
+                coalesce,
             )
             self._handler.add_agent(agent)
             self._agents[agent_id] = agent

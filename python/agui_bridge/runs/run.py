@@ -26,6 +26,7 @@ from functools import partial
 import orjson
 
 from .. import create_agui_repairer, create_agui_transformer, create_agui_translator
+from ..coalesce import FLUSH, Holder
 from ..context import RunContext, RunInfo
 from ..errors import LeaseLost, RunsUnavailable, ServerShutdown, StoreUnavailable
 from ..store.lease import save
@@ -94,6 +95,12 @@ class Run:
             held_ids=held,
             event_ids=self.ids,
         )
+        # Opt-in coalescing (agui_bridge.coalesce): the agent's, else the app's.
+        coalesce = getattr(agent, "coalesce", None)
+        if coalesce is None:
+            coalesce = getattr(app, "coalesce", None)
+        self.holder = Holder(self.t, coalesce, self._send_held) if coalesce else None
+        self._late: list[dict] = []  # events a window's end sent, for the listeners
         # The run ended in RUN_ERROR (readers keep what they saw, closed).
         self.errored = False
         # The open text message's id, for the hot path: from the spans below.
@@ -252,9 +259,18 @@ class Run:
                 except Exception:
                     log.exception("on_event callback failed")
 
+    def _send_held(self, events: list[dict], frames: bytes) -> None:
+        """What coalescing held, sent at its window's end."""
+        self._publish(frames)
+        if self.listeners:
+            self._late += events
+
     def _apply(self, item) -> tuple[list[dict], bytes]:
         """Any item: its events (spans noted) and its frames."""
         t = self.t
+        if item is FLUSH:
+            # The agent asks for what coalescing holds to go out now.
+            return t.flush_events_and_frames()
         events, frames = t.events_and_frames(item)
         # Only an item off the text hot path can end the run.
         self.ended = t.finished
@@ -271,6 +287,9 @@ class Run:
         readers get them once the thread is saved (``_publish_end``):
         RUN_FINISHED means the turn is stored. Until then a joining reader gets
         the run as the log holds it: the snapshot from before them."""
+        if self.t.holding:
+            # What coalescing holds goes out now, not with the ending after the save.
+            self._send_held(*self.t.flush_events_and_frames())
         self._before_end = self.t.snapshot()
         events, frames = end()
         self.flush(self.t.last_id - len(events))  # the frames before them
@@ -338,6 +357,7 @@ class Run:
             encode = self.t.encode
             apply = self._apply
             publish = self._publish
+            holder = self.holder
             try:
                 async for item in agen:
                     if is_text is not None and self.text_id is not None and is_text(item):
@@ -347,11 +367,18 @@ class Run:
                         events, frame = apply(item)
                     if frame and publish(frame):
                         await asyncio.sleep(0)
+                    if holder is not None:
+                        holder.after_item()
+                    if listeners and self._late:
+                        late, self._late = self._late, []
+                        await self._deliver(late)
                     if events and listeners:
                         await self._deliver(events)
                     if self.ended:
                         break
             finally:
+                if self.holder is not None:
+                    self.holder.cancel()
                 aclose = getattr(agen, "aclose", None)
                 if aclose is not None:
                     await aclose()
@@ -415,7 +442,8 @@ class Run:
             self.errored = True
             events = self._fail(error)
             if self.listeners:
-                await self._deliver(events)
+                late, self._late = self._late, []
+                await self._deliver([*late, *events])
         refused = None
         try:
             await self._save(failed)
@@ -430,7 +458,8 @@ class Run:
         finally:
             events = self._publish_end(refused)
             if finishing:
-                await self._deliver(events)
+                late, self._late = self._late, []
+                await self._deliver([*late, *events])
             await app._release(ctx.thread_id, self)
             self._end_log()
 

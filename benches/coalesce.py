@@ -1,0 +1,245 @@
+"""Coalescing (issue 23): ``python benches/coalesce.py``.
+
+Two granian workers serve the same ``agui_bridge.App`` agent, one without
+coalescing and one with ``App(coalesce=Coalesce(window_ms=50))``. The agent
+streams ``--tokens`` one-character deltas at ``--rate`` tokens/s on an
+absolute schedule (token i is yielded at start + i / rate). ``--streams``
+streams run on each server at once, both servers at the same time, so the
+machine's load hits them alike. Per server: the events and bytes received,
+the worker's CPU time (``/proc``) per token, and per token the time from its
+scheduled yield (the agent sends its schedule's start on the wall clock) to
+the frame that carried it. The added latency of a token is that time on the
+coalescing server minus the same token's on the plain one (same stream
+index); its p50/p99/max are reported.
+``--json FILE`` writes the targets for ``make bench`` (benches/summary.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benches"))
+sys.path.insert(0, str(ROOT / "python"))
+
+from server import Server  # noqa: E402
+
+TOKEN = "x"
+
+
+def agent_module() -> str:
+    return "benches.coalesce:make_app"
+
+
+def make_app():
+    """``granian --factory benches.coalesce:make_app``; window from ``COALESCE_MS``."""
+    from agui_bridge import App, Coalesce, crumbs
+
+    window = float(os.environ.get("COALESCE_MS", "0"))
+    app = App(store="memory://", coalesce=Coalesce(window) if window else None)
+
+    @app.agent("tokens", path="/ag-ui/run")
+    async def tokens(ctx):
+        props = ctx.forwarded_props if isinstance(ctx.forwarded_props, dict) else {}
+        count, rate = int(props.get("tokens", 100)), float(props.get("rate", 200))
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        # The schedule's start on the wall clock, which the client on this machine reads too.
+        yield crumbs.step_start(f"start {time.time() - (loop.time() - start)!r}")
+        delta = crumbs.text_delta(TOKEN)
+        for at in range(count):
+            wait = start + at / rate - loop.time()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            yield delta
+
+    return app
+
+
+def request(port: int, tokens: int, rate: float) -> bytes:
+    body = json.dumps(
+        {
+            "threadId": f"bench-{uuid.uuid4().hex[:12]}",
+            "runId": uuid.uuid4().hex,
+            "state": {},
+            "messages": [{"id": uuid.uuid4().hex, "role": "user", "content": "go"}],
+            "tools": [],
+            "context": [],
+            "forwardedProps": {"tokens": tokens, "rate": rate},
+        }
+    ).encode()
+    head = (
+        f"POST /ag-ui/run HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+        "Content-Type: application/json\r\nAccept: text/event-stream\r\n"
+        f"Connection: close\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    return head.encode() + body
+
+
+async def one_stream(port: int, tokens: int, rate: float) -> dict:
+    """Reads one response: per token the seconds from its scheduled yield to its frame."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(request(port, tokens, rate))
+    await writer.drain()
+    buffer, nbytes, events, arrivals, start = b"", 0, 0, [], None
+    body = False
+    while True:
+        chunk = await reader.read(65536)
+        if not chunk:
+            break
+        now = time.time()
+        nbytes += len(chunk)
+        buffer += chunk
+        if not body:
+            if b"\r\n\r\n" not in buffer:
+                continue
+            head, buffer = buffer.split(b"\r\n\r\n", 1)
+            assert head.startswith(b"HTTP/1.1 200"), head[:40]
+            body = True
+        *frames, buffer = buffer.split(b"\n\n")
+        for frame in frames:
+            data = frame[frame.find(b"data: ") + 6 :]
+            if not data.startswith(b"{"):
+                continue  # a chunk-size line or a ping
+            event = json.loads(data)
+            events += 1
+            if event["type"] == "STEP_STARTED":
+                start = float(event["stepName"].split()[1])
+            elif event["type"] == "TEXT_MESSAGE_CONTENT":
+                for _ in event["delta"]:
+                    arrivals.append(now - (start + len(arrivals) / rate))
+    writer.close()
+    assert len(arrivals) == tokens, (len(arrivals), tokens)
+    return {"bytes": nbytes, "events": events, "arrivals": arrivals}
+
+
+def cpu_seconds(pid: int) -> float:
+    """The worker's user + system CPU."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def measure(ports: dict, pids: dict, streams: int, tokens: int, rate: float) -> dict:
+    before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    names = list(ports)
+    # Both servers at once, stream by stream, so the machine's load hits them alike.
+    jobs = [one_stream(ports[name], tokens, rate) for _ in range(streams) for name in names]
+    done = await asyncio.gather(*jobs)
+    results = {name: done[at :: len(names)] for at, name in enumerate(names)}
+    after = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    out = {}
+    for name, got in results.items():
+        out[name] = {
+            "events": sum(r["events"] for r in got),
+            "bytes": sum(r["bytes"] for r in got),
+            "cpu_per_token_us": (after[name] - before[name]) / (streams * tokens) * 1e6,
+            "arrivals": [r["arrivals"] for r in got],
+        }
+    return out
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def main_async(args) -> int:
+    env = {"PYTHONPATH": os.pathsep.join([str(ROOT / "python"), str(ROOT)])}
+    argv = [sys.executable, "-m", "granian", "--interface", "rsgi", "--host", "127.0.0.1"]
+    argv += ["--port", "{port}", "--workers", "1", "--loop", "uvloop", "--http", "1"]
+    argv += ["--log-level", "warning", "--factory", agent_module()]
+    servers = {
+        "plain": Server("plain", argv, {**env, "COALESCE_MS": "0"}, True),
+        "coalesced": Server("coalesced", argv, {**env, "COALESCE_MS": str(args.window)}, True),
+    }
+    for server in servers.values():
+        server.start()
+    try:
+        ports = {name: s.port for name, s in servers.items()}
+        pids = {name: s.worker for name, s in servers.items()}
+        await measure(ports, pids, 2, 20, 1000)  # warm-up
+        load = os.getloadavg()[0]
+        got = await measure(ports, pids, args.streams, args.tokens, args.rate)
+    finally:
+        for server in servers.values():
+            server.stop()
+    plain, merged = got["plain"], got["coalesced"]
+    added = [
+        m - p
+        for ms, ps in zip(merged["arrivals"], plain["arrivals"], strict=True)
+        for m, p in zip(ms, ps, strict=True)
+    ]
+    fewer = plain["events"] / merged["events"]
+    rows = [
+        ("events sent, plain / coalesced", f"{fewer:.1f}x", "≥ 10x", fewer >= 10),
+        (
+            "added latency per token, p99 (ms)",
+            f"{pct(added, 0.99) * 1000:.1f}",
+            f"≤ {args.window:g}",
+            pct(added, 0.99) * 1000 <= args.window,
+        ),
+        (
+            "bytes on the wire per token, plain / coalesced",
+            f"{plain['bytes'] / merged['bytes']:.1f}x",
+            "> 1x",
+            plain["bytes"] > merged["bytes"],
+        ),
+        (
+            "server CPU per token, plain / coalesced (µs)",
+            f"{plain['cpu_per_token_us']:.1f} / {merged['cpu_per_token_us']:.1f}",
+            "coalesced lower",
+            merged["cpu_per_token_us"] < plain["cpu_per_token_us"],
+        ),
+    ]
+    command = "python benches/coalesce.py " + " ".join(sys.argv[1:])
+    print(f"Command: {command}")
+    print(f"Load average (1 min) at the start: {load:.2f}")
+    print(
+        f"{args.streams} streams per server at once, {args.tokens} one-character tokens "
+        f"at {args.rate:g}/s each, window {args.window:g} ms, cap 4096 bytes"
+    )
+    print(f"plain: {plain['events']} events, {plain['bytes']} bytes")
+    print(f"coalesced: {merged['events']} events, {merged['bytes']} bytes")
+    for name, runs in got.items():
+        lags = [lag for run in runs["arrivals"] for lag in run]
+        print(
+            f"{name}: token lag behind its schedule (ms): p50 "
+            f"{statistics.median(lags) * 1000:.1f}, p99 {pct(lags, 0.99) * 1000:.1f}"
+        )
+    print(
+        "added latency (ms): p50 "
+        f"{statistics.median(added) * 1000:.1f}, p99 {pct(added, 0.99) * 1000:.1f}, "
+        f"max {max(added) * 1000:.1f}"
+    )
+    print("| figure | value | target | result |\n|---|---|---|---|")
+    for label, value, target, ok in rows:
+        print(f"| {label} | {value} | {target} | {'PASS' if ok else 'FAIL'} |")
+    if args.json:
+        table = [
+            {"figure": f"coalescing: {label}", "value": value, "target": target, "pass": ok}
+            for label, value, target, ok in rows
+        ]
+        args.json.write_text(json.dumps({"command": command, "load": load, "rows": table}))
+    return 0 if all(row[3] for row in rows) else 1
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tokens", type=int, default=1000)
+    parser.add_argument("--rate", type=float, default=200.0)
+    parser.add_argument("--window", type=float, default=50.0)
+    parser.add_argument("--streams", type=int, default=8)
+    parser.add_argument("--json", type=Path)
+    return asyncio.run(main_async(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
