@@ -209,8 +209,10 @@ async def test_the_thread_ttl_sweeps_idle_threads(make_store):
             app.thread_ttl = 0.05
             await asyncio.sleep(0.1)
             await http.post("/ag-ui/run", json=_run("fresh"))
+            expired = []
+            app.ops.threads_expired = expired.append  # what the metrics count
             assert await sweeping.sweep(app, batch=2) == 5
-            assert app.threads_swept == 5
+            assert app.threads_swept == 5 and expired == [2, 2, 1]
             assert await _ids(store, {}, None, 10) == ["fresh"]
     finally:
         await app.aclose()

@@ -4,7 +4,8 @@ Off by default. Each worker sweeps every ``ttl / 4`` seconds (at most a
 minute apart): the threads last updated more than ``ttl`` seconds ago and
 without a live run lease go, ``BATCH`` at a time (one short transaction each,
 the event loop yielding between batches, so runs are never held up). Workers
-sweeping together delete each thread once.
+sweeping together delete each thread once. Counted in ``app.threads_swept``
+and the metrics' ``agui_threads_expired``.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ async def sweep(app, batch: int = BATCH) -> int:
             app._handler.agent_protocol.registry.forget(thread_id)
         total += len(gone)
         app.threads_swept += len(gone)
+        app.ops.threads_expired(len(gone))  # agui_threads_expired
         if len(gone) < batch:
             break
         await asyncio.sleep(0)
