@@ -89,10 +89,23 @@ async def test_a_failed_resume_keeps_the_interrupt_pending():
         assert [m["role"] for m in thread["messages"]] == ["user", "assistant"]
 
 
-async def test_a_new_turn_abandons_a_pending_interrupt():
+async def test_a_new_turn_does_not_settle_a_pending_interrupt():
+    # Until issue 20 the new turn was accepted and the interrupt silently
+    # settled (this test asserted that); now it must be resumed or cancelled.
     async with client_for(make_app(store="memory://")) as http:
         await stream(http, "/ag-ui/run", run_body("ab", "approve", run_id="ab1"))
-        await stream(http, "/ag-ui/run", run_body("ab", "something else"))
+        response = await http.post("/ag-ui/run", json=run_body("ab", "something else"))
+        assert response.status_code == 409
+        error = response.json()["error"]
+        assert error["code"] == "interrupt_pending" and "'ask-ab1'" in error["message"]
+        state = (await http.get("/threads/ab/state")).json()
+        assert [i["id"] for i in state["pendingInterrupts"]] == ["ask-ab1"]
+        assert len(state["messages"]) == 2  # the refused turn was not stored
+        # A cancel is an answer: the turn that carries it runs, nothing stays pending.
+        cancel = [{"interruptId": "ask-ab1", "status": "cancelled"}]
+        events = await stream(http, "/ag-ui/run", run_body("ab", "something else", resume=cancel))
+        assert events[-1]["type"] == "RUN_FINISHED"
+        assert (await http.get("/threads/ab/state")).json()["pendingInterrupts"] == []
         resume = run_body("ab", "x", forwardedProps={"command": {"resume": "yes"}})
         response = await http.post("/ag-ui/run", json=resume)
         assert response.status_code == 400

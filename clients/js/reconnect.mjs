@@ -6,6 +6,7 @@
 //   const agent = new ReconnectingHttpAgent({ url: "/ag-ui/run", threadId });
 //   await agent.connectAgent();   // joins the thread's active run, if any
 //   await agent.runAgent();       // a run whose stream is cut resumes by id
+//   await agent.getCapabilities(); // the agent's AG-UI AgentCapabilities
 //
 // Options beside HttpAgent's: `streamsUrl` (where /threads/... is served;
 // default: the origin of `url`), `reconnect: {retries, baseDelayMs,
@@ -87,6 +88,19 @@ export function withReconnect(HttpAgent, Observable) {
       this.streamsUrl = (config.streamsUrl ?? new URL(config.url, "http://localhost").origin).replace(/\/$/, "");
       this.reconnect = { retries: 5, baseDelayMs: 200, maxDelayMs: 5000, ...(config.reconnect ?? {}) };
       this.lastEventId = undefined;
+    }
+
+    // GET {agent url}/capabilities: what the server does for this agent (AG-UI
+    // 1.0 AgentCapabilities: streaming, resumable, interrupts, reasoning, ...).
+    async getCapabilities() {
+      const [path, query] = this.url.split("?", 2);
+      const url = `${path.replace(/\/$/, "")}/capabilities${query === undefined ? "" : `?${query}`}`;
+      const response = await this.fetch(url, { method: "GET", headers: { ...this.headers, Accept: "application/json" } });
+      if (!response.ok) {
+        const text = await response.text().catch(() => "");
+        throw new Error(`HTTP ${response.status}: ${text}`);
+      }
+      return response.json();
     }
 
     run(input) {

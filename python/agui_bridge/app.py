@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from .capabilities import check as check_capabilities
 from .coalesce import coalesce_of
 from .ingress.asgi import serve_asgi
 from .ingress.handler import Handler, HttpError
@@ -59,6 +60,7 @@ class Agent:
     authorize_stream: Callable | None = None
     # agui_bridge.coalesce: None takes the app's, False is off.
     coalesce: Any = None
+    capabilities: dict | None = None  # merged over the served ones (agui_bridge.capabilities)
 
 
 class App:
@@ -226,6 +228,7 @@ class App:
         authorize_thread: Callable | None = None,
         authorize_stream: Callable | None = None,
         coalesce: Any = None,
+        capabilities: dict | None = None,
     ):
         """Registers an async generator function ``fn(ctx: RunContext)`` as an agent.
 
@@ -241,13 +244,16 @@ class App:
         run_id) -> bool`` (sync or async) guards reading a run's stream (both
         event routes) and cancelling it: 403 when false.
         ``coalesce``: this agent's (``agui_bridge.coalesce``; ``False`` turns the
-        app's off for it).
+        app's off for it). ``capabilities``: AG-UI ``AgentCapabilities`` fields
+        merged over what ``GET {path}/capabilities`` answers
+        (``agui_bridge.capabilities``).
         """
         coalesce = coalesce_of(coalesce)
         if dialect not in (None, "crumbs", "chunks", "events"):
             raise ValueError("dialect must be 'crumbs', 'chunks' or 'events'")
         if agent_id in self._agents:
             raise ValueError(f"agent {agent_id!r} is already registered")
+        own_capabilities = check_capabilities(capabilities)
 
         def register(fn):
             _check_agent(agent_id, fn)
@@ -270,6 +276,7 @@ class App:
                 authorize_thread,
                 authorize_stream,
                 coalesce,
+                own_capabilities,
             )
             self._handler.add_agent(agent)
             self._agents[agent_id] = agent

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 
+from ..interrupts import agui_interrupts, on_last_assistant
 from .runs import iso
 from .stream import interrupts_of
 
@@ -25,6 +26,7 @@ def thread_state(thread) -> dict:
     and ``messages`` (AG-UI messages), with what the LangGraph SDK expects of a
     ThreadState."""
     interrupts = interrupts_of(thread.interrupts)
+    pending = agui_interrupts(thread.interrupts)
     node = thread.agent_id or "agent"
     tasks = []
     if interrupts:
@@ -34,7 +36,8 @@ def thread_state(thread) -> dict:
         tasks.append(task)
     return {
         "values": thread.state,
-        "messages": thread.messages,
+        # Where AG-UI clients restore pending interrupts (agui_bridge.interrupts).
+        "messages": on_last_assistant(thread.messages, pending),
         "next": [node] if interrupts else [],
         "checkpoint": checkpoint(thread),
         "metadata": {"source": "loop", "step": len(thread.messages), "writes": None},
@@ -42,6 +45,7 @@ def thread_state(thread) -> dict:
         "parent_checkpoint": None,
         "tasks": tasks,
         "interrupts": interrupts,
+        "pendingInterrupts": pending,
     }
 
 

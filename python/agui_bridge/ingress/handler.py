@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 
 from .. import RunInputError, map_run_input
+from ..capabilities import of as capabilities_of
 from ..context import Resumption, RunContext
 from ..errors import (
     BrokenBody,
@@ -32,6 +33,7 @@ from ..errors import (
     StoreUnavailable,
     TooLarge,
 )
+from ..interrupts import refuse_unanswered
 from ..playground import response as playground_response
 from ..runs import Run, exact_prelude, open_stream
 from ..runs import prelude as shared_prelude
@@ -128,10 +130,14 @@ class Handler:
     def add_agent(self, agent) -> None:
         """An agent's run paths (``POST``); ValueError when one is taken."""
         for path in agent.paths:
-            if self.routes.has(path):
-                raise ValueError(f"path {path!r} is already taken")
+            for taken in (path, path.rstrip("/") + "/capabilities"):
+                if self.routes.has(taken):
+                    raise ValueError(f"path {taken!r} is already taken")
         for path in agent.paths:
             self.routes.add("POST", path, partial(self._run, agent=agent), literal=True)
+            capabilities = path.rstrip("/") + "/capabilities"
+            endpoint = partial(self._capabilities, agent=agent)
+            self.routes.add("GET", capabilities, endpoint, literal=True)
 
     # -- entry -------------------------------------------------------------
 
@@ -202,6 +208,16 @@ class Handler:
         await conn.respond(
             200,
             orjson.dumps({"agents": agents}),
+            [("content-type", "application/json"), ("cache-control", "no-cache")],
+        )
+
+    # -- GET {agent path}/capabilities ---------------------------------------
+
+    async def _capabilities(self, conn, agent) -> None:
+        await self._reader(conn)
+        await conn.respond(
+            200,
+            orjson.dumps(capabilities_of(self.app, agent)),
             [("content-type", "application/json"), ("cache-control", "no-cache")],
         )
 
@@ -386,6 +402,7 @@ class Handler:
         stored = thread.messages if thread is not None else []
         pending = thread.interrupts if thread is not None else []
         resume = _resumption(run_input.resume, pending)
+        refuse_unanswered(run_input.thread_id, pending, resume)  # 409 interrupt_pending
 
         if thread is not None and thread.ids is not None and thread.call_ids is not None:
             # Kept by the store, this load's own: adding to them changes no other run's.

@@ -1,0 +1,41 @@
+"""Apps for the conversation features (issue 20): capabilities, pending
+interrupts on reload, stop then type. ``granian tests.convo_apps:app``."""
+
+from __future__ import annotations
+
+from agui_bridge import App, crumbs
+
+TOKENS = {"Bearer reader": {"actions": ["read"]}, "Bearer nobody": {"actions": []}}
+
+
+def authenticate(request):
+    auth = request.headers.get("authorization")
+    if auth == "Bearer runner":
+        return {"user": "runner"}
+    return TOKENS.get(auth)
+
+
+def make_app(**options) -> App:
+    app = App(store="memory://", authenticate=authenticate, keepalive=0.2, **options)
+
+    @app.agent("plain")
+    async def plain(ctx):
+        yield crumbs.text_delta(f"You said: {ctx.input}")
+        yield crumbs.run_end()
+
+    @app.agent(
+        "custom",
+        capabilities={
+            "identity": {"description": "answers in verse"},
+            "multimodal": {"input": {"image": True}},
+            "custom": {"poetry": True},
+        },
+    )
+    async def custom(ctx):
+        yield crumbs.text_delta("a verse")
+        yield crumbs.run_end()
+
+    return app
+
+
+app = make_app()

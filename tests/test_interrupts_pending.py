@@ -1,0 +1,134 @@
+"""Pending interrupts as AG-UI clients restore and answer them (issue 20,
+"Stop and reload"): GET /threads/{id}/state gives them in AG-UI's own
+Interrupt shape (``pendingInterrupts``, judged by @ag-ui/core 1.0.0's schema)
+and on the last assistant message's ``metadata.custom.agui.interrupts``
+(where assistant-ui's AG-UI runtime looks); a run that neither resumes nor
+cancels them gets 409 ``interrupt_pending`` naming them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import uuid
+
+import httpx
+import pytest
+from agui_bridge import App, crumbs
+
+from tests.test_interop import INTEROP, node  # noqa: F401
+
+
+def make_app() -> App:
+    app = App(store="memory://")
+
+    @app.agent("ask")
+    async def ask(ctx):
+        if ctx.resume is not None:
+            answers = {e["interruptId"]: e.get("status", "resolved") for e in ctx.resume.entries}
+            yield crumbs.text_delta(f"answers: {answers}")
+            yield crumbs.run_end()
+            return
+        yield crumbs.text_delta("May I send it?")
+        yield crumbs.human_required(
+            f"send-{ctx.run_id}",
+            reason="approval",
+            message="Send the email?",
+            response_schema={"type": "object"},
+        )
+        yield crumbs.human_required(f"cc-{ctx.run_id}", reason="input_required")
+        yield crumbs.run_end()
+
+    return app
+
+
+def body(thread: str, text: str, run: str, **extra) -> dict:
+    message = {"id": f"u-{run}", "role": "user", "content": text}
+    return {"threadId": thread, "runId": run, "messages": [message], **extra}
+
+
+@pytest.fixture
+async def http():
+    transport = httpx.ASGITransport(app=make_app())
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+        yield client
+
+
+async def test_the_state_gives_pending_interrupts_where_ag_ui_clients_restore_them(http):
+    thread = f"t-{uuid.uuid4().hex[:6]}"
+    assert (await http.post("/agui/ask", json=body(thread, "mail bob", "r1"))).status_code == 200
+    state = (await http.get(f"/threads/{thread}/state")).json()
+    expected = [
+        {
+            "id": "send-r1",
+            "reason": "approval",
+            "message": "Send the email?",
+            "responseSchema": {"type": "object"},
+        },
+        {"id": "cc-r1", "reason": "input_required"},
+    ]
+    assert state["pendingInterrupts"] == expected
+    last = state["messages"][-1]
+    assert last["role"] == "assistant" and last["content"] == "May I send it?"
+    assert last["metadata"] == {"custom": {"agui": {"interrupts": expected}}}
+    # the user's message carries nothing; the Agent Protocol's shape stays as it was
+    assert "metadata" not in state["messages"][0]
+    assert [i["id"] for i in state["interrupts"]] == ["send-r1", "cc-r1"]
+
+
+async def test_a_turn_that_does_not_answer_them_is_refused_naming_them(http):
+    thread = f"t-{uuid.uuid4().hex[:6]}"
+    await http.post("/agui/ask", json=body(thread, "mail bob", "r1"))
+    refused = await http.post("/agui/ask", json=body(thread, "never mind", "r2"))
+    assert refused.status_code == 409
+    error = refused.json()["error"]
+    assert error["code"] == "interrupt_pending"
+    assert "'send-r1'" in error["message"] and "'cc-r1'" in error["message"]
+    state = (await http.get(f"/threads/{thread}/state")).json()
+    assert len(state["messages"]) == 2  # nothing of the refused turn is stored
+    assert [i["id"] for i in state["pendingInterrupts"]] == ["send-r1", "cc-r1"]
+    # answered (one approved, one cancelled), the same turn goes through
+    resume = [
+        {"interruptId": "send-r1", "status": "resolved", "payload": {"ok": True}},
+        {"interruptId": "cc-r1", "status": "cancelled"},
+    ]
+    done = await http.post("/agui/ask", json=body(thread, "never mind", "r2", resume=resume))
+    assert done.status_code == 200
+    assert "answers: {'send-r1': 'resolved', 'cc-r1': 'cancelled'}" in done.text
+    state = (await http.get(f"/threads/{thread}/state")).json()
+    assert state["pendingInterrupts"] == []
+    assert all("metadata" not in m for m in state["messages"])
+    # nothing pending: a plain new turn is accepted again
+    assert (await http.post("/agui/ask", json=body(thread, "again", "r3"))).status_code == 200
+
+
+async def test_cancelling_only_all_of_them_answers_them(http):
+    thread = f"t-{uuid.uuid4().hex[:6]}"
+    await http.post("/agui/ask", json=body(thread, "mail bob", "r1"))
+    cancel = [
+        {"interruptId": "send-r1", "status": "cancelled"},
+        {"interruptId": "cc-r1", "status": "cancelled"},
+    ]
+    done = await http.post("/agui/ask", json=body(thread, "stop that", "r2", resume=cancel))
+    assert done.status_code == 200
+    assert (await http.get(f"/threads/{thread}/state")).json()["pendingInterrupts"] == []
+
+
+async def test_pending_interrupts_pass_ag_ui_core_interrupt_schema(node, http, tmp_path):  # noqa: F811
+    thread = f"t-{uuid.uuid4().hex[:6]}"
+    await http.post("/agui/ask", json=body(thread, "mail bob", "r1"))
+    state = (await http.get(f"/threads/{thread}/state")).json()
+    checks = [("InterruptSchema", i) for i in state["pendingInterrupts"]]
+    checks += [("MessageSchema", m) for m in state["messages"]]
+    for name, value in checks:
+        path = tmp_path / f"{uuid.uuid4().hex}.json"
+        path.write_text(json.dumps(value))
+        proc = subprocess.run(
+            [node, str(INTEROP / "schema.mjs"), name, str(path)],
+            cwd=INTEROP,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert proc.returncode == 0, proc.stderr
+        out = json.loads(proc.stdout)
+        assert out["valid"], (name, value, out["issues"])
