@@ -11,6 +11,7 @@ from agui_bridge import RunInputError
 from agui_bridge.shapes import MAX_ID_CHARS, check_message, usable
 
 from tests.ingress_apps import make_app, parse_sse, run_body
+from tests.servers import serve
 
 CALL = {"id": "c1", "type": "function", "function": {"name": "add", "arguments": "{}"}}
 IMAGE = {"type": "image", "source": {"type": "url", "value": "https://x/y.png"}}
@@ -139,6 +140,8 @@ async def test_an_id_at_the_cap_is_served_on_its_own_routes():
     async with client_for(app) as http:
         response = await http.post("/ag-ui/run", json=run_body(thread_id, USER, "r" * MAX_ID_CHARS))
         assert response.status_code == 200
+        # The ids the run makes extend the runId past the cap: still stored.
+        assert parse_sse(response.text)[0][-1]["type"] == "RUN_FINISHED", response.text[-300:]
         assert (await http.get(f"/threads/{thread_id}/state")).status_code == 200
         assert (await http.get(f"/threads/{thread_id}")).status_code == 200
     await app.aclose()
@@ -245,3 +248,21 @@ async def test_a_row_that_is_not_json_is_left_out(tmp_path):
     thread = await store.load("t")
     assert [m["id"] for m in thread.messages] == ["u0"] and "junk" in thread.ids
     await store.close()
+
+
+@pytest.mark.parametrize("interface", ["rsgi", "asgi"])
+def test_ids_at_the_cap_fit_their_urls_under_granian(interface):
+    """A 65,536-character threadId was accepted and then its own URLs answered
+    414: at the cap, a thread's and a run's URLs are served by the server."""
+    thread_id, run_id = "t" * MAX_ID_CHARS, "r" * MAX_ID_CHARS
+    with (
+        serve("tests.ingress_apps:app", interface=interface) as url,
+        httpx.Client(base_url=url, timeout=30) as http,
+    ):
+        run = http.post("/ag-ui/run", json=run_body(thread_id, USER, run_id))
+        assert run.status_code == 200, run.text
+        events = http.get(f"/threads/{thread_id}/runs/{run_id}/events")
+        assert events.status_code == 200 and "RUN_FINISHED" in events.text
+        assert http.get(f"/threads/{thread_id}/state").status_code == 200
+        over = run_body("t" * (MAX_ID_CHARS + 1), USER)
+        assert http.post("/ag-ui/run", json=over).status_code == 400

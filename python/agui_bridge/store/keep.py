@@ -1,7 +1,7 @@
 """What a store can keep, checked the same way by every store.
 
-A thread or message id is a string of at most ``shapes.MAX_ID_CHARS``
-characters without NUL, and metadata holds no NUL (PostgreSQL's text and
+A thread id is a string of at most ``shapes.MAX_ID_CHARS`` characters
+without NUL, a message id a string without NUL, and metadata holds no NUL (PostgreSQL's text and
 jsonb refuse it; the other stores follow, so a thread means the same on
 each). A write of anything else raises ``RunInputError`` (a 400 on AG-UI
 routes, a 422 on the Agent Protocol's) and writes nothing; a read of an id
@@ -10,6 +10,7 @@ no store could hold finds nothing.
 
 from __future__ import annotations
 
+from ..errors import RunInputError
 from ..shapes import check_id, check_no_nul, storable_id
 
 __all__ = ["check_messages", "check_metadata", "check_thread", "status_of", "storable_id"]
@@ -20,8 +21,12 @@ def check_thread(thread_id) -> None:
 
 
 def check_messages(messages) -> None:
+    # No length cap here: the ids a run makes extend its runId (``{runId}:m1``),
+    # which the door capped; what no store can hold is NUL.
     for message in messages:
-        check_id(message.get("id"), "a message id")
+        message_id = message.get("id")
+        if not isinstance(message_id, str) or not message_id or "\x00" in message_id:
+            raise RunInputError("a message id must be a non-empty string without NUL")
 
 
 def check_metadata(metadata) -> None:
