@@ -334,9 +334,9 @@ async def test_a_run_whose_lease_was_taken_over_ends_in_run_error(make_store):
         yield c.text_delta("done")
 
     async def take_over():
-        while "t" not in app._leases:
+        while "t" not in app.gate.leases:
             await asyncio.sleep(0.01)
-        app._leases["t"][1].cancel()  # the node stops renewing (paused, partitioned)
+        app.gate.leases["t"][1].cancel()  # the node stops renewing (paused, partitioned)
         await asyncio.sleep(0.35)
         taken = await store.claim("t", 30)  # another node
         go.set()

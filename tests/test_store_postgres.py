@@ -283,7 +283,8 @@ async def test_a_run_whose_save_finds_postgres_down_ends_in_run_error(pg_server,
         yield c.text_delta("done")
 
     async def stop_then_go():
-        while "t" not in app._leases:
+        # the run's task started: the user's turn is stored
+        while (run := app.gate.run_of("t")) is None or run.task is None:
             await asyncio.sleep(0.01)
         await asyncio.to_thread(pg_server.halt)
         go.set()

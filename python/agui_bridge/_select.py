@@ -1,4 +1,6 @@
-"""Picks the Rust build, or the pure one when it is absent or forced."""
+"""Picks the Rust build, or the pure one when it is absent or forced: the one
+module the transformers are defined for the package (modules inside it import
+them from here, not from the package root)."""
 
 from __future__ import annotations
 
@@ -21,3 +23,11 @@ def load_build():
 
         return pure
     return native
+
+
+BUILD = load_build()
+IMPLEMENTATION: str = BUILD.IMPLEMENTATION
+create_agui_transformer = BUILD.create_agui_transformer
+create_agui_translator = BUILD.create_agui_translator
+create_agui_repairer = BUILD.create_agui_repairer
+encode_sse = BUILD.encode_sse

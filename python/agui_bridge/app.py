@@ -20,6 +20,7 @@ from urllib.parse import quote
 
 from .capabilities import check as check_capabilities
 from .coalesce import coalesce_of
+from .gate import Gate
 from .ingress.asgi import serve_asgi
 from .ingress.handler import Handler, HttpError
 from .ingress.routes import Routes
@@ -29,8 +30,8 @@ from .ops.serve import watch_drain
 from .playground import Playground
 from .runs import Limits
 from .runs.backend import open_runs
+from .runs.run import RunSettings
 from .store import DEFAULT_STORE, open_store, sweep
-from .store.lease import keep
 
 DEFAULT_PATH = "/ag-ui/run"
 log = logging.getLogger("agui_bridge.app")
@@ -190,16 +191,20 @@ class App:
         self.coalesce = coalesce_of(coalesce) or None
         self.lease_ttl = lease_ttl
         self.runs = self.ops.watch_runs(open_runs(runs, self.limits, event_ids, lease_ttl))
-        self._logs = getattr(self.runs, "logs", None)  # this worker's logs
         self.drain_timeout = drain_timeout
-        self.closing = False  # the worker is shutting down: no new runs
         self._drain_task: asyncio.Task | None = None
         self._agents: dict[str, Agent] = {}
         self._listeners: list[Callable] = []
-        self._active: dict[str, Any] = {}
-        # thread_id -> (its lease, the task renewing it), for the runs of this process
-        self._leases: dict[str, tuple[Any, asyncio.Task]] = {}
-        self._tasks: set[asyncio.Task] = set()
+        settings = RunSettings(event_ids, self._listeners, on_disconnect == "cancel", self.coalesce)
+        # Every run and state update of this worker is admitted here (both protocols).
+        self.gate = Gate(
+            lambda: self.store,
+            self.runs,
+            lease_ttl,
+            settings,
+            admit=self.ops.admit_run,
+            launch=self.ops.launch,
+        )
         if playground is True:
             playground = "/"
         self.playground = Playground(playground) if playground else None
@@ -210,6 +215,20 @@ class App:
         self._front = self.ops.front(self._handler)
 
     # -- configuration -------------------------------------------------------
+
+    @property
+    def closing(self) -> bool:
+        """The worker is shutting down: no new runs (the run gate's flag)."""
+        return self.gate.closing
+
+    @closing.setter
+    def closing(self, value: bool) -> None:
+        self.gate.closing = value
+
+    @property
+    def agents(self) -> dict[str, Agent]:
+        """The registered agents by id."""
+        return self._agents
 
     @property
     def store(self):
@@ -300,32 +319,6 @@ class App:
         self._listeners.append(callback if _takes_two(callback) else _event_only(callback))
         return callback
 
-    def _hold(self, thread_id: str, lease, run=None) -> None:
-        """Keeps renewing a run's lease (and its log's, shared) until ``_release``."""
-        renewed = self.runs.renewer(run) if run is not None and run.out is not run.log else None
-        if lease is not None or renewed is not None:
-            keeper = asyncio.get_running_loop().create_task(
-                keep(self.store, lease, self.lease_ttl, renewed)
-            )
-            self._leases[thread_id] = (lease, keeper)
-
-    async def _release(self, thread_id: str, run) -> None:
-        """Frees the thread of a run that ended (its lease too)."""
-        if self._active.get(thread_id) is not run:
-            return
-        del self._active[thread_id]
-        held = self._leases.pop(thread_id, None)
-        if held is None:
-            return
-        lease, keeper = held
-        keeper.cancel()
-        if lease is None:
-            return
-        try:
-            await self.store.release(lease)
-        except Exception:
-            log.exception("releasing the run lease of thread %s failed", thread_id)
-
     async def aclose(self) -> None:
         if self._sweeper is not None:
             self._sweeper.cancel()
@@ -369,15 +362,7 @@ class App:
     async def drain(self, timeout: float | None = None) -> None:
         """Takes no new run; ends the runs still going after ``timeout`` seconds
         (default ``drain_timeout``) and waits until they are saved and released."""
-        self.closing = True
-        timeout = self.drain_timeout if timeout is None else timeout
-        tasks = [run.task for run in self._active.values() if run is not None and run.task]
-        if tasks:
-            await asyncio.wait(tasks, timeout=timeout)
-        ended = [run for run in list(self._active.values()) if run is not None and run.shutdown()]
-        if ended:
-            log.warning("shutdown: ended %d run(s) still going after %.1f s", len(ended), timeout)
-            await asyncio.wait([run.task for run in ended])
+        await self.gate.drain(self.drain_timeout if timeout is None else timeout)
 
     # -- servers -------------------------------------------------------------
 

@@ -13,7 +13,7 @@ import contextlib
 
 import orjson
 
-from .. import create_agui_repairer
+from .._select import create_agui_repairer
 from ..runs import Trimmed
 from ..runs.frames import event_of, split
 from .stream import Projector, made_so_far

@@ -111,10 +111,11 @@ class Registry:
     # Records kept per thread once their logs are gone (the newest ones).
     KEEP = 50
 
-    def __init__(self, app):
-        self.app = app
+    def __init__(self, runs):
+        """``runs``: the App's run-log backend (``runs.backend``)."""
+        self.runs = runs
+        self.logs = getattr(runs, "logs", None)  # this worker's logs
         self.records: dict[str, dict[str, RunRecord]] = {}
-        self.queues: dict[str, list] = {}
         self._added = 0
 
     def add(self, record: RunRecord) -> None:
@@ -126,7 +127,7 @@ class Registry:
 
     def _sweep(self) -> None:
         """Drops the records of runs whose logs are gone (past the run retention)."""
-        logs = self.app._logs
+        logs = self.logs
         if logs is None:
             return
         logs.expire()
@@ -144,7 +145,7 @@ class Registry:
         if record is not None:
             return record
         # A run of another worker or node, where the run logs are shared.
-        log = await self.app.runs.get(thread_id, run_id)
+        log = await self.runs.get(thread_id, run_id)
         return self._of_log(log) if log is not None else None
 
     def of_thread(self, thread_id: str) -> list[RunRecord]:
@@ -157,9 +158,6 @@ class Registry:
         runs.sort(key=lambda r: r.created_at, reverse=True)
         return runs
 
-    def pending(self, thread_id: str) -> bool:
-        return bool(self.queues.get(thread_id))
-
     def latest_log(self, thread_id: str):
         """The log of the thread's newest run this worker holds."""
         latest = None
@@ -171,25 +169,19 @@ class Registry:
     def delete(self, record: RunRecord) -> None:
         """Forgets an ended run: its record and its log (no reader can join it after)."""
         self.records.get(record.thread_id, {}).pop(record.run_id, None)
-        logs = self.app._logs
-        key = (record.thread_id, record.run_id)
-        if logs is not None and record.log is not None and logs.finished.get(key) is record.log:
-            logs._drop(key, record.log)
+        if self.logs is not None and record.log is not None:
+            self.logs.drop(record.log)
 
     def _local(self) -> dict:
         """This worker's logs (of its runs, and its copies of shared ones) by (thread, run)."""
-        logs = self.app._logs
-        return logs.by_run if logs is not None else {}
+        return self.logs.by_run if self.logs is not None else {}
 
     def forget(self, thread_id: str) -> None:
         """A deleted thread: its records and its ended runs' logs go (a thread made
         again under that id starts with no runs)."""
         self.records.pop(thread_id, None)
-        logs = self.app._logs
-        if logs is not None:
-            for key, log in list(logs.finished.items()):
-                if key[0] == thread_id:
-                    logs._drop(key, log)
+        if self.logs is not None:
+            self.logs.drop_thread(thread_id)
 
     def _of_log(self, log) -> RunRecord:
         """A Run for a run started over AG-UI (its log is all there is), kept from

@@ -14,7 +14,7 @@ failed one with an ``error`` part.
 
 from __future__ import annotations
 
-from .. import create_agui_repairer
+from .._select import create_agui_repairer
 from .messages import all_to_langgraph, to_langgraph
 
 MODES = frozenset({"values", "updates", "messages-tuple", "custom", "agui"})

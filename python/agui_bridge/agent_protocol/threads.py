@@ -27,12 +27,11 @@ async def search(ap, identity, metadata, values, ids, status, limit: int, offset
     app = ap.app
     store = app.store
     owner = owner_of(identity)
-    guarded = any(a.authorize_thread is not None for a in app._agents.values())
-    here = set(app._active) | {t for t, queue in ap.registry.queues.items() if queue}
+    guarded = any(a.authorize_thread is not None for a in app.agents.values())
 
     def busy_here(listed) -> str:
         # A run of this worker between its claim and its lease, or queued.
-        return "busy" if listed.thread_id in here else listed.status
+        return "busy" if app.gate.busy(listed.thread_id) else listed.status
 
     if not guarded and not values:
         page = await store.search(metadata, ids, limit, offset, owner=owner, status=status)

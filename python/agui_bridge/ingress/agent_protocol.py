@@ -33,11 +33,13 @@ from ..agent_protocol.runs import Registry, RunRecord, iso, terminal_event
 from ..agent_protocol.stream import MODES, interrupts_of, values_of
 from ..agent_protocol.threads import search as search_threads
 from ..errors import RunInputError
+from ..gate import Queued
 from ..run_input import Resume, RunInput, _check_depth, _text_of, decision_of
 from ..runs import open_stream
 from ..shapes import check_id
 from ..store.lease import create
 from ..store.owner import owner_of
+from ..turns import state_update
 from .access import require
 from .handler import HttpError, thread_guards
 from .params import bounded, last_event_id
@@ -96,7 +98,9 @@ class AgentProtocol:
     def __init__(self, handler):
         self.handler = handler
         self.app = handler.app
-        self.registry = Registry(handler.app)
+        self.registry = Registry(handler.app.runs)
+        self.gate = handler.app.gate
+        self._queued: dict[RunRecord, Queued] = {}  # the records of queued runs
 
     # -- routes --------------------------------------------------------------
 
@@ -135,13 +139,13 @@ class AgentProtocol:
         limit = bounded(body.get("limit"), "limit", 10, 1, MAX_PAGE)
         offset = bounded(body.get("offset"), "offset", 0, 0, 1 << 31)
         graph = body.get("graph_id")
-        agents = [a for a in self.app._agents.values() if graph in (None, a.agent_id)]
+        agents = [a for a in self.app.agents.values() if graph in (None, a.agent_id)]
         found = [assistant(a) for a in agents[offset : offset + limit]]
         await conn.respond(200, orjson.dumps(found), JSON)
 
     async def _get_assistant(self, conn, assistant_id: str) -> None:
         await self._identity(conn, "read")
-        agent = self.app._agents.get(assistant_id)
+        agent = self.app.agents.get(assistant_id)
         if agent is None:
             raise HttpError(404, "not_found", f"no assistant {assistant_id!r}")
         await conn.respond(200, orjson.dumps(assistant(agent)), JSON)
@@ -190,7 +194,7 @@ class AgentProtocol:
 
     async def status(self, thread) -> str:
         thread_id = thread.thread_id
-        if thread_id in self.app._active or self.registry.pending(thread_id):
+        if self.gate.busy(thread_id):
             return "busy"
         # A run of another worker or node, where the run logs are shared.
         if await self.app.runs.active_of(thread_id) is not None:
@@ -287,26 +291,11 @@ class AgentProtocol:
             added = [to_agui(m, i) for i, m in enumerate(_listed(values.pop("messages", [])))]
         except MessageError as error:
             raise _unprocessable(str(error)) from None
-        thread = await self._thread(identity, thread_id)
-        if thread_id in app._active or self.registry.pending(thread_id):
+        await self._thread(identity, thread_id)
+        if self.gate.busy(thread_id):
             raise HttpError(409, "run_active", f"thread {thread_id!r} has an active run")
-        app._active[thread_id] = None  # no run starts while the state is written
-        lease = None
-        try:
-            if hasattr(app.store, "claim"):
-                lease = await app.store.claim(thread_id, app.lease_ttl)
-                if lease is None:
-                    raise HttpError(409, "run_active", f"thread {thread_id!r} has an active run")
-            thread = await app.store.load(thread_id)
-            held = {m.get("id") for m in thread.messages}
-            added = [m for m in added if m["id"] not in held]
-            state = {**thread.state, **values}
-            await app.store.save(thread_id, thread.agent_id, added, state, thread.interrupts)
-        finally:
-            if app._active.get(thread_id, _ABSENT) is None:
-                del app._active[thread_id]
-            if lease is not None:
-                await app.store.release(lease)
+        # Under the thread's lease, fenced, like a run's save.
+        await self.gate.update(thread_id, lambda thread: state_update(thread, added, values))
         thread = await app.store.load(thread_id)
         await conn.respond(200, orjson.dumps({"checkpoint": checkpoint(thread)}), JSON)
 
@@ -407,7 +396,7 @@ class AgentProtocol:
         for key in _NOT_SERVED:
             if body.get(key) not in (None, False, []):
                 raise _unprocessable(f"'{key}' is not served (no checkpoints are kept)")
-        agent = self.app._agents.get(assistant_id)
+        agent = self.app.agents.get(assistant_id)
         if agent is None:
             raise HttpError(404, "not_found", f"no assistant {assistant_id!r}")
         stateless = thread_id is None
@@ -440,7 +429,7 @@ class AgentProtocol:
     async def _launch(self, record: RunRecord, agent, run_input, identity) -> None:
         """Starts the run now, or queues it (``enqueue``) behind the thread's active run."""
         thread_id = record.thread_id
-        busy = thread_id in self.app._active or self.registry.pending(thread_id)
+        busy = self.gate.busy(thread_id)
         if record.strategy == "interrupt" and busy:
             self._interrupt(thread_id)
             self._enqueue(record, agent, run_input, identity, first=True)
@@ -461,7 +450,7 @@ class AgentProtocol:
     def _interrupt(self, thread_id: str) -> None:
         """``multitask_strategy="interrupt"``: the active run stops (``interrupted``); what
         it made so far is kept, and the new run goes on from there."""
-        active = self.app._active.get(thread_id)
+        active = self.gate.run_of(thread_id)
         if active is None:
             return  # being claimed: the new run waits for it instead
         record = self.registry.records.get(thread_id, {}).get(active.ctx.run_id)
@@ -469,57 +458,26 @@ class AgentProtocol:
             record.cancelled = True
 
     def _enqueue(self, record, agent, run_input, identity, first: bool = False) -> None:
+        """The run starts once the thread is free (the run gate wakes it)."""
         self.registry.add(record)
-        queue = self.registry.queues.setdefault(record.thread_id, [])
-        entry = (record, agent, run_input, identity)
-        if first:
-            queue.insert(0, entry)
-        else:
-            queue.append(entry)
-        if len(queue) == 1:
-            task = asyncio.get_running_loop().create_task(self._drain(record.thread_id))
-            self.app._tasks.add(task)
-            task.add_done_callback(self.app._tasks.discard)
 
-    async def _drain(self, thread_id: str) -> None:
-        """Starts the thread's queued runs one after the other, each once the thread is free."""
-        app = self.app
-        queue = self.registry.queues[thread_id]
-        try:
-            while queue:
-                entry = queue[0]
-                record, agent, run_input, identity = entry
-                if record.cancelled:
-                    _drop(queue, entry)
-                    continue
-                if thread_id in app._active:
-                    active = app._active[thread_id]
-                    if active is not None and active.task is not None:
-                        await asyncio.wait([active.task])
-                    else:
-                        await asyncio.sleep(0.02)  # being claimed: its run is being prepared
-                    continue
-                try:
-                    run = await self.handler.start(agent, run_input, identity)
-                except HttpError as error:
-                    if error.status == 409 and error.code == "run_active":
-                        await asyncio.sleep(0.1)  # another worker's run holds the lease
-                        continue
-                    record.failed = error.message
-                    record.started.set()
-                    _drop(queue, entry)
-                    continue
-                except Exception as error:
-                    log.exception("thread %s: a queued run could not start", thread_id)
-                    record.failed = str(error) or type(error).__name__
-                    record.started.set()
-                    _drop(queue, entry)
-                    continue
-                record.took(run.log)
-                _drop(queue, entry)
-        finally:
-            if self.registry.queues.get(thread_id) is queue and not queue:
-                del self.registry.queues[thread_id]
+        def started(run) -> None:
+            self._queued.pop(record, None)
+            record.took(run.log)
+
+        def failed(message: str) -> None:
+            self._queued.pop(record, None)
+            record.failed = message
+            record.started.set()
+
+        queued = Queued(
+            start=lambda: self.handler.start(agent, run_input, identity),
+            started=started,
+            failed=failed,
+            cancelled=lambda: record.cancelled,
+        )
+        self._queued[record] = queued
+        self.gate.enqueue(record.thread_id, queued, first)
 
     async def _ended(self, record: RunRecord) -> None:
         await record.started.wait()
@@ -562,8 +520,9 @@ class AgentProtocol:
     def _unqueue(self, record: RunRecord) -> None:
         record.cancelled = True
         record.started.set()
-        queue = self.registry.queues.get(record.thread_id) or []
-        queue[:] = [entry for entry in queue if entry[0] is not record]
+        queued = self._queued.pop(record, None)
+        if queued is not None:
+            self.gate.unqueue(record.thread_id, queued)
 
     def _discard(self, record: RunRecord) -> None:
         """A stateless run's thread goes once the run ended (``on_completion="delete"``)."""
@@ -573,9 +532,7 @@ class AgentProtocol:
             await self.app.store.delete(record.thread_id)
             self.registry.forget(record.thread_id)
 
-        task = asyncio.get_running_loop().create_task(discard())
-        self.app._tasks.add(task)
-        task.add_done_callback(self.app._tasks.discard)
+        self.gate.spawn(discard())
 
     async def _run_of(self, conn, thread_id: str, run_id: str, action: str):
         identity, _ = await self._identity(conn, action)
@@ -595,7 +552,7 @@ class AgentProtocol:
         status = query.get("status") or None
         await self._thread(identity, thread_id)
         # A run shows its input: only the runs whose stream the caller may read.
-        agents = self.app._agents
+        agents = self.app.agents
         runs = [
             r.as_json()
             for r in self.registry.of_thread(thread_id)
@@ -713,12 +670,6 @@ def _listed(value) -> list:
     if not isinstance(value, list):
         raise _unprocessable("'values.messages' must be a list of messages")
     return value
-
-
-def _drop(queue: list, entry) -> None:
-    # By identity: an interrupting run may have gone in front meanwhile.
-    if entry in queue:
-        queue.remove(entry)
 
 
 def _unprocessable_errors(endpoint):

@@ -23,24 +23,19 @@ import orjson
 
 from .. import RunInputError, map_run_input
 from ..capabilities import of as capabilities_of
-from ..context import Resumption, RunContext
 from ..errors import (
     BrokenBody,
     Closed,
     HttpError,
-    LeaseLost,
     RunsUnavailable,
     StoreUnavailable,
     TooLarge,
 )
-from ..interrupts import refuse_unanswered
 from ..playground import response as playground_response
 from ..runs import Run, exact_prelude, open_stream
 from ..runs import prelude as shared_prelude
 from ..store import Thread
-from ..store.ids import HeldIds
-from ..store.lease import save
-from ..store.owner import owner_of
+from ..turns import carried
 from .access import refuse_cross_site, require
 from .params import integer, last_event_id
 
@@ -203,7 +198,7 @@ class Handler:
         await self._reader(conn)
         agents = [
             {"id": a.agent_id, "paths": list(a.paths), "dialect": a.dialect}
-            for a in self.app._agents.values()
+            for a in self.app.agents.values()
         ]
         await conn.respond(
             200,
@@ -344,7 +339,7 @@ class Handler:
             done is not None
             and done.agent_id == agent.agent_id
             and run_input.resume is None
-            and _carried(run_input.messages) <= done.input_ids
+            and carried(run_input.messages) <= done.input_ids
         ):
             await self._may_read(identity, done)
             await self._read_log(conn, done, 0)
@@ -353,164 +348,21 @@ class Handler:
         await self._stream(conn, run.log, 0, b"", on_left=run.client_left)
 
     async def start(self, agent, run_input, identity) -> Run:
-        """Starts a run of ``agent`` (over either protocol): its task runs on its own.
+        """Starts a run of ``agent`` (over either protocol) through the run gate.
 
         503 while the worker shuts down; 409 while the thread has an active run
         (here, or in another process through the store's lease).
         """
         app = self.app
         thread_id = run_input.thread_id
-        if app.closing:
-            raise HttpError(
-                503, "server_shutdown", "the server is shutting down", [("retry-after", "5")]
-            )
-        if thread_id in app._active:
-            raise HttpError(409, "run_active", f"thread {thread_id!r} already has an active run")
-        slots = await app.ops.admit_run(agent.agent_id, identity)  # 429 past a limit
-        app._active[thread_id] = None  # claimed now; a Run replaces it below
-        store = app.store
-        lease = None
-        try:
-            if hasattr(store, "claim"):
-                lease = await store.claim(thread_id, app.lease_ttl)
-                if lease is None:
-                    raise HttpError(
-                        409, "run_active", f"thread {thread_id!r} already has an active run"
-                    )
-            run = await self._prepare(agent, run_input, identity, lease)
-        except BaseException:
-            app._active.pop(thread_id, None)
-            for slot in slots:
-                await slot.release()
-            if lease is not None:
-                await store.release(lease)
-            raise
-        app._active[thread_id] = run
-        app._hold(thread_id, lease, run)
-        # run.begin() (RUN_STARTED), then the task: counted, traced, logged (agui_bridge.ops)
-        run.task = app.ops.launch(run, slots)
-        app._tasks.add(run.task)
-        run.task.add_done_callback(app._tasks.discard)
-        return run
 
-    async def _prepare(self, agent, run_input, identity, lease=None) -> Run:
-        app = self.app
-        thread = await app.store.load(run_input.thread_id)
-        if thread is not None:
-            guards = [g for g in thread_guards(app, thread) if g is not agent]
-            await self.authorize_thread(identity, run_input.thread_id, guards)
-        stored = thread.messages if thread is not None else []
-        pending = thread.interrupts if thread is not None else []
-        resume = _resumption(run_input.resume, pending)
-        refuse_unanswered(run_input.thread_id, pending, resume)  # 409 interrupt_pending
+        async def authorize(thread) -> None:
+            # The run's own agent was checked before; the thread's owner now.
+            if thread is not None:
+                guards = [g for g in thread_guards(app, thread) if g is not agent]
+                await self.authorize_thread(identity, thread_id, guards)
 
-        if thread is not None and thread.ids is not None and thread.call_ids is not None:
-            # Kept by the store, this load's own: adding to them changes no other run's.
-            held, known_calls = HeldIds.of(thread.ids), HeldIds.of(thread.call_ids)
-        else:
-            held = HeldIds.of(m.get("id") for m in stored if isinstance(m.get("id"), str))
-            known_calls = HeldIds.of(
-                call.get("id")
-                for m in stored
-                if m.get("role") == "assistant"
-                for call in (m.get("toolCalls") or ())
-                if isinstance(call, dict) and isinstance(call.get("id"), str)
-            )
-        added: dict[str, dict] = {}  # this input's new messages by id
-        messages = run_input.messages
-        # An Agent Protocol run may carry no user message (a resume, state only).
-        newest_user = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=-1)
-        last_other = max((i for i, m in enumerate(messages) if m["role"] != "tool"), default=-1)
-        new: list[dict] = []
-        new_user = None
-        tool_results: list[dict] = []
-        for index, message in enumerate(messages):
-            message_id = message.get("id")
-            if isinstance(message_id, str) and message_id:
-                if message_id in held:
-                    if index == newest_user:
-                        _same_turn(run_input.thread_id, _held(stored, added, message_id), message)
-                    continue
-            elif index == newest_user:
-                message = {**message, "id": _user_id(run_input.run_id, held)}
-            else:
-                continue  # an id-less older message cannot be deduplicated
-            role = message["role"]
-            if role == "activity":
-                continue
-            if role == "tool":
-                if message.get("toolCallId") not in known_calls:
-                    log.info(
-                        "thread %s: dropped a tool message for an unknown call", run_input.thread_id
-                    )
-                    continue
-                if index > last_other:
-                    tool_results.append(message)
-            elif role == "assistant":
-                for call in message.get("toolCalls") or ():
-                    if isinstance(call, dict):
-                        known_calls.add(call.get("id"))
-            if index == newest_user:
-                new_user = message
-            held.add(message["id"])
-            added[message["id"]] = message
-            new.append(message)
-        history = list(stored) + [m for m in new if m is not new_user and m not in tool_results]
-
-        state = dict(thread.state) if thread is not None else {}
-        if isinstance(run_input.state, dict):
-            state.update(run_input.state)
-        ctx = RunContext(
-            thread_id=run_input.thread_id,
-            run_id=run_input.run_id,
-            agent_id=agent.agent_id,
-            input=run_input.input if new_user is not None else "",
-            history=history,
-            state=state,
-            resume=resume,
-            tools=run_input.tools,
-            tool_results=tool_results,
-            context=run_input.context,
-            forwarded_props=run_input.forwarded_props,
-            identity=identity,
-            messages=messages,
-            held=_thread_ids(held, known_calls, pending),
-            input_message=new_user,
-        )
-        # The log first: where it cannot start (a newer claim of the thread, the
-        # shared log unreachable) nothing is stored.
-        started = await app.runs.start(
-            run_input.thread_id,
-            run_input.run_id,
-            agent.agent_id,
-            thread.agent_id if thread is not None else agent.agent_id,
-            _carried(messages),
-            lease.fence if lease is not None else 0,
-            state,
-        )
-        if started is None:
-            raise HttpError(
-                409, "run_active", f"thread {run_input.thread_id!r} already has an active run"
-            )
-        run_log, sink = started
-        try:
-            if new:
-                # The user's turn is stored before the agent starts, so a crash
-                # mid-run loses only the answer.
-                await save(
-                    app.store, run_input.thread_id, agent.agent_id, new, dict(state), pending,
-                    lease, owner=owner_of(identity),
-                )  # fmt: skip
-        except BaseException as error:
-            if sink is not None:
-                sink.end()
-            else:
-                run_log.end()
-                app.runs.ended(run_log)
-            if isinstance(error, LeaseLost):
-                raise HttpError(409, "run_active", str(error)) from None
-            raise
-        return Run(app, agent, ctx, new, pending, run_log, list(stored) + new, sink, lease)
+        return await app.gate.start(agent, run_input, identity, authorize)
 
     # -- streams of a run ---------------------------------------------------
 
@@ -544,7 +396,7 @@ class Handler:
         """The thread's guards, then the run's agent's ``authorize_stream`` (403)."""
         app = self.app
         thread_id = run_log.thread_id
-        agent = app._agents.get(run_log.agent_id)
+        agent = app.agents.get(run_log.agent_id)
         # The run knew who owns its thread: no store call on a reader's path.
         owner = Thread(thread_id, agent_id=run_log.owner_id)
         await self.authorize_thread(identity, thread_id, thread_guards(app, owner, agent))
@@ -611,24 +463,6 @@ class Handler:
         await conn.respond(202, body, [("content-type", "application/json")])
 
 
-def _carried(messages) -> frozenset:
-    """What a request's messages are, to tell a retry from new input.
-
-    A message is its id; an id-less one (the ingress numbers it) is its role
-    and content, so a new id-less turn under a reused runId is not a retry.
-    """
-    keys = set()
-    for m in messages or ():
-        if not isinstance(m, dict) or m.get("role") == "activity":
-            continue
-        message_id = m.get("id")
-        if isinstance(message_id, str) and message_id:
-            keys.add(message_id)
-        else:
-            keys.add(orjson.dumps([m.get("role"), m.get("content")], option=orjson.OPT_SORT_KEYS))
-    return frozenset(keys)
-
-
 def thread_guards(app, thread, agent=None) -> list:
     """The agents whose ``authorize_thread`` guard a thread, on every route that touches it.
 
@@ -644,87 +478,9 @@ def thread_guards(app, thread, agent=None) -> list:
     anything of it.
     """
     if thread is None:
-        return [agent] if agent is not None else list(app._agents.values())
-    owner = app._agents.get(thread.agent_id)
-    guards = [owner] if owner is not None else list(app._agents.values())
+        return [agent] if agent is not None else list(app.agents.values())
+    owner = app.agents.get(thread.agent_id)
+    guards = [owner] if owner is not None else list(app.agents.values())
     if agent is not None and agent not in guards:
         guards.append(agent)
     return guards
-
-
-def _same_turn(thread_id: str, held: dict, sent: dict) -> None:
-    """The newest user message under an id the thread holds must be that message.
-
-    Earlier messages of a resent array are taken as already in the history
-    (the stored ones win). The newest user message is the turn: resent as it
-    was, it is a retry; with other content it would be a turn silently lost,
-    so the request is refused.
-    """
-    if held.get("role") != sent.get("role") or held.get("content") != sent.get("content"):
-        raise HttpError(
-            409,
-            "message_id_conflict",
-            f"thread {thread_id!r} already holds a different message {sent['id']!r};"
-            " send a new message under a new id",
-        )
-
-
-def _user_id(run_id: str, held: set) -> str:
-    n = 1
-    while f"{run_id}:u{n}" in held:
-        n += 1
-    return f"{run_id}:u{n}"
-
-
-def _thread_ids(messages: HeldIds, calls: HeldIds, pending: list[dict]) -> HeldIds:
-    """Every id the thread holds once this run's input is saved: what new ids must skip."""
-    # The stored ids are shared, not copied: a run's cost does not grow with its thread.
-    ids = messages.union(calls, (i["id"] for i in pending if isinstance(i.get("id"), str)))
-    ids.discard(None)
-    return ids
-
-
-def _held(stored: list[dict], added: dict, message_id: str) -> dict:
-    """The held message with that id (the newest first: a resent turn is recent)."""
-    found = added.get(message_id)
-    if found is None:
-        # {}: a stored row left out of the thread (store/tail.py) is no match.
-        found = next((m for m in reversed(stored) if m.get("id") == message_id), {})
-    return found
-
-
-def _resumption(resume, pending: list[dict]) -> Resumption | None:
-    if resume is None:
-        return None
-    if not pending:
-        raise HttpError(
-            400, "no_pending_interrupt", "this thread has no pending interrupt to resume"
-        )
-    pending_ids = [i.get("id") for i in pending]
-    if resume.entries:
-        ids = [e["interruptId"] for e in resume.entries]
-        unknown = [i for i in ids if i not in pending_ids]
-        if unknown:
-            raise HttpError(400, "unknown_interrupt", f"no pending interrupt {unknown[0]!r}")
-        missing = [i for i in pending_ids if i not in ids]
-        if missing:
-            raise HttpError(
-                400,
-                "incomplete_resume",
-                f"the resume must answer every pending interrupt (missing {missing[0]!r})",
-            )
-        first = resume.entries[0]
-        return Resumption(
-            interrupts=tuple(pending),
-            decision=first.get("payload"),
-            interrupt_id=first["interruptId"],
-            status=first.get("status", "resolved"),
-            entries=tuple(resume.entries),
-        )
-    if resume.interrupt_id is not None and resume.interrupt_id not in pending_ids:
-        raise HttpError(400, "unknown_interrupt", f"no pending interrupt {resume.interrupt_id!r}")
-    return Resumption(
-        interrupts=tuple(pending),
-        decision=resume.decision,
-        interrupt_id=resume.interrupt_id,
-    )

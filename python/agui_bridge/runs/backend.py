@@ -15,10 +15,12 @@ Either way a run's frames are encoded once, every response is a cursor on a
 ``RunLog`` of its own node (``runs.log``) and the SSE ``id:`` is the event's
 number n. A backend implements:
 
-``await runs.start(thread_id, run_id, agent_id, owner_id, input_ids, fence, state)``
+``await runs.start(thread_id, run_id, agent_id, owner_id, input_ids, fence, state, turn)``
     -> ``(log, sink)`` (``sink`` None: the run appends to ``log``), or None
     when a newer claim of the thread (``fence``) exists;
-``await runs.get(thread_id, run_id)`` / ``await runs.active_of(thread_id)`` -> log or None;
+``runs.publish(log)``: the log (RUN_STARTED in it) is now the thread's active run;
+``await runs.get(thread_id, run_id)`` / ``await runs.active_of(thread_id)`` -> log or None
+(a log is found only once it is visible: RUN_STARTED is in);
 ``await runs.cancel(log)`` -> False when the run had already ended;
 ``runs.renewer(run)`` -> what to call each time the run's lease is renewed, or None;
 ``runs.ended(log)``, ``await runs.aclose()``.
@@ -37,18 +39,22 @@ from .log import Logs, RunLog
 class MemoryRuns:
     """Each worker's own run logs (the zero-setup default)."""
 
-    def __init__(self, limits: Limits, ids: bool = True):
+    def __init__(self, limits: Limits):
         self.logs = Logs(limits)
         self.limits = limits
 
-    async def start(self, thread_id, run_id, agent_id, owner_id, input_ids, fence, state):
+    async def start(self, thread_id, run_id, agent_id, owner_id, input_ids, fence, state, turn=()):
         log = self.logs.create(thread_id, run_id, agent_id)
         log.input_ids = input_ids
         log.owner_id = owner_id
         return log, None
 
+    def publish(self, log: RunLog) -> None:
+        self.logs.publish(log)
+
     async def get(self, thread_id: str, run_id: str) -> RunLog | None:
-        return self.logs.get(thread_id, run_id)
+        log = self.logs.get(thread_id, run_id)
+        return log if log is not None and log.visible else None
 
     async def active_of(self, thread_id: str) -> RunLog | None:
         return self.logs.active_of(thread_id)
@@ -82,7 +88,7 @@ def open_runs(spec, limits: Limits, ids: bool = True, lease_ttl: float = 10.0):
     if not isinstance(spec, str):
         return spec
     if spec in ("memory://", "memory:"):
-        return MemoryRuns(limits, ids)
+        return MemoryRuns(limits)
     if spec.startswith(("redis://", "rediss://", "unix://")):
         # Imported here: the default and the demo need neither redis-py nor a server.
         from .redis import RedisRuns

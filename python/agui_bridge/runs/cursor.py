@@ -81,14 +81,16 @@ def snapshot_prelude(run_log: RunLog, ids: bool, thread=None) -> tuple[bytes, in
             after -= 1  # the terminal event is in: the cursor reads it next
     elif not run_log.ended:
         # A run read from a shared log (another node's, or this node's through
-        # the log): the prelude is rebuilt from the frames held and the thread
-        # as stored (which holds the user's turn), the same on every node.
+        # the log): the prelude is rebuilt from the frames held, the thread as
+        # stored and the user's turn (stored once the run began: maybe not yet),
+        # the same on every node.
         played = replay(run_log)
         snap = played.snapshot
         own = snap["messages"]
-        mine = {m["id"] for m in own}
+        turn = run_log.turn
+        mine = {m["id"] for m in own} | {m["id"] for m in turn}
         stored = thread.messages if thread is not None else []
-        messages = [m for m in stored if m.get("id") not in mine] + own
+        messages = [m for m in stored if m.get("id") not in mine] + turn + own
         after = run_log.last
         if played.terminal:
             after -= 1

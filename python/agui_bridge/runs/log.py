@@ -7,11 +7,14 @@ caught up reads whole entries (the same ``bytes`` objects for every reader)
 and only a resume in the middle of an entry splits one. Frames never contain
 a blank line inside (the JSON is on one line), so ``\\n\\n`` ends each frame.
 
-The interface a backend implements (memory here; Redis Streams later):
-``append(data, last_id)``, ``read(after, max_bytes)``, ``wait(after, timeout)``,
-``end()``, ``first`` / ``last`` / ``ended``, and the trimming that
+What a log offers its writer and readers (this class; ``runs.redis``
+mirrors it on every node): ``append(data, last_id)``, ``read(after,
+max_bytes)``, ``waiter()``, ``end()``, ``first`` / ``last`` / ``ended``, and the trimming that
 ``max_bytes`` implies. ``Logs`` keeps one worker's logs: lookup by
 (thread, run), the active run of a thread, retention and a total bound.
+
+A log is visible (``visible``: found by a reader's lookup) once its first
+frame, RUN_STARTED, is in: a reader joining at any moment starts there.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ class RunLog:
         "spans",
         "started",
         "thread_id",
+        "turn",
         "waiters",
     )
 
@@ -58,6 +62,9 @@ class RunLog:
         self.agent_id = agent_id
         self.owner_id = agent_id  # the agent that owns the thread (see thread_guards)
         self.input_ids: frozenset = frozenset()  # the message ids the run's request carried
+        # The user's turn (the messages the run stores before its agent starts),
+        # for a join rebuilt from the frames before that save is done.
+        self.turn: list[dict] = []
         self.max_bytes = max_bytes
         self.chunks: list[bytes] = []
         self.ends: list[int] = []  # the id of the last event of each chunk
@@ -152,6 +159,11 @@ class RunLog:
 
     # -- reading -----------------------------------------------------------
 
+    @property
+    def visible(self) -> bool:
+        """RUN_STARTED is in: a reader may join (before, the run is not told)."""
+        return bool(self.started)
+
     def read(self, after: int, max_bytes: int | None = None) -> tuple[bytes, int]:
         """The frames of events ``after + 1 …`` (at most about ``max_bytes``), and their last id.
 
@@ -211,8 +223,11 @@ class Logs:
         log = (cls or RunLog)(thread_id, run_id, self.limits.max_log_bytes, agent_id)
         log.owner = self
         self.by_run[(thread_id, run_id)] = log
-        self.active[thread_id] = log
         return log
+
+    def publish(self, log: RunLog) -> None:
+        """The log is the thread's active run (once RUN_STARTED is in it)."""
+        self.active[log.thread_id] = log
 
     def get(self, thread_id: str, run_id: str) -> RunLog | None:
         self.expire()
@@ -252,6 +267,18 @@ class Logs:
             if now - log.ended_at <= limits.run_retention and self.total <= limits.max_total_bytes:
                 break
             self._drop(key, log)
+
+    def drop(self, log: RunLog) -> None:
+        """Forgets a finished log at once (its run was deleted); a live one stays."""
+        key = (log.thread_id, log.run_id)
+        if self.finished.get(key) is log:
+            self._drop(key, log)
+
+    def drop_thread(self, thread_id: str) -> None:
+        """Forgets the thread's finished logs (the thread was deleted)."""
+        for key, log in list(self.finished.items()):
+            if key[0] == thread_id:
+                self._drop(key, log)
 
     def _drop(self, key, log: RunLog) -> None:
         del self.finished[key]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import create_agui_repairer
+from .._select import create_agui_repairer
 from .frames import events_of, frame
 
 

@@ -21,11 +21,12 @@ import asyncio
 import inspect
 import logging
 import time
+from dataclasses import dataclass, field
 from functools import partial
 
 import orjson
 
-from .. import create_agui_repairer, create_agui_transformer, create_agui_translator
+from .._select import create_agui_repairer, create_agui_transformer, create_agui_translator
 from ..coalesce import FLUSH, Holder
 from ..context import RunContext, RunInfo
 from ..errors import LeaseLost, RunsUnavailable, ServerShutdown, StoreUnavailable
@@ -56,38 +57,56 @@ class ClientLeft(Exception):
     """The run was cancelled because its client left (``on_disconnect="cancel"``)."""
 
 
+@dataclass(frozen=True)
+class RunSettings:
+    """What every run of an App is handed (the App itself is not)."""
+
+    ids: bool = True  # frames carry ``id: n``
+    listeners: list = field(default_factory=list)  # on_event callbacks (the App's list)
+    cancel_on_leave: bool = False  # on_disconnect="cancel"
+    coalesce: object = None  # the app's coalescing (agui_bridge.coalesce), None: off
+
+
 class Run:
     def __init__(
         self,
-        app,
         agent,
         ctx: RunContext,
-        new_messages: list[dict],
-        pending: list[dict],
+        turn,
         run_log: RunLog | None = None,
-        base: list[dict] | None = None,
         sink=None,
         lease=None,
+        *,
+        store,
+        settings: RunSettings,
+        release=None,
+        log_ended=None,
     ):
-        self.app = app
+        """``turn``: the merged turn (``turns.Turn``: its new messages, the
+        pending interrupts, the thread's messages before the run);
+        ``release(run)``: awaited once the run ended (frees its thread);
+        ``log_ended(log)``: called when this node's log of it ended."""
         self.agent = agent
         self.ctx = ctx
-        self.new_messages = new_messages
-        self.pending = pending
+        self.new_messages = turn.new
+        self.pending = turn.pending
         # The thread's messages before this run's output (for a joining reader).
-        self.base = base if base is not None else list(ctx.history) + new_messages
+        self.base = turn.base
+        self.store = store
         self.lease = lease  # fences the run's save (see store/lease.py)
+        self.cancel_on_leave = settings.cancel_on_leave
+        self._release = release
+        self._log_ended = log_ended
         # The terminal events and their frames, appended once the save is done.
         self._ending: tuple[list[dict], bytes] = ([], b"")
         self._before_end: dict = {}
-        self.crumbs = agent.dialect == "crumbs"
         factory = _FACTORIES[agent.dialect]
         # Ids generated from a reused runId skip the ids the thread holds (the
         # transformer takes its own copy of them).
         held = ctx.held
         # The transformer numbers every event (1 for RUN_STARTED); with
         # event_ids its frames carry them, and t.last_id is the log's position.
-        self.ids = getattr(app, "event_ids", True)
+        self.ids = settings.ids
         self.t = factory(
             thread_id=ctx.thread_id,
             run_id=ctx.run_id,
@@ -98,7 +117,7 @@ class Run:
         # Opt-in coalescing (agui_bridge.coalesce): the agent's, else the app's.
         coalesce = getattr(agent, "coalesce", None)
         if coalesce is None:
-            coalesce = getattr(app, "coalesce", None)
+            coalesce = settings.coalesce
         self.holder = Holder(self.t, coalesce, self._send_held) if coalesce else None
         self._late: list[dict] = []  # events a window's end sent, for the listeners
         # The run ended in RUN_ERROR (readers keep what they saw, closed).
@@ -132,13 +151,13 @@ class Run:
         self.bytes_out = 0
         self.terminal: dict | None = None
         self.info = RunInfo(agent.agent_id, ctx.thread_id, ctx.run_id)
-        self.listeners = list(app._listeners)
+        self.listeners = list(settings.listeners)
 
     # -- readers -------------------------------------------------------------
 
     def client_left(self) -> None:
         """The response that started the run lost its client."""
-        if self.app.on_disconnect == "cancel" and self.task is not None and not self.task.done():
+        if self.cancel_on_leave and self.task is not None and not self.task.done():
             self.cancelled = True
             self.task.cancel()
 
@@ -243,9 +262,8 @@ class Run:
         if self.out.ended:
             return
         self.out.end()
-        runs = getattr(self.app, "runs", None)
-        if runs is not None and self.out is self.log:
-            runs.ended(self.log)
+        if self._log_ended is not None and self.out is self.log:
+            self._log_ended(self.log)
 
     # -- the run -------------------------------------------------------------
 
@@ -327,7 +345,10 @@ class Run:
         return events
 
     def begin(self) -> None:
-        """Appends RUN_STARTED at once, so the response's first write carries it."""
+        """Appends RUN_STARTED at once, so the response's first write carries it
+        (once: the gate begins a run before its log is published)."""
+        if self._begun:
+            return
         self._begun = True
         events, frames = self.t.events_and_frames(self._first)
         self._first_events = events
@@ -338,9 +359,21 @@ class Run:
         self.bytes_out += len(frames)
         self.out.append(frames, self.t.last_id, spans)
 
+    async def _released(self) -> None:
+        if self._release is not None:
+            await self._release(self)
+
+    async def abandon(self, error: BaseException) -> None:
+        """The run could not start after its log was published (the user's turn
+        was not stored): readers get RUN_ERROR, the thread is released."""
+        self.errored = True
+        self._fail(error)
+        self._publish_end()
+        await self._released()
+        self._end_log()
+
     async def run(self) -> None:
         """The whole run; the task the ingress starts. Never raises but for shutdown."""
-        app = self.app
         ctx = self.ctx
         failed = None
         finishing = False
@@ -393,7 +426,7 @@ class Run:
                     task.uncancel()
                 log.error("run %s of thread %s: its lease was lost", ctx.run_id, ctx.thread_id)
                 self._pending = []
-                await app._release(ctx.thread_id, self)
+                await self._released()
                 self._end_log()
                 return
             if self.unavailable is not None:
@@ -427,14 +460,14 @@ class Run:
                 )
                 self._fail(ClientLeft("the client left"))
                 self._publish_end()
-                await app._release(ctx.thread_id, self)
+                await self._released()
                 self._end_log()
                 return
             else:
                 # Cancelled from outside (the server is stopping): end the log.
                 self.flush()
                 self.out.end()
-                await app._release(ctx.thread_id, self)
+                await self._released()
                 raise
         except Exception as error:
             failed = error
@@ -460,7 +493,7 @@ class Run:
             if finishing:
                 late, self._late = self._late, []
                 await self._deliver([*late, *events])
-            await app._release(ctx.thread_id, self)
+            await self._released()
             self._end_log()
 
     async def _save(self, failed) -> None:
@@ -471,7 +504,7 @@ class Run:
         interrupts = snap["interrupts"]
         if not interrupts and self.errored:
             interrupts = self.pending
-        store = self.app.store
+        store = self.store
         messages = snap["messages"]  # the user's turn was stored when the run started
         # In its lane by size: a quick run's save never waits behind large ones.
         await saves.in_turn(

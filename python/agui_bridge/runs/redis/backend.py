@@ -56,7 +56,7 @@ class RedisRuns:
 
     # -- the backend interface (runs.backend) ----------------------------------
 
-    async def start(self, thread_id, run_id, agent_id, owner_id, input_ids, fence, state):
+    async def start(self, thread_id, run_id, agent_id, owner_id, input_ids, fence, state, turn=()):
         keys = Keys(thread_id, run_id)
         token = b"%d:%s:%s" % (fence, self.node.encode(), run_id.encode())
         meta = [
@@ -64,6 +64,7 @@ class RedisRuns:
             b"owner", owner_id or "",
             b"inputs", _inputs_to(input_ids),
             b"state", orjson.dumps(state),
+            b"turn", orjson.dumps(list(turn)),
             b"node", self.node,
             b"fence", token,
         ]  # fmt: skip
@@ -83,13 +84,21 @@ class RedisRuns:
         mirror.owner_id = owner_id
         mirror.input_ids = input_ids
         mirror.state0 = state
+        mirror.turn = list(turn)
         mirror.node = self.node
         mirror.fence = token
         self.reading.read(mirror)
         sink = RedisSink(self.client, self.local, self.retention, thread_id, run_id, token)
         return mirror, sink
 
+    def publish(self, log: RunLog) -> None:
+        pass  # a mirror is visible on every node once RUN_STARTED is read into it
+
     async def get(self, thread_id: str, run_id: str) -> RunLog | None:
+        found = await self._get(thread_id, run_id)
+        return found if found is not None and found.visible else None
+
+    async def _get(self, thread_id: str, run_id: str) -> Mirror | None:
         key = (thread_id, run_id)
         mirror = self.logs.get(thread_id, run_id)
         if mirror is not None and not mirror.ended:
@@ -123,6 +132,7 @@ class RedisRuns:
         mirror.owner_id = meta.get(b"owner", b"").decode()
         mirror.input_ids = _inputs_from(meta.get(b"inputs") or b"[]")
         mirror.state0 = orjson.loads(meta.get(b"state") or b"{}")
+        mirror.turn = orjson.loads(meta.get(b"turn") or b"[]")
         mirror.node = meta.get(b"node", b"").decode()
         mirror.fence = fence
         self.reading.read(mirror)

@@ -1,0 +1,368 @@
+"""The run gate: the one way a run starts and a thread's state changes, for
+both protocols.
+
+A run: claim the thread (this worker's claim, then the store's lease:
+expires, renewed, fenced) → load it → merge the turn (``turns``) → create
+the run and append RUN_STARTED to its log → publish the log (only now can a
+reader join: its first frame is RUN_STARTED) → save the user's turn, fenced
+→ start the task. The run releases the thread when it ends (``release``).
+
+A thread is busy (``busy``) while this worker holds it (a run, a run being
+started, a state update) or has runs queued for it; across workers and
+nodes the store's lease says so (a claim then answers 409). A queued run
+(``enqueue``: the Agent Protocol's ``multitask_strategy``) starts when the
+thread is released, woken by that release rather than by polling.
+
+The gate reads no request: it raises ``errors.HttpError`` (a status, code
+and message), which the ingress answers as JSON. The ops layer's hooks
+(``admit``: per-identity limits; ``launch``: the run's task, counted and
+traced) are handed in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .context import RunContext
+from .errors import HttpError, LeaseLost
+from .runs.run import Run, RunSettings
+from .store.lease import keep, save
+from .store.owner import owner_of
+from .turns import carried, merge
+
+log = logging.getLogger("agui_bridge.gate")
+
+
+def busy(thread_id: str) -> HttpError:
+    return HttpError(409, "run_active", f"thread {thread_id!r} already has an active run")
+
+
+@dataclass
+class Queued:
+    """A run waiting for its thread (``multitask_strategy`` enqueue or interrupt)."""
+
+    start: Callable[[], Awaitable[Run]]  # the gate's start, with the run's input
+    started: Callable[[Run], None]
+    failed: Callable[[str], None]
+    cancelled: Callable[[], bool]
+
+
+class Gate:
+    """Admission of one worker's runs and state updates (see the module)."""
+
+    def __init__(
+        self,
+        store: Callable[[], Any],
+        runs,
+        lease_ttl: float,
+        settings: RunSettings,
+        admit=None,
+        launch=None,
+    ):
+        self._store = store  # the thread store, opened on first use
+        # admit(agent_id, identity) -> slots (429 past a limit); launch(run, slots) -> task
+        self.admit = admit
+        self.launch = launch
+        self.runs = runs
+        self.lease_ttl = lease_ttl
+        self.settings = settings
+        self.closing = False  # the worker is shutting down: no new runs
+        # thread_id -> its Run, or None while a run is being started or the state written
+        self.active: dict[str, Run | None] = {}
+        # thread_id -> (its lease, the task renewing it), for the runs of this worker
+        self.leases: dict[str, tuple[Any, asyncio.Task]] = {}
+        self.queues: dict[str, list[Queued]] = {}
+        self.tasks: set[asyncio.Task] = set()
+        self._freed: dict[str, asyncio.Event] = {}
+
+    # -- busy ----------------------------------------------------------------
+
+    def busy(self, thread_id: str) -> bool:
+        """This worker holds the thread or has runs queued for it."""
+        return thread_id in self.active or bool(self.queues.get(thread_id))
+
+    def run_of(self, thread_id: str) -> Run | None:
+        """The thread's live run on this worker."""
+        return self.active.get(thread_id)
+
+    def check(self, thread_id: str) -> None:
+        """503 while shutting down, 409 while this worker holds the thread."""
+        if self.closing:
+            raise HttpError(
+                503, "server_shutdown", "the server is shutting down", [("retry-after", "5")]
+            )
+        if thread_id in self.active:
+            raise busy(thread_id)
+
+    async def claim(self, thread_id: str):
+        """Holds the thread for this worker, then takes the store's lease (None:
+        a store without leases). 503 while shutting down, 409 while held."""
+        self.check(thread_id)
+        self.active[thread_id] = None
+        store = self._store()
+        try:
+            if not hasattr(store, "claim"):
+                return None
+            lease = await store.claim(thread_id, self.lease_ttl)
+        except BaseException:
+            self._free(thread_id)
+            raise
+        if lease is None:
+            self._free(thread_id)
+            raise busy(thread_id)
+        return lease
+
+    async def unclaim(self, thread_id: str, lease) -> None:
+        """Gives back a claim no run took."""
+        if self.active.get(thread_id, Run) is None:
+            self._free(thread_id)
+        if lease is not None:
+            await self._store().release(lease)
+
+    async def release(self, run: Run) -> None:
+        """Frees the thread of a run that ended (its lease too)."""
+        thread_id = run.ctx.thread_id
+        if self.active.get(thread_id) is not run:
+            return
+        self._free(thread_id)
+        held = self.leases.pop(thread_id, None)
+        if held is None:
+            return
+        lease, keeper = held
+        keeper.cancel()
+        if lease is None:
+            return
+        try:
+            await self._store().release(lease)
+        except Exception:
+            log.exception("releasing the run lease of thread %s failed", thread_id)
+
+    def _free(self, thread_id: str) -> None:
+        self.active.pop(thread_id, None)
+        freed = self._freed.pop(thread_id, None)
+        if freed is not None:
+            freed.set()
+
+    async def freed(self, thread_id: str, timeout: float | None = None) -> None:
+        """Returns once this worker no longer holds the thread (or after ``timeout``)."""
+        if thread_id not in self.active:
+            return
+        event = self._freed.setdefault(thread_id, asyncio.Event())
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await event.wait()
+
+    def _hold(self, thread_id: str, lease, run: Run) -> None:
+        """Keeps renewing a run's lease (and its log's, shared) until ``release``."""
+        renewed = self.runs.renewer(run) if run.out is not run.log else None
+        if lease is not None or renewed is not None:
+            keeper = asyncio.get_running_loop().create_task(
+                keep(self._store(), lease, self.lease_ttl, renewed)
+            )
+            self.leases[thread_id] = (lease, keeper)
+
+    def spawn(self, coro) -> asyncio.Task:
+        """A task of this worker's (kept referenced until done)."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return task
+
+    # -- a run ---------------------------------------------------------------
+
+    async def start(self, agent, run_input, identity, authorize) -> Run:
+        """Starts a run of ``agent`` (either protocol); its task runs on its own.
+
+        ``authorize(thread)`` checks the loaded thread's guards (the ingress's).
+        """
+        thread_id = run_input.thread_id
+        self.check(thread_id)
+        slots = await self.admit(agent.agent_id, identity) if self.admit is not None else []
+        try:
+            lease = await self.claim(thread_id)
+        except BaseException:
+            await _released(slots)
+            raise
+        try:
+            thread = await self._store().load(thread_id)
+            await authorize(thread)
+            turn = merge(thread, run_input)
+            ctx = RunContext(
+                thread_id=thread_id,
+                run_id=run_input.run_id,
+                agent_id=agent.agent_id,
+                input=run_input.input if turn.new_user is not None else "",
+                history=turn.history,
+                state=turn.state,
+                resume=turn.resume,
+                tools=run_input.tools,
+                tool_results=turn.tool_results,
+                context=run_input.context,
+                forwarded_props=run_input.forwarded_props,
+                identity=identity,
+                messages=run_input.messages,
+                held=turn.held,
+                input_message=turn.new_user,
+            )
+            # The log first: where it cannot start (a newer claim of the thread,
+            # the shared log unreachable) nothing is stored.
+            started = await self.runs.start(
+                thread_id,
+                run_input.run_id,
+                agent.agent_id,
+                thread.agent_id if thread is not None else agent.agent_id,
+                carried(run_input.messages),
+                lease.fence if lease is not None else 0,
+                turn.state,
+                turn.new,
+            )
+            if started is None:
+                raise busy(thread_id)
+        except BaseException:
+            await _released(slots)
+            await self.unclaim(thread_id, lease)
+            raise
+        run_log, sink = started
+        run = Run(
+            agent,
+            ctx,
+            turn,
+            run_log,
+            sink,
+            lease,
+            store=self._store(),
+            settings=self.settings,
+            release=self.release,
+            log_ended=self.runs.ended,
+        )
+        # RUN_STARTED is the log's first frame before any reader can see it.
+        run.begin()
+        self.runs.publish(run_log)
+        self.active[thread_id] = run
+        # Renewed from now on: a slow save must not let the lease (or, shared,
+        # the run's liveness) expire under a run readers already see.
+        self._hold(thread_id, lease, run)
+        try:
+            if turn.new:
+                # The user's turn is stored before the agent starts, so a crash
+                # mid-run loses only the answer.
+                await save(
+                    self._store(),
+                    thread_id,
+                    agent.agent_id,
+                    turn.new,
+                    dict(turn.state),
+                    turn.pending,
+                    lease,
+                    owner=owner_of(identity),
+                )
+        except BaseException as error:
+            # Readers may have joined: they get RUN_ERROR, and nothing was stored.
+            await run.abandon(error)  # releases the thread and its lease
+            await _released(slots)
+            if isinstance(error, LeaseLost):
+                raise busy(thread_id) from None
+            raise
+        if self.launch is not None:
+            run.task = self.launch(run, slots)  # counted, traced and logged (agui_bridge.ops)
+            self.tasks.add(run.task)
+            run.task.add_done_callback(self.tasks.discard)
+        else:
+            run.task = self.spawn(run.run())
+        return run
+
+    # -- the state update ----------------------------------------------------
+
+    async def update(self, thread_id: str, change) -> None:
+        """Changes a thread outside a run (the Agent Protocol's state update):
+        ``change(thread) -> (new messages, state)`` on the thread as loaded
+        under the claim, saved under its lease (``HttpError`` 409 ``lease_lost``
+        when the lease was taken over meanwhile: nothing is written)."""
+        lease = await self.claim(thread_id)
+        try:
+            store = self._store()
+            thread = await store.load(thread_id)
+            if thread is None:
+                raise HttpError(404, "not_found", f"no thread {thread_id!r}")
+            added, state = change(thread)
+            try:
+                interrupts = thread.interrupts
+                await save(store, thread_id, thread.agent_id, added, state, interrupts, lease)
+            except LeaseLost as error:
+                raise HttpError(409, "lease_lost", str(error)) from None
+        finally:
+            await self.unclaim(thread_id, lease)
+
+    # -- queued runs (multitask_strategy) -----------------------------------
+
+    def enqueue(self, thread_id: str, queued: Queued, first: bool = False) -> None:
+        """Starts ``queued`` once the thread is free (``first``: before the others)."""
+        queue = self.queues.setdefault(thread_id, [])
+        if first:
+            queue.insert(0, queued)
+        else:
+            queue.append(queued)
+        if len(queue) == 1:
+            self.spawn(self._drain_queue(thread_id, queue))
+
+    def unqueue(self, thread_id: str, queued: Queued) -> None:
+        queue = self.queues.get(thread_id) or []
+        if queued in queue:
+            queue.remove(queued)
+
+    async def _drain_queue(self, thread_id: str, queue: list[Queued]) -> None:
+        """Starts the thread's queued runs one after the other, each once the thread is free."""
+        try:
+            while queue:
+                queued = queue[0]
+                if queued.cancelled():
+                    self.unqueue(thread_id, queued)
+                    continue
+                if thread_id in self.active:
+                    await self.freed(thread_id)
+                    continue
+                try:
+                    run = await queued.start()
+                except HttpError as error:
+                    if error.status == 409 and error.code == "run_active":
+                        # Another worker's run holds the lease: nothing here is told
+                        # when it ends, so look again within a renewal period.
+                        await asyncio.sleep(min(1.0, self.lease_ttl / 3))
+                        continue
+                    queued.failed(error.message)
+                    self.unqueue(thread_id, queued)
+                    continue
+                except Exception as error:
+                    log.exception("thread %s: a queued run could not start", thread_id)
+                    queued.failed(str(error) or type(error).__name__)
+                    self.unqueue(thread_id, queued)
+                    continue
+                queued.started(run)
+                self.unqueue(thread_id, queued)
+        finally:
+            if self.queues.get(thread_id) is queue and not queue:
+                del self.queues[thread_id]
+
+    # -- shutdown ------------------------------------------------------------
+
+    async def drain(self, timeout: float) -> None:
+        """Takes no new run; ends the runs still going after ``timeout`` seconds
+        and waits until they are saved and released."""
+        self.closing = True
+        tasks = [run.task for run in self.active.values() if run is not None and run.task]
+        if tasks:
+            await asyncio.wait(tasks, timeout=timeout)
+        ended = [run for run in list(self.active.values()) if run is not None and run.shutdown()]
+        if ended:
+            log.warning("shutdown: ended %d run(s) still going after %.1f s", len(ended), timeout)
+            await asyncio.wait([run.task for run in ended])
+
+
+async def _released(slots) -> None:
+    for slot in slots:
+        await slot.release()

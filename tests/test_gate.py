@@ -1,0 +1,65 @@
+"""The run gate (``agui_bridge.gate``): admission for both protocols, the
+Agent Protocol's state update under the same fenced lease as a run."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+from agui_bridge import crumbs as c
+from agui_bridge.app import App
+
+
+class TakenOverOnLoad:
+    """A store whose ``load`` of thread ``t`` under a claim waits past the
+    lease's ttl and lets another node claim the thread meanwhile (a writer
+    that paused)."""
+
+    def __init__(self, store, ttl: float):
+        self.store = store
+        self.ttl = ttl
+        self.armed = False
+        self.claimed = False
+        self.taken = None
+
+    def __getattr__(self, name):
+        return getattr(self.store, name)
+
+    async def claim(self, thread_id, ttl):
+        lease = await self.store.claim(thread_id, ttl)
+        self.claimed = self.armed and lease is not None
+        return lease
+
+    async def load(self, thread_id):
+        if self.claimed and thread_id == "t" and self.taken is None:
+            await asyncio.sleep(self.ttl + 0.2)
+            self.taken = await self.store.claim(thread_id, 30)  # another node
+        return await self.store.load(thread_id)
+
+
+async def test_a_state_update_whose_lease_was_taken_over_writes_nothing(make_store):
+    inner = make_store()
+    store = TakenOverOnLoad(inner, 0.3)
+    app = App(store=store, lease_ttl=0.3)
+
+    @app.agent("echo")
+    async def echo(ctx):
+        yield c.text_delta("hi")
+
+    transport = httpx.ASGITransport(app=app)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://a") as http:
+            created = await http.post("/threads", json={"thread_id": "t"})
+            assert created.status_code == 200, created.text
+            before = await inner.load("t")
+            store.armed = True
+            update = {"values": {"k": 1, "messages": [{"type": "human", "content": "x"}]}}
+            response = await http.post("/threads/t/state", json=update)
+        assert store.taken is not None  # the other node holds the thread now
+        assert response.status_code == 409, response.text
+        assert response.json()["error"]["code"] == "lease_lost"
+        after = await inner.load("t")
+        assert after.state == before.state == {}
+        assert after.messages == before.messages == []
+    finally:
+        await app.aclose()

@@ -1,0 +1,114 @@
+"""Turn merging (``agui_bridge.turns``) as plain functions: no HTTP, no store."""
+
+from __future__ import annotations
+
+import pytest
+from agui_bridge.errors import HttpError
+from agui_bridge.run_input import Resume, RunInput
+from agui_bridge.store import Thread
+from agui_bridge.turns import carried, merge, resumption, state_update
+
+
+def user(i: str, text: str | None = None) -> dict:
+    return {"id": i, "role": "user", "content": text if text is not None else i}
+
+
+def request(messages, run_id: str = "r", state=None, resume=None) -> RunInput:
+    return RunInput(
+        thread_id="t",
+        run_id=run_id,
+        input="",
+        history=[],
+        messages=messages,
+        state=state,
+        resume=resume,
+    )
+
+
+def stored(messages, state=None, interrupts=None) -> Thread:
+    return Thread("t", messages=messages, state=state or {}, interrupts=interrupts or [])
+
+
+def test_a_new_thread_stores_the_users_turn():
+    turn = merge(None, request([user("u1")]))
+    assert turn.new == [user("u1")] and turn.new_user == user("u1")
+    assert turn.history == [] and turn.base == [user("u1")]
+    assert "u1" in turn.held and turn.state == {}
+
+
+def test_a_resent_history_is_not_stored_twice_and_the_stored_copy_wins():
+    thread = stored([user("u1"), {"id": "a1", "role": "assistant", "content": "yes"}])
+    sent = [user("u1"), {"id": "a1", "role": "assistant", "content": "edited"}, user("u2")]
+    turn = merge(thread, request(sent))
+    assert turn.new == [user("u2")]
+    assert turn.history == thread.messages
+    assert turn.base == [*thread.messages, user("u2")]
+
+
+def test_the_newest_user_message_under_a_held_id_must_be_the_same():
+    thread = stored([user("u1", "hello")])
+    merge(thread, request([user("u1", "hello")]))  # a retry: nothing new
+    with pytest.raises(HttpError) as refused:
+        merge(thread, request([user("u1", "something else")]))
+    assert (refused.value.status, refused.value.code) == (409, "message_id_conflict")
+
+
+def test_an_id_less_user_message_gets_an_id_the_thread_does_not_hold():
+    thread = stored([user("r:u1")])
+    turn = merge(thread, request([{"role": "user", "content": "hi"}], run_id="r"))
+    assert turn.new_user["id"] == "r:u2"
+    # an id-less older message cannot be deduplicated: dropped
+    two = [{"role": "user", "content": "old"}, {"role": "user", "content": "new"}]
+    assert [m["content"] for m in merge(None, request(two)).new] == ["new"]
+
+
+def test_tool_results_for_known_calls_only_and_only_after_the_last_other_message():
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    thread = stored([user("u1"), {"id": "a1", "role": "assistant", "toolCalls": [call]}])
+    result = {"id": "x1", "role": "tool", "toolCallId": "c1", "content": "42"}
+    unknown = {"id": "x2", "role": "tool", "toolCallId": "nope", "content": "?"}
+    turn = merge(thread, request([user("u1"), result, unknown]))
+    assert turn.tool_results == [result] and turn.new == [result]
+    assert turn.history == thread.messages  # a result is not history before the run
+    # a result followed by another message is history, not this turn's result
+    later = merge(thread, request([result, user("u2")]))
+    assert later.tool_results == [] and later.history == [*thread.messages, result]
+
+
+def test_the_requests_state_goes_on_top_of_the_threads():
+    thread = stored([], state={"a": 1, "b": 2})
+    assert merge(thread, request([], state={"b": 3})).state == {"a": 1, "b": 3}
+    assert thread.state == {"a": 1, "b": 2}  # the loaded thread is not changed
+
+
+def test_resume_checks():
+    pending = [{"id": "i1", "reason": "approve"}, {"id": "i2", "reason": "approve"}]
+    with pytest.raises(HttpError) as refused:
+        resumption(Resume(decision=True), [])
+    assert refused.value.code == "no_pending_interrupt"
+    with pytest.raises(HttpError) as refused:
+        resumption(Resume(decision=True, interrupt_id="nope"), pending)
+    assert refused.value.code == "unknown_interrupt"
+    partial = ({"interruptId": "i1", "status": "resolved", "payload": 1},)
+    with pytest.raises(HttpError) as refused:
+        resumption(Resume(entries=partial), pending)
+    assert refused.value.code == "incomplete_resume"
+    both = (*partial, {"interruptId": "i2", "status": "resolved", "payload": 2})
+    resumed = resumption(Resume(entries=both), pending)
+    assert resumed.decision == 1 and resumed.interrupt_id == "i1" and len(resumed.entries) == 2
+    whole = resumption(Resume(decision="yes"), pending)
+    assert whole.decision == "yes" and whole.interrupts == tuple(pending)
+    assert merge(stored([], interrupts=pending), request([], resume=Resume(decision=1))).resume
+
+
+def test_carried_tells_a_retry_from_new_input():
+    assert carried([user("u1")]) == carried([user("u1", "other text")])
+    a, b = {"role": "user", "content": "a"}, {"role": "user", "content": "b"}
+    assert carried([a]) != carried([b])
+    assert carried([{"id": "x", "role": "activity"}]) == frozenset()
+
+
+def test_a_state_update_adds_only_messages_the_thread_does_not_hold():
+    thread = stored([user("u1")], state={"a": 1})
+    added, state = state_update(thread, [user("u1"), user("u2")], {"b": 2})
+    assert added == [user("u2")] and state == {"a": 1, "b": 2}
