@@ -99,9 +99,3 @@ class RsgiConn:
 
     async def end_stream(self) -> None:
         self.trx = None  # the stream ends when granian's transport is freed
-
-
-async def serve_rsgi(handler, scope, protocol) -> None:
-    if scope.proto != "http":
-        return
-    await handler.handle(RsgiConn(scope, protocol))

@@ -93,9 +93,5 @@ def compact(value) -> str:
 dumps = orjson.dumps
 
 
-def frame(event: dict) -> bytes:
-    return b"data: " + orjson.dumps(event) + b"\n\n"
-
-
 def frames(events: list[dict]) -> bytes:
     return b"".join([b"data: " + orjson.dumps(e) + b"\n\n" for e in events])

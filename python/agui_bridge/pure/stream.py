@@ -1,4 +1,4 @@
-"""The API surface both dialects share (contract section 5)."""
+"""The API surface the dialects share (contract section 5)."""
 
 from __future__ import annotations
 
