@@ -29,9 +29,10 @@ import orjson
 from .._select import create_agui_repairer, create_agui_transformer, create_agui_translator
 from ..coalesce import FLUSH, Holder
 from ..context import RunContext, RunInfo
-from ..errors import LeaseLost, RunsUnavailable, ServerShutdown, StoreUnavailable
+from ..errors import LeaseLost, RunsUnavailable, StoreUnavailable
 from ..store.lease import save
 from . import saves
+from .end import ENDINGS, Stop, error_of
 from .log import RunLog
 
 log = logging.getLogger("agui_bridge.runs")
@@ -51,10 +52,6 @@ _CLOSES = {
     "TOOL_CALL_END": ("c", "toolCallId"),
     "STEP_FINISHED": ("s", "stepName"),
 }
-
-
-class ClientLeft(Exception):
-    """The run was cancelled because its client left (``on_disconnect="cancel"``)."""
 
 
 @dataclass(frozen=True)
@@ -373,130 +370,139 @@ class Run:
         self._end_log()
 
     async def run(self) -> None:
-        """The whole run; the task the ingress starts. Never raises but for shutdown."""
-        ctx = self.ctx
-        failed = None
-        finishing = False
+        """The whole run; the task the gate starts. Never raises but when killed."""
         try:
-            if not self._begun:
-                self.begin()
-            listeners = self.listeners
-            if listeners:
-                await self._deliver(self._first_events)
-            agen = self.agent.fn(ctx)
-            # The hot path, kept in locals: a text delta while a text message is
-            # open needs no events, only its frame (listeners need the events).
-            is_text = _text_of(self.agent.dialect, self) if not listeners else None
-            encode = self.t.encode
-            apply = self._apply
-            publish = self._publish
-            holder = self.holder
-            try:
-                async for item in agen:
-                    if is_text is not None and self.text_id is not None and is_text(item):
-                        frame = encode(item)
-                        events = None
-                    else:
-                        events, frame = apply(item)
-                    if frame and publish(frame):
-                        await asyncio.sleep(0)
-                    if holder is not None:
-                        holder.after_item()
-                    if listeners and self._late:
-                        late, self._late = self._late, []
-                        await self._deliver(late)
-                    if events and listeners:
-                        await self._deliver(events)
-                    if self.ended:
-                        break
-            finally:
-                if self.holder is not None:
-                    self.holder.cancel()
-                aclose = getattr(agen, "aclose", None)
-                if aclose is not None:
-                    await aclose()
-            self._terminal(self.t.finish_events_and_frames)
-            finishing = bool(listeners)  # told once the save is done
+            await self._drive()
         except asyncio.CancelledError:
-            task = asyncio.current_task()
-            if self.lost:
-                # Another node ended this run in the log (run_lost) and the
-                # thread may have a new run: nothing of this one is written.
-                if task is not None:
-                    task.uncancel()
-                log.error("run %s of thread %s: its lease was lost", ctx.run_id, ctx.thread_id)
-                self._pending = []
-                await self._released()
-                self._end_log()
-                return
-            if self.unavailable is not None:
-                # The readers got RUN_ERROR runs_unavailable from their nodes;
-                # the partial answer is stored as they saw it.
-                if task is not None:
-                    task.uncancel()
-                log.error(
-                    "run %s of thread %s ended: %s", ctx.run_id, ctx.thread_id, self.unavailable
-                )
-                self.errored = True
-                self._fail(RunsUnavailable(str(self.unavailable)))
-            elif self.stopping:
-                # A stop is not an error: what is open is closed, RUN_FINISHED,
-                # and the partial answer is stored.
-                if task is not None:
-                    task.uncancel()
-                log.info("run %s of thread %s stopped", ctx.run_id, ctx.thread_id)
-                self._terminal(self.t.finish_events_and_frames)
-            elif self.shutting_down:
-                # Readers get closers + RUN_ERROR (code server_shutdown); the
-                # partial answer is stored and pending interrupts stay pending.
-                if task is not None:
-                    task.uncancel()
-                log.warning("run %s of thread %s ended: server shutdown", ctx.run_id, ctx.thread_id)
-                self.errored = True
-                self._fail(ServerShutdown("the server is shutting down"))
-            elif self.cancelled:
-                log.info(
-                    "run %s of thread %s cancelled: its client left", ctx.run_id, ctx.thread_id
-                )
-                self._fail(ClientLeft("the client left"))
-                self._publish_end()
-                await self._released()
-                self._end_log()
-                return
-            else:
-                # Cancelled from outside (the server is stopping): end the log.
-                self.flush()
-                self.out.end()
-                await self._released()
+            stop = self._why_cancelled()
+            await self.end(stop, self.unavailable)
+            if ENDINGS[stop].reraise:
                 raise
+            return
         except Exception as error:
-            failed = error
-            log.exception("run %s of thread %s failed", ctx.run_id, ctx.thread_id)
+            await self.end(Stop.FAILED, error)
+            return
+        await self.end(Stop.DONE)
+
+    async def _drive(self) -> None:
+        """RUN_STARTED (if not in yet), then the agent's items through the
+        transformer into the log, until the agent ends or the run is ended."""
+        if not self._begun:
+            self.begin()
+        listeners = self.listeners
+        if listeners:
+            await self._deliver(self._first_events)
+        agen = self.agent.fn(self.ctx)
+        # The hot path, kept in locals: a text delta while a text message is
+        # open needs no events, only its frame (listeners need the events).
+        is_text = _text_of(self.agent.dialect, self) if not listeners else None
+        encode = self.t.encode
+        apply = self._apply
+        publish = self._publish
+        holder = self.holder
+        try:
+            async for item in agen:
+                if is_text is not None and self.text_id is not None and is_text(item):
+                    frame = encode(item)
+                    events = None
+                else:
+                    events, frame = apply(item)
+                if frame and publish(frame):
+                    await asyncio.sleep(0)
+                if holder is not None:
+                    holder.after_item()
+                if listeners and self._late:
+                    late, self._late = self._late, []
+                    await self._deliver(late)
+                if events and listeners:
+                    await self._deliver(events)
+                if self.ended:
+                    break
+        finally:
+            if holder is not None:
+                holder.cancel()
+            aclose = getattr(agen, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    async def _tell(self, events: list[dict]) -> None:
+        """The listeners get what coalescing sent late, then ``events``."""
+        late, self._late = self._late, []
+        await self._deliver([*late, *events])
+
+    def _why_cancelled(self) -> Stop:
+        """What the cancel that stopped the agent was for."""
+        if self.lost:
+            return Stop.LEASE_LOST
+        if self.unavailable is not None:
+            return Stop.LOG_UNREACHABLE
+        if self.stopping:
+            return Stop.CANCELLED
+        if self.shutting_down:
+            return Stop.SHUTDOWN
+        if self.cancelled:
+            return Stop.CLIENT_LEFT
+        return Stop.KILLED
+
+    async def end(self, stop: Stop, error: BaseException | None = None) -> None:
+        """Ends the run as its row of ``runs.end.ENDINGS`` says: the terminal
+        events, the save, the listeners, the release, the log's end."""
+        ending = ENDINGS[stop]
+        ctx = self.ctx
+        task = asyncio.current_task()
+        if ending.uncancel and task is not None:
+            task.uncancel()
+        if ending.says:
+            exc_info = error if stop is Stop.FAILED else None
+            log.log(
+                ending.level,
+                "run %s of thread %s %s",
+                ctx.run_id,
+                ctx.thread_id,
+                ending.says,
+                exc_info=exc_info,
+            )
+        if ending.errored:
             self.errored = True
-            events = self._fail(error)
-            if self.listeners:
-                late, self._late = self._late, []
-                await self._deliver([*late, *events])
+        if ending.terminal == "finish":
+            self._terminal(self.t.finish_events_and_frames)
+        elif ending.terminal == "fail":
+            events = self._fail(error_of(ending, error))
+            if ending.listeners == "before" and self.listeners:
+                await self._tell(events)
+        if ending.reraise:
+            # Killed: the log ends as it is (its readers resume or rejoin).
+            self.flush()
+            self.out.end()
+            await self._released()
+            return
+        if not ending.saves:
+            if ending.terminal is None:
+                self._pending = []  # nothing more of this run reaches the log
+            else:
+                self._publish_end()
+            await self._released()
+            self._end_log()
+            return
         refused = None
         try:
-            await self._save(failed)
-        except LeaseLost as error:
-            refused = error
-            log.error("run %s of thread %s: %s", ctx.run_id, ctx.thread_id, error)
-        except Exception as error:
-            refused = error
+            await self._save()
+        except LeaseLost as lost:
+            refused = lost
+            log.error("run %s of thread %s: %s", ctx.run_id, ctx.thread_id, lost)
+        except Exception as failed:
+            refused = failed
             log.exception(
                 "run %s of thread %s: saving the thread failed", ctx.run_id, ctx.thread_id
             )
         finally:
             events = self._publish_end(refused)
-            if finishing:
-                late, self._late = self._late, []
-                await self._deliver([*late, *events])
+            if ending.listeners == "after" and self.listeners:
+                await self._tell(events)
             await self._released()
             self._end_log()
 
-    async def _save(self, failed) -> None:
+    async def _save(self) -> None:
         # The run has ended: nothing is open, its messages are whole.
         snap = self.t.snapshot()
         # New interrupts replace the pending ones; a run that ends without any
