@@ -24,7 +24,7 @@ PATCH = [
 @pytest.fixture
 async def client():
     app = App(store="memory://")
-    app.gate = asyncio.Event()
+    app.go = asyncio.Event()  # (app.gate is the run gate)
     app.reached = asyncio.Event()
 
     @app.agent("delta", dialect="events")
@@ -33,7 +33,7 @@ async def client():
         yield {"type": "STATE_DELTA", "delta": PATCH}
         if ctx.input == "wait":
             app.reached.set()
-            await app.gate.wait()
+            await app.go.wait()
         if ctx.input == "bad":
             yield {"type": "STATE_DELTA", "delta": [{"op": "remove", "path": "/nothing"}]}
         yield {"type": "TEXT_MESSAGE_CHUNK", "delta": "done"}
@@ -68,7 +68,7 @@ async def test_a_reader_joining_mid_run_starts_from_the_patched_state(client):
     await asyncio.wait_for(client.app.reached.wait(), 10)
     joined = asyncio.ensure_future(client.get(f"/threads/{tid}/events"))
     await asyncio.sleep(0.2)  # the join's prelude is read before the run goes on
-    client.app.gate.set()
+    client.app.go.set()
     joined, whole = await joined, await started
     events, _ = parse_sse(joined.text)
     assert [e["type"] for e in events[:3]] == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "STATE_SNAPSHOT"]
