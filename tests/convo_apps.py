@@ -3,6 +3,8 @@ interrupts on reload, stop then type. ``granian tests.convo_apps:app``."""
 
 from __future__ import annotations
 
+import asyncio
+
 from agui_bridge import App, crumbs
 
 TOKENS = {"Bearer reader": {"actions": ["read"]}, "Bearer nobody": {"actions": []}}
@@ -33,6 +35,15 @@ def make_app(**options) -> App:
     )
     async def custom(ctx):
         yield crumbs.text_delta("a verse")
+        yield crumbs.run_end()
+
+    @app.agent("slow")
+    async def slow(ctx):
+        """A partial answer, then nothing for a minute (a stopped client leaves meanwhile)."""
+        yield crumbs.text_delta(f"partial answer to {ctx.input}")
+        for _ in range(600):
+            await asyncio.sleep(0.1)
+        yield crumbs.text_delta(" and the rest")
         yield crumbs.run_end()
 
     return app

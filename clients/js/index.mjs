@@ -2,6 +2,7 @@
 import { HttpAgent } from "@ag-ui/client";
 import { Observable } from "rxjs";
 import { withReconnect } from "./reconnect.mjs";
+import { cancelOnStop } from "./stop.mjs";
 
-export { withReconnect };
+export { cancelOnStop, withReconnect };
 export const ReconnectingHttpAgent = withReconnect(HttpAgent, Observable);

@@ -34,6 +34,7 @@ from ..errors import (
 from ..playground import response as playground_response
 from ..runs import Run, exact_prelude, open_stream
 from ..runs import prelude as shared_prelude
+from ..runs.supersede import reading, supersede
 from ..store import Thread
 from ..turns import carried
 from .access import refuse_cross_site, require
@@ -362,6 +363,7 @@ class Handler:
                 guards = [g for g in thread_guards(app, thread) if g is not agent]
                 await self.authorize_thread(identity, thread_id, guards)
 
+        await supersede(app, thread_id)  # an active run whose readers all left
         return await app.gate.start(agent, run_input, identity, authorize)
 
     # -- streams of a run ---------------------------------------------------
@@ -370,10 +372,13 @@ class Handler:
         """One reader of a run log: this response is a cursor on it, from event ``after``."""
         app = self.app
         limits, keepalive = app.limits, app.keepalive
-        async with open_stream(conn, limits, keepalive, run_log.run_id, headers, on_left) as stream:
-            if prelude:
-                await stream.write(prelude)
-            await stream.follow(run_log, after)
+        with reading(run_log):  # a run nobody reads is superseded (runs.supersede)
+            async with open_stream(
+                conn, limits, keepalive, run_log.run_id, headers, on_left
+            ) as stream:
+                if prelude:
+                    await stream.write(prelude)
+                await stream.follow(run_log, after)
 
     async def _stream_access(self, conn, thread_id: str, run_id: str | None, action: str):
         """authenticate, the action, the thread's owner, then ``authorize_stream``."""
