@@ -54,7 +54,9 @@ async def supersede(app, thread_id: str) -> None:
     run = app.gate.run_of(thread_id)
     if run is None or run.task is None or not abandoned(run):
         return
-    if run.stop():
+    # A run already cancelled because its client left (on_disconnect="cancel")
+    # is not stopped again: a stop would store what the cancel drops.
+    if not run.cancelled and run.stop():
         log.info(
             "run %s of thread %s superseded: its readers left and a new run came",
             run.ctx.run_id,
