@@ -232,7 +232,11 @@ CRUMB_AGENTS = {
     "conversation": conversation,
     "reasoning": reasoning,
 }
-CHUNK_AGENTS = {"chunks": chunks, "chunk_approval": chunk_approval, "chunk_reasoning": chunk_reasoning}
+CHUNK_AGENTS = {
+    "chunks": chunks,
+    "chunk_approval": chunk_approval,
+    "chunk_reasoning": chunk_reasoning,
+}
 
 # Hand-written broken streams (``/raw/<name>``): they prove the harness fails
 # when the client rejects a stream or warns, so a passing scenario means something.

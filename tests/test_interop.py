@@ -409,7 +409,9 @@ def test_minimal_reasoning(node, client_version, minimal_url, tmp_path):
 
 
 def test_minimal_chunk_reasoning(node, client_version, minimal_url, tmp_path):
-    out = run_client(node, client_version, minimal_url + "/agui/chunk_reasoning", one_turn(), tmp_path)
+    out = run_client(
+        node, client_version, minimal_url + "/agui/chunk_reasoning", one_turn(), tmp_path
+    )
     check_lifecycle(out["runs"][0])
     assert [(m["role"], m["content"]) for m in out["messages"][1:]] == [
         ("reasoning", "Thinking in chunks."),
