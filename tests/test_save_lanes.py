@@ -58,7 +58,7 @@ async def test_a_quick_run_finishes_before_the_large_saves_queued_ahead_of_it(tm
 
         async with asyncio.timeout(120):
             large = [asyncio.create_task(post("bulk", f"large-{i}")) for i in range(LARGE_RUNS)]
-            while sum(run is not None for run in app._active.values()) < LARGE_RUNS:
+            while sum(run is not None for run in app.gate.active.values()) < LARGE_RUNS:
                 await asyncio.sleep(0.05)
             await asyncio.sleep(0.5)  # each has streamed its 4 MiB
             gate.set()  # they end together: their saves queue now
