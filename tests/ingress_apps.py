@@ -142,6 +142,13 @@ def _agents(app: App) -> None:
                     await asyncio.sleep(0.05)
             _mark(f"ended-{ctx.run_id}")
             return
+        if first == "usage":
+            # A model call that reports its usage (contract section 8).
+            yield c.task_start("tr-u", "chat", model="m-u")
+            usage = {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}
+            yield c.task_end("tr-u", "chat", model="m-u", usage=usage)
+            yield c.text_delta("counted")
+            return
         if first == "state":
             yield c.task_start("tr-1", "count")
             yield c.task_end("tr-1", "count", duration_ms=3)

@@ -56,6 +56,31 @@ async def test_reasoning_blocks_stream_as_reasoning(client):
     assert reasoning["encryptedValue"] == "sig-lg"
 
 
+def test_usage_metadata_is_token_usage():
+    from agui_bridge.adapters.langgraph import _token_usage
+    from langchain_core.messages import AIMessage
+
+    usage = {
+        "input_tokens": 9,
+        "output_tokens": 4,
+        "total_tokens": 13,
+        "input_token_details": {"cache_read": 2},
+        "output_token_details": {"reasoning": 1},
+    }
+    message = AIMessage(
+        content="x", usage_metadata=usage, response_metadata={"model_name": "gpt-x"}
+    )
+    assert _token_usage(message) == {
+        "model": "gpt-x",
+        "inputTokens": 9,
+        "outputTokens": 4,
+        "totalTokens": 13,
+        "reasoningTokens": 1,
+        "cachedInputTokens": 2,
+    }
+    assert _token_usage(AIMessage(content="x")) is None
+
+
 def test_reasoning_of_an_openai_compatible_chunk():
     from agui_bridge.adapters.langgraph import _reasoning
     from langchain_core.messages import AIMessageChunk

@@ -76,6 +76,15 @@ async def test_reasoning_deltas_stream_as_reasoning(client, words, thought):
     assert state["messages"][1]["content"] == thought
 
 
+async def test_a_1_0_client_gets_the_model_usage(client):
+    """Contract section 8: the API's usage, under the model, on RUN_FINISHED."""
+    events = await run(client, run_body(thread("usage"), "hi", protocolVersion="1.0"))
+    assert events[0]["protocolVersion"] == "1.0"
+    assert events[-1]["usage"] == [
+        {"model": "fake-model", "inputTokens": 11, "outputTokens": 7, "totalTokens": 18}
+    ]
+
+
 async def test_python_tool_runs_and_its_result_goes_back(client, fake_url):
     tid = thread("tool")
     events = await run(client, run_body(tid, "please add"))

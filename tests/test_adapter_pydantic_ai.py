@@ -53,6 +53,16 @@ async def test_thinking_streams_as_reasoning_with_its_signature(client):
     ]
 
 
+async def test_a_1_0_client_gets_the_model_usage(client):
+    """Contract section 8: each model response's usage, summed per model."""
+    events = await run(client, run_body(thread("usage"), "please add", protocolVersion="1.0"))
+    [usage] = events[-1]["usage"]
+    assert usage["model"].startswith("function:")
+    assert usage["inputTokens"] > 0 and usage["outputTokens"] > 0
+    plain = await run(client, run_body(thread("usage0"), "please add"))
+    assert "usage" not in plain[-1]
+
+
 async def test_tool_call_streams_runs_and_history_reloads(client):
     tid = thread("tool")
     events = await run(client, run_body(tid, "please add"))

@@ -77,6 +77,8 @@ class RunContext:
     messages: list[dict] = field(default_factory=list)
     held: set[str] = field(default_factory=set, repr=False, compare=False)
     input_message: dict | None = None
+    # What the client declared (RunAgentInput.protocolVersion; contract section 8).
+    protocol_version: str | None = None
 
     def new_id(self, name: str) -> str:
         if not isinstance(name, str) or not name:

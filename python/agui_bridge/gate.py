@@ -208,6 +208,7 @@ class Gate:
                 messages=run_input.messages,
                 held=turn.held,
                 input_message=turn.new_user,
+                protocol_version=run_input.protocol_version,
             )
             # The log first: where it cannot start (a newer claim of the thread,
             # the shared log unreachable) nothing is stored.

@@ -44,6 +44,9 @@ class Ending:
     says: str = ""  # the log line (the run and thread ids are added)
     uncancel: bool = True  # the stop came as a cancel the run absorbs
     reraise: bool = False  # the task ends cancelled (nothing is saved)
+    # A client that declared AG-UI 1.0 reads RUN_FINISHED {outcome: cancelled}
+    # instead (contract section 8); a 0.0.x client gets the row's terminal.
+    cancels: bool = False
 
 
 ENDINGS: dict[Stop, Ending] = {
@@ -54,7 +57,7 @@ ENDINGS: dict[Stop, Ending] = {
     ),
     # A stop is not an error: what is open is closed, RUN_FINISHED, the partial
     # answer stored. (A 1.0 client's "cancelled" outcome is this row's choice.)
-    Stop.CANCELLED: Ending("finish", saves=True, says="stopped"),
+    Stop.CANCELLED: Ending("finish", saves=True, says="stopped", cancels=True),
     # Readers get closers + RUN_ERROR server_shutdown; the partial answer is
     # stored and pending interrupts stay pending.
     Stop.SHUTDOWN: Ending(
@@ -69,7 +72,8 @@ ENDINGS: dict[Stop, Ending] = {
     ),
     # on_disconnect="cancel": nothing the agent produced is stored.
     Stop.CLIENT_LEFT: Ending(
-        "fail", saves=False, error=ClientLeft, says="cancelled: its client left", uncancel=False
+        "fail", saves=False, error=ClientLeft, says="cancelled: its client left", uncancel=False,
+        cancels=True,
     ),
     # The thread may have a new run: nothing of this one is written.
     Stop.LEASE_LOST: Ending(None, saves=False, level=logging.ERROR, says="its lease was lost"),

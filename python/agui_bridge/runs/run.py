@@ -110,6 +110,7 @@ class Run:
             state=ctx.state,
             held_ids=held,
             event_ids=self.ids,
+            protocol_version=ctx.protocol_version,
         )
         # Opt-in coalescing (agui_bridge.coalesce): the agent's, else the app's.
         coalesce = getattr(agent, "coalesce", None)
@@ -464,7 +465,10 @@ class Run:
             )
         if ending.errored:
             self.errored = True
-        if ending.terminal == "finish":
+        if ending.cancels and self.t.protocol_v1:
+            # A 1.0 client is told it was a stop (contract section 8).
+            self._terminal(self.t.cancel_events_and_frames)
+        elif ending.terminal == "finish":
             self._terminal(self.t.finish_events_and_frames)
         elif ending.terminal == "fail":
             events = self._fail(error_of(ending, error))
