@@ -303,6 +303,10 @@ class App:
 
         return register
 
+    def forget_thread(self, thread_id: str) -> None:
+        """A thread deleted from the store: this worker's run records of it go too."""
+        self._handler.agent_protocol.registry.forget(thread_id)
+
     def url_path(self, agent_id: str) -> str:
         """The ``/agui/{urlencoded agent id}`` path of an agent (what clients POST to)."""
         return "/agui/" + quote(agent_id, safe="")

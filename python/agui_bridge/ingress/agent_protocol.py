@@ -153,8 +153,8 @@ class AgentProtocol:
     # -- requests ------------------------------------------------------------
 
     async def _identity(self, conn, action: str, raw: bytes | None = None):
-        request = self.handler._request(conn, raw)
-        identity = await self.handler._identity(request)
+        request = self.handler.request_of(conn, raw)
+        identity = await self.handler.identify(request)
         require(identity, action)
         return identity, request
 
@@ -164,15 +164,15 @@ class AgentProtocol:
         if conn.headers.get("content-type") is None and length in (None, "0"):
             raw, refused = None, None  # what the SDK's cancel sends
         else:
-            raw, refused = await self.handler._read_body(conn)
+            raw, refused = await self.handler.read_body(conn)
         identity, request = await self._identity(conn, action, raw)
         if refused is not None:
             raise refused
         if not raw:
             return identity, {}
         body = request.body
-        if request._error is not None:
-            raise _unprocessable(f"the body is not JSON: {request._error}", "invalid_json")
+        if request.json_error is not None:
+            raise _unprocessable(f"the body is not JSON: {request.json_error}", "invalid_json")
         if not isinstance(body, dict):
             raise _unprocessable("the body must be a JSON object")
         try:
@@ -541,7 +541,7 @@ class AgentProtocol:
         if record is None:
             raise HttpError(404, "not_found", f"no run {run_id!r} on thread {thread_id!r}")
         if record.log is not None:
-            await self.handler._may_read(identity, record.log)
+            await self.handler.may_read(identity, record.log)
         return record
 
     async def _list_runs(self, conn, thread_id: str) -> None:
@@ -620,7 +620,7 @@ class AgentProtocol:
             if record is not None and record.status == "running":
                 record.cancelled = True
             try:
-                await self.handler._cancel(conn, thread_id, run_id)
+                await self.handler.cancel_run(conn, thread_id, run_id)
             except BaseException:
                 if record is not None and record.status == "running":
                     record.cancelled = False

@@ -57,7 +57,16 @@ class Request:
     refuses learns nothing of the body rules.
     """
 
-    __slots__ = ("_body", "_error", "_raw", "client", "headers", "method", "path", "query_string")
+    __slots__ = (
+        "_body",
+        "_raw",
+        "client",
+        "headers",
+        "json_error",
+        "method",
+        "path",
+        "query_string",
+    )
 
     def __init__(self, method, path, headers, query_string, client, raw: bytes | None = None):
         self.method = method
@@ -67,7 +76,7 @@ class Request:
         self.client = client
         self._raw = raw
         self._body: Any = _UNREAD
-        self._error: str | None = None
+        self.json_error: str | None = None
 
     @property
     def body(self) -> Any:
@@ -77,7 +86,7 @@ class Request:
                 try:
                     self._body = orjson.loads(self._raw)
                 except orjson.JSONDecodeError as error:
-                    self._error = str(error)
+                    self.json_error = str(error)
         return self._body
 
 
@@ -189,7 +198,7 @@ class Handler:
 
     async def _reader(self, conn):
         """authenticate, then the 'read' (or 'run') action: who may look at the app."""
-        identity = await self._identity(self._request(conn))
+        identity = await self.identify(self.request_of(conn))
         require(identity, "read")
         return identity
 
@@ -217,7 +226,7 @@ class Handler:
             [("content-type", "application/json"), ("cache-control", "no-cache")],
         )
 
-    async def _identity(self, request: Request):
+    async def identify(self, request: Request):
         app = self.app
         if app.authenticate is None:
             return None
@@ -233,7 +242,7 @@ class Handler:
             raise HttpError(401, "unauthorized", "authentication required")
         return identity
 
-    def _request(self, conn, raw: bytes | None = None) -> Request:
+    def request_of(self, conn, raw: bytes | None = None) -> Request:
         return Request(conn.method, conn.path, conn.headers, conn.query_string, conn.client, raw)
 
     # -- who may touch a thread ---------------------------------------------
@@ -251,7 +260,7 @@ class Handler:
         from ..agent_protocol.objects import thread_state
 
         app = self.app
-        identity = await self._identity(self._request(conn))
+        identity = await self.identify(self.request_of(conn))
         require(identity, "read")
         thread = await app.store.load(thread_id)
         await self.authorize_thread(identity, thread_id, thread_guards(app, thread))
@@ -264,7 +273,7 @@ class Handler:
 
     # -- POST a run ---------------------------------------------------------
 
-    async def _read_body(self, conn) -> tuple[bytes | None, HttpError | None]:
+    async def read_body(self, conn) -> tuple[bytes | None, HttpError | None]:
         """The raw body, or why it is refused (answered once the caller is authenticated).
 
         A Content-Length that is not a number of bytes is answered at once: no
@@ -313,15 +322,15 @@ class Handler:
 
     async def _run(self, conn, agent) -> None:
         app = self.app
-        raw, refused = await self._read_body(conn)
-        request = self._request(conn, raw)
-        identity = await self._identity(request)
+        raw, refused = await self.read_body(conn)
+        request = self.request_of(conn, raw)
+        identity = await self.identify(request)
         require(identity, "run")
         if refused is not None:
             raise refused
         body = request.body
-        if request._error is not None:
-            raise HttpError(400, "invalid_json", f"the body is not JSON: {request._error}")
+        if request.json_error is not None:
+            raise HttpError(400, "invalid_json", f"the body is not JSON: {request.json_error}")
         try:
             run_input = map_run_input(body)
         except RunInputError as error:
@@ -342,7 +351,7 @@ class Handler:
             and run_input.resume is None
             and carried(run_input.messages) <= done.input_ids
         ):
-            await self._may_read(identity, done)
+            await self.may_read(identity, done)
             await self._read_log(conn, done, 0)
             return
         run = await self.start(agent, run_input, identity)
@@ -383,7 +392,7 @@ class Handler:
     async def _stream_access(self, conn, thread_id: str, run_id: str | None, action: str):
         """authenticate, the action, the thread's owner, then ``authorize_stream``."""
         app = self.app
-        identity = await self._identity(self._request(conn))
+        identity = await self.identify(self.request_of(conn))
         require(identity, action)
         run_log = await app.runs.get(thread_id, run_id) if run_id is not None else None
         if run_log is None and run_id is None:
@@ -394,10 +403,10 @@ class Handler:
             thread = await app.store.load(thread_id)
             await self.authorize_thread(identity, thread_id, thread_guards(app, thread))
             return None
-        await self._may_read(identity, run_log)
+        await self.may_read(identity, run_log)
         return run_log
 
-    async def _may_read(self, identity, run_log) -> None:
+    async def may_read(self, identity, run_log) -> None:
         """The thread's guards, then the run's agent's ``authorize_stream`` (403)."""
         app = self.app
         thread_id = run_log.thread_id
@@ -454,7 +463,7 @@ class Handler:
         # thread) was active when the request came: its reader gets its end.
         await self._read_log(conn, run_log, None)
 
-    async def _cancel(self, conn, thread_id: str, run_id: str) -> None:
+    async def cancel_run(self, conn, thread_id: str, run_id: str) -> None:
         """POST /threads/{id}/runs/{run}/cancel: stops a live run from any connection."""
         app = self.app
         run_log = await self._stream_access(conn, thread_id, run_id, "run")

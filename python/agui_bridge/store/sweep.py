@@ -48,7 +48,7 @@ async def sweep(app, batch: int = BATCH) -> int:
     while True:
         gone = await store.sweep(idle_before, batch)
         for thread_id in gone:
-            app._handler.agent_protocol.registry.forget(thread_id)
+            app.forget_thread(thread_id)
         total += len(gone)
         app.threads_swept += len(gone)
         app.ops.threads_expired(len(gone))  # agui_threads_expired
