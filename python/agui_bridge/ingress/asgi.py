@@ -21,9 +21,9 @@ def _route_path(scope) -> str:
 
 
 class AsgiConn:
-    # A write waits in the server's channel (granian: 4 of them) uncounted, so
-    # writes stay small enough that what the server holds stays near the bound.
-    max_write = 64 * 1024
+    # A send waits for the client (granian's ASGI channel holds 4 writes,
+    # uncounted), so a stream's writes are cut to the App's max_write.
+    sends_wait = True
     __slots__ = (
         "aborted",
         "body_done",

@@ -9,7 +9,7 @@ from .params import integer
 
 
 class RsgiConn:
-    max_write = None  # send_bytes never waits: every queued frame goes in one write
+    sends_wait = False  # send_bytes never waits: every queued frame goes in one write
     __slots__ = (
         "client",
         "drained",

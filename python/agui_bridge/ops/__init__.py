@@ -154,9 +154,9 @@ class Ops:
     # -- runs ------------------------------------------------------------------
 
     def launch(self, run, slots=()):
-        """Appends RUN_STARTED (``run.begin()``) and creates the run's task (the run
-        gate's last step): counted now, measured, traced and logged when it ends,
-        its limit slots released then."""
+        """Creates the run's task (the run gate's last step; the gate has appended
+        RUN_STARTED already): counted now, measured, traced and logged when it
+        ends, its limit slots released then."""
         loop = asyncio.get_running_loop()
         run.ops_started = time.monotonic()
         req = CURRENT.get()
@@ -170,11 +170,9 @@ class Ops:
         if tracer is not None:
             span = tracer.run_span(run)
             run.agent = tracer.traced_agent(run)
-            with tracer.current(span):  # RUN_STARTED's append and the task start from here
-                run.begin()
+            with tracer.current(span):  # the task starts in the run's span
                 task = loop.create_task(run.run())
         else:
-            run.begin()
             task = loop.create_task(run.run())
         slots = list(slots)
         task.add_done_callback(lambda _: self._run_done(run, slots, span))

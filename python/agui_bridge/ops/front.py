@@ -65,8 +65,8 @@ def current() -> Request | None:
 class Observed:
     """A front end's connection, seen by the ops layer (status, bytes, CORS headers)."""
 
-    __slots__ = ("client", "extra", "headers", "inner", "lag", "max_write", "method", "metrics",
-                 "path", "query_string", "req")  # fmt: skip
+    __slots__ = ("client", "extra", "headers", "inner", "lag", "method", "metrics", "path",
+                 "query_string", "req", "sends_wait")  # fmt: skip
 
     def __init__(self, inner, req: Request, extra, metrics=None):
         self.inner = inner
@@ -80,7 +80,7 @@ class Observed:
         self.headers = inner.headers
         self.query_string = inner.query_string
         self.client = inner.client
-        self.max_write = inner.max_write
+        self.sends_wait = inner.sends_wait
 
     @property
     def streaming(self) -> bool:

@@ -149,7 +149,7 @@ class Stream:
         self.keepalive = keepalive
         self.timeout = limits.send_timeout
         # Under RSGI a write never waits: a larger one costs nothing more to pin.
-        self.max_write = limits.max_write if conn.max_write is not None else 4 * limits.max_write
+        self.max_write = limits.max_write if conn.sends_wait else 4 * limits.max_write
         self.left = False
         self._on_left = on_left
         self._wake: asyncio.Future | None = None
@@ -170,7 +170,7 @@ class Stream:
             self._on_left()
 
     async def write(self, data: bytes) -> None:
-        if self.conn.max_write is None or len(data) <= self.max_write:
+        if not self.conn.sends_wait or len(data) <= self.max_write:
             await _send(self.conn, data, self.timeout)
             return
         # A large write (a snapshot prelude is as big as the thread) goes out
@@ -274,7 +274,7 @@ async def open_stream(conn, limits, keepalive: float, run_id: str, headers=(), o
 
 
 async def _send(conn, data: bytes, timeout: float) -> None:
-    if conn.max_write is None:
+    if not conn.sends_wait:
         await conn.send(data)  # RSGI: never waits
         return
     try:
