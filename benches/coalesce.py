@@ -23,14 +23,13 @@ import os
 import statistics
 import sys
 import time
-import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benches"))
 sys.path.insert(0, str(ROOT / "python"))
 
-from server import Server  # noqa: E402
+from server import Server, run_request  # noqa: E402
 
 TOKEN = "x"
 
@@ -65,23 +64,7 @@ def make_app():
 
 
 def request(port: int, tokens: int, rate: float) -> bytes:
-    body = json.dumps(
-        {
-            "threadId": f"bench-{uuid.uuid4().hex[:12]}",
-            "runId": uuid.uuid4().hex,
-            "state": {},
-            "messages": [{"id": uuid.uuid4().hex, "role": "user", "content": "go"}],
-            "tools": [],
-            "context": [],
-            "forwardedProps": {"tokens": tokens, "rate": rate},
-        }
-    ).encode()
-    head = (
-        f"POST /ag-ui/run HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
-        "Content-Type: application/json\r\nAccept: text/event-stream\r\n"
-        f"Connection: close\r\nContent-Length: {len(body)}\r\n\r\n"
-    )
-    return head.encode() + body
+    return run_request(port, {"tokens": tokens, "rate": rate})
 
 
 async def one_stream(port: int, tokens: int, rate: float) -> dict:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import random
 import socket
@@ -40,7 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benches.server import Server, rss_kib  # noqa: E402
+from benches.server import Server, rss_kib, run_request  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -67,23 +66,7 @@ def peer_server() -> Server:
 
 
 def post_bytes(port: int, thread: str, run: str, deltas: int, delay: float) -> bytes:
-    body = json.dumps(
-        {
-            "threadId": thread,
-            "runId": run,
-            "state": {},
-            "messages": [{"id": uuid.uuid4().hex, "role": "user", "content": "go"}],
-            "tools": [],
-            "context": [],
-            "forwardedProps": {"deltas": deltas, "delay": delay},
-        }
-    ).encode()
-    head = (
-        f"POST /ag-ui/run HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
-        "Content-Type: application/json\r\nAccept: text/event-stream\r\n"
-        f"Connection: close\r\nContent-Length: {len(body)}\r\n\r\n"
-    )
-    return head.encode() + body
+    return run_request(port, {"deltas": deltas, "delay": delay}, thread, run)
 
 
 def get_bytes(port: int, thread: str, run: str, last: int | None = 0) -> bytes:

@@ -156,15 +156,21 @@ def uvicorn_server() -> Server:
 
 
 def request_bytes(port: int, deltas: int, interval: float) -> bytes:
+    return run_request(port, {"deltas": deltas, "interval": interval})
+
+
+def run_request(port: int, forwarded: dict, thread_id: str = "", run_id: str = "") -> bytes:
+    """A raw POST of one run (fresh ids unless given); ``forwarded`` tells the bench
+    agent what to stream."""
     body = json.dumps(
         {
-            "threadId": f"bench-{uuid.uuid4().hex[:12]}",
-            "runId": uuid.uuid4().hex,
+            "threadId": thread_id or f"bench-{uuid.uuid4().hex[:12]}",
+            "runId": run_id or uuid.uuid4().hex,
             "state": {},
             "messages": [{"id": uuid.uuid4().hex, "role": "user", "content": "go"}],
             "tools": [],
             "context": [],
-            "forwardedProps": {"deltas": deltas, "interval": interval},
+            "forwardedProps": forwarded,
         }
     ).encode()
     head = (
