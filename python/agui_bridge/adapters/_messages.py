@@ -99,3 +99,17 @@ def error_text(code: str, message: str) -> str:
 
 def parse_arguments(arguments: str) -> Any:
     return orjson.loads(arguments) if arguments.strip() else {}
+
+
+def signature_events(message_id: str, signature: Any) -> list[dict]:
+    """A reasoning message's signature as its encrypted value (none without one)."""
+    if not isinstance(signature, str) or not signature:
+        return []
+    return [
+        {
+            "type": "REASONING_ENCRYPTED_VALUE",
+            "subtype": "message",
+            "entityId": message_id,
+            "encryptedValue": signature,
+        }
+    ]

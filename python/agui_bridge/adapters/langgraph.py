@@ -60,7 +60,14 @@ from langchain_core.messages import (
 from langgraph.types import Command
 
 from ..context import RunContext
-from ._messages import conversation, parse_arguments, text, tool_calls, turn_message
+from ._messages import (
+    conversation,
+    parse_arguments,
+    signature_events,
+    text,
+    tool_calls,
+    turn_message,
+)
 
 
 def langgraph_agent(graph, *, messages_key: str = "messages", config: dict | None = None):
@@ -356,15 +363,8 @@ def _reasoning(message) -> list[dict]:
         if said:
             delta = {"type": "REASONING_MESSAGE_CHUNK", "delta": said}
             out.append(delta if message_id is None else {**delta, "messageId": message_id})
-        if isinstance(signature, str) and signature and message_id is not None:
-            out.append(
-                {
-                    "type": "REASONING_ENCRYPTED_VALUE",
-                    "subtype": "message",
-                    "entityId": message_id,
-                    "encryptedValue": signature,
-                }
-            )
+        if message_id is not None:
+            out += signature_events(message_id, signature)
     return out
 
 

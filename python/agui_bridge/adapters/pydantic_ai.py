@@ -85,7 +85,7 @@ from pydantic_ai.toolsets import ExternalToolset
 from pydantic_ai.ui.ag_ui import AGUIAdapter
 
 from ..context import RunContext
-from ._messages import conversation, tool_calls
+from ._messages import conversation, signature_events, tool_calls
 
 _MESSAGES = pydantic.TypeAdapter(list[Message])
 _JSON = pydantic.TypeAdapter(Any)
@@ -378,17 +378,10 @@ def _thought(message_id: str, delta: str) -> dict:
 
 def _thought_end(message_id: str, signature: str | None) -> list[dict]:
     """The end of a thinking part; its signature is the message's encrypted value."""
-    out = [{"type": "REASONING_MESSAGE_END", "messageId": message_id}]
-    if isinstance(signature, str) and signature:
-        out.append(
-            {
-                "type": "REASONING_ENCRYPTED_VALUE",
-                "subtype": "message",
-                "entityId": message_id,
-                "encryptedValue": signature,
-            }
-        )
-    return out
+    return [
+        {"type": "REASONING_MESSAGE_END", "messageId": message_id},
+        *signature_events(message_id, signature),
+    ]
 
 
 def _args(tool_call_id: str, delta: str) -> dict:
