@@ -152,7 +152,7 @@ lint: $(VENV)/.deps stubtest
 # there; the dev build when there is none).
 stubtest: $(VENV)/.deps
 	ls python/agui_bridge/_native*.so >/dev/null 2>&1 || $(MAKE) build-dev
-	cd python && ../$(BIN)/python -m mypy.stubtest agui_bridge._native
+	cd python && ../$(BIN)/python -m mypy.stubtest --mypy-config-file ../pyproject.toml agui_bridge._native
 
 # benches/summary.py: one table of the headline figures (transformer, coalescing)
 # with their targets, PASS/FAIL; BENCH_SERVER=1 adds the server's (minutes).
