@@ -28,8 +28,11 @@ def split_frames(buffer: bytes) -> tuple[list[bytes], bytes]:
     return [f for f in frames if f and f != b": ping"], rest
 
 
-async def storm_reader(http, path: str, reconnects: int, every: float) -> list[int]:
-    """Reads, drops the connection every ``every`` s, resumes with its last id."""
+async def storm_reader(
+    http, path: str, reconnects: int, every: float
+) -> tuple[list[int], int]:
+    """Reads, drops the connection every ``every`` s, resumes with its last id;
+    answers the ids read and how many times it dropped and resumed."""
     ids: list[int] = []
     last = 0
     for attempt in range(reconnects + 1):
@@ -50,8 +53,8 @@ async def storm_reader(http, path: str, reconnects: int, every: float) -> list[i
                 if deadline is not None and time.monotonic() > deadline:
                     break
             else:
-                return ids
-    return ids
+                return ids, attempt
+    return ids, reconnects
 
 
 async def test_recovery_storm(base_url):
@@ -63,15 +66,19 @@ async def test_recovery_storm(base_url):
             http.post("/ag-ui/run", json=run_body(tid, "paced 15000 4", run_id=rid))
         )
         await asyncio.sleep(0.2)
-        t0 = time.monotonic()
         path = f"/threads/{tid}/runs/{rid}/events"
         readers = [storm_reader(http, path, 8, 0.5) for _ in range(10)]
         results = await asyncio.gather(*readers)
         whole = await started
     total = whole.content.count(b"\nid: ") + 1
     assert total > 15_000
-    assert time.monotonic() - t0 > 4.0  # the reconnects happened during the run
-    for ids in results:
+    # The run is paced over 4 s and the readers join 0.2 s in: a reader that
+    # ended its stream with drops behind it resumed a live run (it ends only at
+    # the terminal event). Counted, not timed: timing the storm failed on a
+    # quiet machine (3.87 s, not the 4 s assumed), and a loaded one reconnects
+    # slower, so three of the eight drops is the floor asserted.
+    for ids, drops in results:
+        assert drops >= 3
         assert ids == list(range(1, total + 1))
 
 
