@@ -74,7 +74,9 @@ def test_route_labels_hold_no_ids():
 
     cases = {
         "/ag-ui/run": "/ag-ui/run",
-        "/agui/a%20b": "/agui/{agent_id}",
+        "/agui/a b": "/agui/a b",
+        "/agui/a b/capabilities": "/agui/a b/capabilities",
+        "/agui/unknown": "other",
         "/threads": "/threads",
         "/threads/search": "/threads/search",
         "/threads/t-123": "/threads/{thread_id}",
@@ -83,7 +85,8 @@ def test_route_labels_hold_no_ids():
         "/threads/t-123/runs/r-9/cancel": "/threads/{thread_id}/runs/{run_id}/cancel",
         "/threads/t-123/runs/wait": "/threads/{thread_id}/runs/wait",
         "/runs/stream": "/runs/stream",
-        "/assistants/a/schemas": "/assistants/{assistant_id}/schemas",
+        "/assistants/a": "/assistants/{assistant_id}",
+        "/threads/a/b/state": "/threads/{thread_id:path}/state",
         "/agents": "/agents",
         "/wp-admin/x/y": "other",
     }

@@ -96,6 +96,16 @@ class Routes:
         """Whether a literal row holds ``path`` (for a check before registering)."""
         return path in self._literal
 
+    def pattern_of(self, path: str) -> str | None:
+        """The pattern of the first row matching ``path`` whatever the method
+        (what a request is counted and traced under), None when no row does."""
+        if path in self._literal:
+            return path
+        for route in self._patterns:
+            if route.regex.fullmatch(path) is not None:
+                return route.pattern
+        return None
+
     def remove(self, pattern: str) -> None:
         """Drops every row of ``pattern`` (an agent whose registration failed)."""
         self._literal.pop(pattern, None)
