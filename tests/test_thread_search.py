@@ -164,6 +164,33 @@ async def test_search_lists_the_callers_own_threads(make_store):
         await store.close()
 
 
+async def test_get_threads_lists_the_callers_own_threads_in_pages(make_store):
+    """``GET /threads`` (the operations issue's listing): owner-scoped and paged
+    in the store, like the search without filters; it answered 405 before."""
+    store = make_store()
+    app = _app(store)
+    try:
+        async with _client(app) as http:
+            ann, bob = {"x-user": "ann"}, {"x-user": "bob"}
+            for n in range(3):
+                assert (await http.post("/ag-ui/run", json=_run(f"a{n}"), headers=ann)).is_success
+            await http.post("/threads", json={"thread_id": "b0"}, headers=bob)
+            mine = await http.get("/threads", headers=ann)
+            assert mine.status_code == 200, mine.text
+            assert [t["thread_id"] for t in mine.json()] == ["a2", "a1", "a0"]
+            page = await http.get("/threads?limit=2&offset=1&status=idle", headers=ann)
+            assert [t["thread_id"] for t in page.json()] == ["a1", "a0"]
+            theirs = await http.get("/threads", headers=bob)
+            assert [t["thread_id"] for t in theirs.json()] == ["b0"]
+            for bad in ("limit=%C2%B2", "offset=--5", "limit=0", "status=gone"):
+                refused = await http.get(f"/threads?{bad}", headers=ann)
+                assert refused.status_code == 422, (bad, refused.text)
+                assert refused.json()["error"]
+    finally:
+        await app.aclose()
+        await store.close()
+
+
 async def test_search_pages_past_ten_thousand_threads():
     """The route read at most 10,000 thread ids (and refused an offset past it)."""
     app = _app("memory://")

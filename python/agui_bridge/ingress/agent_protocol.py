@@ -70,6 +70,16 @@ def _query(conn) -> dict[str, str]:
     return {k: v[-1] for k, v in parsed.items()}
 
 
+def _page(given: dict) -> tuple[int, int, str | None]:
+    """A thread listing's ``limit``, ``offset`` and ``status`` (a JSON body or a query)."""
+    limit = bounded(given.get("limit"), "limit", 10, 1, MAX_PAGE)
+    offset = bounded(given.get("offset"), "offset", 0, 0, 1 << 31)
+    status = given.get("status")
+    if status is not None and status not in ("idle", "busy", "interrupted", "error"):
+        raise _unprocessable("'status' must be idle, busy, interrupted or error")
+    return limit, offset, status
+
+
 def _object(body: dict, key: str) -> dict:
     value = body.get(key)
     if value is None:
@@ -117,6 +127,7 @@ class AgentProtocol:
         run = "/threads/{thread_id}/runs/{run_id}"
         add("POST", "/threads", self._create_thread)
         add("POST", "/threads/search", self._search)
+        add("GET", "/threads", self._list_threads)
         add("GET", "/threads/{thread_id}", self._get_thread)
         add("PATCH", "/threads/{thread_id}", self._patch_thread)
         add("DELETE", "/threads/{thread_id}", self._delete_thread)
@@ -263,17 +274,21 @@ class AgentProtocol:
         identity, body = await self._body(conn, "read")
         metadata = _object(body, "metadata")
         values = _object(body, "values")
-        limit = bounded(body.get("limit"), "limit", 10, 1, MAX_PAGE)
-        offset = bounded(body.get("offset"), "offset", 0, 0, 1 << 31)
-        status = body.get("status")
-        if status is not None and status not in ("idle", "busy", "interrupted", "error"):
-            raise _unprocessable("'status' must be idle, busy, interrupted or error")
+        limit, offset, status = _page(body)
         ids = body.get("ids")
         if ids is not None:
             if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
                 raise _unprocessable("'ids' must be a list of strings")
             ids = set(ids)
         found = await search_threads(self, identity, metadata, values, ids, status, limit, offset)
+        await conn.respond(200, orjson.dumps(found), JSON)
+
+    async def _list_threads(self, conn) -> None:
+        """``GET /threads?limit=&offset=&status=``: the caller's threads, newest
+        first: the search without filters, paged in the store (no cap)."""
+        identity, _ = await self._body(conn, "read")
+        limit, offset, status = _page({k: v for k, v in _query(conn).items() if v})
+        found = await search_threads(self, identity, {}, {}, None, status, limit, offset)
         await conn.respond(200, orjson.dumps(found), JSON)
 
     async def _update_state(self, conn, thread_id: str) -> None:
