@@ -28,9 +28,7 @@ def split_frames(buffer: bytes) -> tuple[list[bytes], bytes]:
     return [f for f in frames if f and f != b": ping"], rest
 
 
-async def storm_reader(
-    http, path: str, reconnects: int, every: float
-) -> tuple[list[int], int]:
+async def storm_reader(http, path: str, reconnects: int, every: float) -> tuple[list[int], int]:
     """Reads, drops the connection every ``every`` s, resumes with its last id;
     answers the ids read and how many times it dropped and resumed."""
     ids: list[int] = []
