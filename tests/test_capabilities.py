@@ -46,8 +46,10 @@ def test_every_path_of_an_agent_answers_its_capabilities(base_url):
     assert body["state"]["snapshots"] is body["state"]["deltas"] is True
     assert body["humanInTheLoop"]["interrupts"] is True
     assert body["reasoning"]["supported"] is True
-    # no attachments yet: no modality is claimed
-    assert not any(body["multimodal"]["input"].values())
+    # the default part policy admits every MIME type (agui_bridge.parts)
+    assert body["multimodal"]["input"] == dict.fromkeys(
+        ("image", "audio", "video", "pdf", "file"), True
+    )
     assert "custom" not in body
 
 
@@ -59,7 +61,7 @@ def test_an_agent_adds_its_own_capabilities_merged(base_url):
         "description": "answers in verse",
     }
     assert body["multimodal"]["input"]["image"] is True
-    assert body["multimodal"]["input"]["audio"] is False
+    assert body["multimodal"]["input"]["audio"] is True  # the served value, kept
     assert body["custom"] == {"poetry": True}
     assert body["transport"]["streaming"] is True
 

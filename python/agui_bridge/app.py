@@ -27,6 +27,7 @@ from .ingress.routes import Routes
 from .ingress.rsgi import RsgiConn
 from .ops import Ops
 from .ops.serve import watch_drain
+from .parts import DEFAULT_MAX_PART_BYTES, PartPolicy
 from .playground import Playground
 from .runs import Limits
 from .runs.backend import open_runs
@@ -79,7 +80,13 @@ class App:
     ``ingress.handler.thread_guards``), and a run also answers to its own
     agent's. A thread whose owner has no ``authorize_thread`` is open to any
     caller who knows its threadId.
-    ``body_limit``: bytes (413 past it). ``body_timeout``: seconds the whole
+    ``body_limit``: bytes (413 past it; by default what one part of
+    ``max_part_bytes`` needs, base64 and all, plus 1 MiB). Attachments
+    (``agui_bridge.parts``): ``max_part_bytes`` (8 MiB: a content part's
+    inline data, decoded; 413 past it), ``url_schemes`` (``("https",)``: a
+    URL source's allowed schemes; the server never fetches one), ``mime_types``
+    (``None``: any; else ``"image/*"``-style patterns a media part's MIME type
+    must match). ``body_timeout``: seconds the whole
     body may take to arrive (408 past it; the time to send headers is the
     server's: ``agui-bridge serve --header-timeout``). ``keepalive``: seconds of silence before
     a ``: ping`` comment. ``on_disconnect``: ``"continue"`` (the run goes on and
@@ -140,7 +147,7 @@ class App:
         self,
         store: Any = DEFAULT_STORE,
         authenticate: Callable | None = None,
-        body_limit: int = 1 << 20,
+        body_limit: int | None = None,
         body_timeout: float = 15.0,
         keepalive: float = 15.0,
         on_disconnect: str = "continue",
@@ -161,7 +168,20 @@ class App:
         limits: Any = None,
         tracing: bool | None = None,
         coalesce: Any = None,
+        max_part_bytes: int = DEFAULT_MAX_PART_BYTES,
+        url_schemes: tuple[str, ...] = ("https",),
+        mime_types: tuple[str, ...] | None = None,
     ):
+        mimes = tuple(mime_types) if mime_types is not None else None
+        self.parts = PartPolicy(max_part_bytes, tuple(url_schemes), mimes)
+        if body_limit is None:
+            # One max-size part and 1 MiB for the rest of the body.
+            body_limit = self.parts.encoded_bytes() + (1 << 20)
+        elif max_part_bytes != DEFAULT_MAX_PART_BYTES and body_limit < self.parts.encoded_bytes():
+            raise ValueError(
+                f"body_limit {body_limit} cannot carry a part of max_part_bytes"
+                f" ({self.parts.encoded_bytes()} bytes as base64)"
+            )
         if on_disconnect not in ("continue", "cancel"):
             raise ValueError("on_disconnect must be 'continue' or 'cancel'")
         self._store_spec = store

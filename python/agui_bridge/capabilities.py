@@ -13,8 +13,10 @@ seconds); state snapshots and RFC 6902 deltas go out, and the thread's state
 and messages persist in the store; interrupts pause a run until a resume
 answers them; reasoning streams (contract section 8), with provider
 signatures as encrypted values; tools come from the client
-(``RunAgentInput.tools``). Multimodal input is false: user messages are text
-until attachments land. An agent adds its own with
+(``RunAgentInput.tools``). Multimodal input is what the App's part policy
+lets in (``agui_bridge.parts``: each kind whose MIME types ``mime_types``
+admits; ``file``: provider handles); an agent whose model takes no images
+says so in its own. An agent adds its own with
 ``@app.agent(..., capabilities={...})``, merged over these key by key
 (nested objects merged, anything else replaced).
 """
@@ -52,7 +54,13 @@ def of(app, agent) -> dict:
         "state": {"snapshots": True, "deltas": True, "memory": True, "persistentState": True},
         "reasoning": {"supported": True, "streaming": True, "encrypted": True},
         "multimodal": {
-            "input": {"image": False, "audio": False, "video": False, "pdf": False, "file": False},
+            "input": {
+                "image": app.parts.mime_allowed("image/png"),
+                "audio": app.parts.mime_allowed("audio/wav"),
+                "video": app.parts.mime_allowed("video/mp4"),
+                "pdf": app.parts.mime_allowed("application/pdf"),
+                "file": True,
+            },
         },
         "humanInTheLoop": {"supported": True, "interrupts": True, "approvals": True},
     }

@@ -6,6 +6,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from .parts import media_of
+
 # The shapes of the ids the transformer generates ("{runId}:m1", ":r1", ":t1",
 # ":i1") and the ingress gives an id-less user message (":u1"): a name of this
 # shape could collide with an id generated after it was handed out.
@@ -56,6 +58,14 @@ class RunContext:
     stored one, updated with the client's ``state``). ``identity`` is what
     ``authenticate`` returned (``None`` without auth).
 
+    ``parts`` are the media parts (image, audio, video, document: AG-UI 1.0
+    ``ContentPart``s) of this turn's user message, in order, as the thread
+    stores them (``input`` holds its text parts, joined by newlines);
+    ``input_message["content"]`` has every part in the order sent. A part's
+    ``source`` is ``{"type": "data", "value": base64, "mimeType"}``, ``{"type":
+    "url", "value"}`` (never fetched by the server) or ``{"type": "file",
+    "value"}`` (a provider's handle); the adapters pass them on to the model.
+
     ``new_id(name)`` makes an id for a tool call, an interrupt or a task that
     no message, tool call or interrupt of the thread holds: ``"{runId}:{name}"``,
     or ``"{runId}:{name}-{n}"`` with the next free n when a client reused the
@@ -79,6 +89,12 @@ class RunContext:
     input_message: dict | None = None
     # What the client declared (RunAgentInput.protocolVersion; contract section 8).
     protocol_version: str | None = None
+
+    @property
+    def parts(self) -> list[dict]:
+        """This turn's media parts (see the class doc); ``[]`` without any."""
+        message = self.input_message
+        return media_of(message.get("content")) if message is not None else []
 
     def new_id(self, name: str) -> str:
         if not isinstance(name, str) or not name:

@@ -23,6 +23,13 @@ class RunInputError(AguiBridgeError, ValueError):
     """A RunAgentInput body that cannot start a run (a 400 at the ingress)."""
 
 
+class PartTooLarge(RunInputError):
+    """A content part's inline data over ``App(max_part_bytes=...)`` (a 413)."""
+
+    status = 413
+    code = "part_too_large"
+
+
 class ServerShutdown(AguiBridgeError):
     """Ends a run the server stopped while shutting down (see ``App``'s ``drain_timeout``)."""
 
@@ -84,6 +91,7 @@ __all__ = [
     "CrumbError",
     "HttpError",
     "LeaseLost",
+    "PartTooLarge",
     "RunInputError",
     "RunLost",
     "RunsUnavailable",

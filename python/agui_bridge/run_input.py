@@ -11,6 +11,7 @@ from typing import Any
 from uuid import uuid4
 
 from .errors import RunInputError
+from .parts import DEFAULT_POLICY, PartPolicy, check_policy, text_of, upgrade
 from .shapes import check_id, check_message
 
 # Containers nested in one body, the body itself counting as one. Everything a
@@ -51,22 +52,9 @@ class RunInput:
 
 
 def _text_of(content) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list) and content:
-        parts = []
-        for part in content:
-            if not (
-                isinstance(part, dict)
-                and part.get("type") == "text"
-                and isinstance(part.get("text"), str)
-            ):
-                raise RunInputError(
-                    "the newest user message must have string content or only text parts"
-                )
-            parts.append(part["text"])
-        return "\n".join(parts)
-    raise RunInputError("the newest user message must have string content or only text parts")
+    """The newest user message's text (``parts.text_of``; its media parts go to
+    the run as ``ctx.parts``)."""
+    return text_of(content)
 
 
 def _entries(resume) -> tuple[dict, ...]:
@@ -143,8 +131,23 @@ def _check_depth(body) -> None:
         depth += 1
 
 
-def map_run_input(body) -> RunInput:
-    """Validates a RunAgentInput leniently and returns the turn it asks for."""
+def check_messages(messages: list, policy: PartPolicy, where: str = "messages") -> list:
+    """Each message checked (``shapes.check_message``, the App's ``PartPolicy``),
+    legacy ``binary`` parts upgraded (``parts.upgrade``): the messages to keep."""
+    out = []
+    for index, message in enumerate(messages):
+        at = f"{where}[{index}]"
+        if isinstance(message, dict):
+            message = upgrade(message, f"{at} ({message.get('role')})")
+        check_message(message, at)
+        check_policy(message.get("content"), f"{at} ({message['role']}).content", policy)
+        out.append(message)
+    return out
+
+
+def map_run_input(body, policy: PartPolicy = DEFAULT_POLICY) -> RunInput:
+    """Validates a RunAgentInput leniently and returns the turn it asks for
+    (its content parts judged by ``policy``, the App's)."""
     if not isinstance(body, dict):
         raise RunInputError("the body must be a JSON object (RunAgentInput)")
     _check_depth(body)
@@ -158,9 +161,9 @@ def map_run_input(body) -> RunInput:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise RunInputError("'messages' must be a non-empty list")
+    messages = check_messages(messages, policy)
     newest_user = None
     for index, message in enumerate(messages):
-        check_message(message, f"messages[{index}]")
         if message["role"] == "user":
             newest_user = index
     if newest_user is None:

@@ -8,6 +8,7 @@ import uuid
 import orjson
 
 from ..errors import RunInputError
+from ..parts import DEFAULT_POLICY, PartPolicy, check_policy, upgrade
 from ..shapes import check_message
 
 _ROLES = {
@@ -27,7 +28,7 @@ _TYPES["developer"] = "system"
 MessageError = RunInputError
 
 
-def to_agui(message, index: int) -> dict:
+def to_agui(message, index: int, policy: PartPolicy = DEFAULT_POLICY) -> dict:
     """One input message (LangGraph or OpenAI shape) as an AG-UI message.
 
     An input message is always new (LangGraph appends input messages), so one
@@ -62,8 +63,11 @@ def to_agui(message, index: int) -> dict:
         if not isinstance(call_id, str):
             raise MessageError(f"{where} (a tool message) needs a string 'tool_call_id'")
         out["toolCallId"] = call_id
-    # What the thread stores is an AG-UI 1.0 message (shapes.py), whatever came in.
+    # What the thread stores is an AG-UI 1.0 message (shapes.py), whatever came
+    # in, its parts judged by the App's policy (parts.py).
+    out = upgrade(out, where)
     check_message(out, where)
+    check_policy(out.get("content"), f"{where}.content", policy)
     return out
 
 

@@ -34,6 +34,7 @@ from ..agent_protocol.stream import MODES, interrupts_of, values_of
 from ..agent_protocol.threads import search as search_threads
 from ..errors import RunInputError
 from ..gate import Queued
+from ..parts import input_error
 from ..run_input import Resume, RunInput, _check_depth, _text_of, decision_of
 from ..runs import open_stream
 from ..shapes import check_id
@@ -303,9 +304,11 @@ class AgentProtocol:
             raise _unprocessable("'values' must be an object")
         values = dict(values or {})
         try:
-            added = [to_agui(m, i) for i, m in enumerate(_listed(values.pop("messages", [])))]
+            added = [
+                to_agui(m, i, app.parts) for i, m in enumerate(_listed(values.pop("messages", [])))
+            ]
         except MessageError as error:
-            raise _unprocessable(str(error)) from None
+            raise input_error(error, 422, "invalid_request") from None
         await self._thread(identity, thread_id)
         if self.gate.busy(thread_id):
             raise HttpError(409, "run_active", f"thread {thread_id!r} has an active run")
@@ -343,9 +346,9 @@ class AgentProtocol:
             if sent is not None and not isinstance(sent, list):
                 raise _unprocessable("'input.messages' must be a list of messages")
             try:
-                messages = [to_agui(m, i) for i, m in enumerate(sent or ())]
+                messages = [to_agui(m, i, self.app.parts) for i, m in enumerate(sent or ())]
             except MessageError as error:
-                raise _unprocessable(str(error)) from None
+                raise input_error(error, 422, "invalid_request") from None
             state = {k: v for k, v in run_input.items() if k != "messages"} or None
         elif isinstance(run_input, str):
             messages = [to_agui(run_input, 0)]

@@ -31,6 +31,7 @@ from ..errors import (
     StoreUnavailable,
     TooLarge,
 )
+from ..parts import input_error
 from ..playground import response as playground_response
 from ..runs import Run, exact_prelude, open_stream
 from ..runs import prelude as shared_prelude
@@ -332,9 +333,9 @@ class Handler:
         if request.json_error is not None:
             raise HttpError(400, "invalid_json", f"the body is not JSON: {request.json_error}")
         try:
-            run_input = map_run_input(body)
+            run_input = map_run_input(body, app.parts)
         except RunInputError as error:
-            raise HttpError(400, "invalid_input", str(error)) from None
+            raise input_error(error) from None
         thread_id = run_input.thread_id
         # The run's own agent first; the thread's owner once the thread is loaded.
         await self.authorize_thread(identity, thread_id, (agent,))
