@@ -118,6 +118,10 @@ def test_readers_and_start_rate():
 
         assert join("ann").status_code == 200
         _refused(join("ann"), "too_many_readers")
+        # The Agent Protocol's joins are readers too (its join waited unlimited).
+        for route in ("join", "stream"):
+            url = f"{base}/threads/r1/runs/r1-r/{route}"
+            _refused(httpx.get(url, headers=_auth("ann"), timeout=30), "too_many_readers")
         assert join("bob").status_code == 200
         _refused(join("cy"), "too_many_run_readers")
         # Run starts: 4 a minute, a burst of 4; the fifth waits (one start is 15 s).

@@ -596,6 +596,9 @@ class AgentProtocol:
     async def _join(self, conn, thread_id: str, run_id: str) -> None:
         on_disconnect = "cancel" if _query(conn).get("cancel_on_disconnect") == "true" else ""
         record = await self._run_of(conn, thread_id, run_id, "read")
+        if record.log is not None:
+            # A join holds a connection on the run as a stream does: a reader.
+            await self.app.ops.admit_reader(record.log)
         result = await self._watched(conn, record, on_disconnect, True)
         if result is not None:
             await conn.respond(200, orjson.dumps(result), JSON)
