@@ -80,6 +80,32 @@ def test_demo_turns_tool_state_step_and_approval():
         assert [m["role"] for m in state["messages"]].count("user") == 3
 
 
+def test_demo_reasoning_and_a_long_answer():
+    """`think about ...` streams reasoning before the answer (stored as a reasoning
+    message); `count to N` streams a long answer (time to press Stop)."""
+    env = {"AGUI_DEMO_STORE": "memory://", "AGUI_DEMO_DELAY": "0"}
+    with serve("agui_bridge.demo:app", env=env) as base_url:
+        conversation = [{"id": "u1", "role": "user", "content": "think about tea"}]
+        events = post(base_url, run_body("demo-2", conversation))
+        reasoning = "".join(e["delta"] for e in events if e["type"] == "REASONING_MESSAGE_CONTENT")
+        assert reasoning == "The user wants me to think about tea."
+        assert text(events) == "I thought about tea."
+        types = [e["type"] for e in events]
+        assert types.index("REASONING_END") < types.index("TEXT_MESSAGE_START")
+        state = httpx.get(base_url + "/threads/demo-2/state").json()
+        assert [(m["role"], m["content"]) for m in state["messages"]] == [
+            ("user", "think about tea"),
+            ("reasoning", "The user wants me to think about tea."),
+            ("assistant", "I thought about tea."),
+        ]
+
+        events = post(
+            base_url, run_body("demo-3", [{"id": "u1", "role": "user", "content": "count to 12"}])
+        )
+        assert text(events) == " ".join(str(n) for n in range(1, 13)) + "."
+        assert len([e for e in events if e["type"] == "TEXT_MESSAGE_CONTENT"]) == 12
+
+
 @pytest.mark.parametrize("command", ["demo", "serve"])
 def test_cli_serves_on_sqlite_under_dot_agui(tmp_path, command):
     args = ["demo"] if command == "demo" else ["serve", "agui_bridge.demo:app", "--workers", "1"]

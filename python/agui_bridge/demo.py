@@ -8,6 +8,10 @@ Every turn streams text that answers the user's words. Besides that:
 - every turn is a step (``STEP_STARTED``/``STEP_FINISHED``) and updates the
   shared state (``STATE_SNAPSHOT``: ``loop`` = {loopId "chat", iteration = the
   turn, topic}, and ``task`` around the tool call or the approval);
+- ``think about <something>`` → the model's reasoning streams first
+  (``REASONING_*``, a ``reasoning`` message in the thread), then the answer;
+- ``count to <n>`` → a long answer, one number every 50 ms at least (time
+  to press Stop in the middle of it);
 - ``approve <something>`` → the run suspends for a human decision
   (``RUN_FINISHED`` with an interrupt outcome); the next run resumes it with
   ``forwardedProps.command.resume`` (``"yes"``/``"no"``) or AG-UI 1.0
@@ -99,6 +103,12 @@ async def _say(text: str, delay: float = 0.02):
             await asyncio.sleep(delay)
 
 
+async def _think(text: str, delay: float):
+    """Streams ``text`` as reasoning, word by word."""
+    async for crumb in _say(text, delay):
+        yield c.reasoning_delta(crumb["delta"])
+
+
 @app.agent("demo")
 async def demo(ctx):
     delay = float(os.environ.get("AGUI_DEMO_DELAY", "0.02"))
@@ -150,6 +160,26 @@ async def demo(ctx):
             message=f"approve {request}",
             response_schema={"type": "string", "enum": ["yes", "no"]},
         )
+        return
+
+    counting = re.fullmatch(r"count to (\d{1,4})", lowered)
+    if counting:
+        numbers = " ".join(str(n) for n in range(1, min(int(counting[1]), 1000) + 1))
+        async for crumb in _say(numbers + ".", max(delay, 0.05)):
+            yield crumb
+        yield c.loop("iteration:end", "chat", iteration=turn, topic=topic)
+        yield c.step_end(step)
+        return
+
+    if lowered.startswith("think"):
+        subject = words[len("think") :].strip().removeprefix("about").strip() or "that"
+        async for crumb in _think(f"The user wants me to think about {subject}.", delay):
+            yield crumb
+        yield c.reasoning_end()
+        async for crumb in _say(f"I thought about {subject}.", delay):
+            yield crumb
+        yield c.loop("iteration:end", "chat", iteration=turn, topic=topic)
+        yield c.step_end(step)
         return
 
     expression = find_expression(words)
