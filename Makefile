@@ -5,6 +5,7 @@ BIN := $(VENV)/bin
 export VIRTUAL_ENV := $(abspath $(VENV))
 INTEROP := tests/interop
 CKEXAMPLE := examples/copilotkit
+AUIEXAMPLE := examples/assistant-ui
 PLAYGROUND := clients/playground
 
 # pytest's tiers (tests/tiers.py): unit (in process), server, external (PostgreSQL,
@@ -13,7 +14,7 @@ PLAYGROUND := clients/playground
 PYTEST := $(BIN)/python -m pytest -q
 XDIST := -n 2 --dist loadfile
 
-.PHONY: dev build build-dev check test test-rust test-py test-pure test-wheel wheel-smoke native-from-dist dist bench-abi3 postgresql chromium redis copilotkit-example node-deps playground lint stubtest bench bench-server demo clean
+.PHONY: dev build build-dev check test test-rust test-py test-pure test-wheel wheel-smoke native-from-dist dist bench-abi3 postgresql chromium redis copilotkit-example assistant-ui-example node-deps playground lint stubtest bench bench-server demo clean
 
 dev: $(VENV)/.deps build node-deps
 
@@ -52,7 +53,7 @@ $(INTEROP)/node_modules/.installed: $(wildcard $(INTEROP)/package*.json)
 # wheels build while npm installs the Node packages (one core is idle during
 # LTO); the tests then run one phase at a time.
 test: $(VENV)/.deps postgresql chromium redis
-	$(MAKE) --no-print-directory -j3 --output-sync=target native-from-dist node-deps copilotkit-example
+	$(MAKE) --no-print-directory -j3 --output-sync=target native-from-dist node-deps copilotkit-example assistant-ui-example
 	$(MAKE) --no-print-directory test-rust test-py test-pure wheel-smoke
 
 # The CopilotKit example app's pinned packages, from its lockfile (its browser
@@ -61,6 +62,14 @@ copilotkit-example: $(CKEXAMPLE)/node_modules/.installed
 
 $(CKEXAMPLE)/node_modules/.installed: $(CKEXAMPLE)/package.json $(CKEXAMPLE)/package-lock.json
 	cd $(CKEXAMPLE) && SCARF_ANALYTICS=false npm ci --no-audit --no-fund
+	touch $@
+
+# The assistant-ui example app's pinned packages, the same way (its browser test,
+# issue 20's proof, builds and serves it); installed while the wheels build.
+assistant-ui-example: $(AUIEXAMPLE)/node_modules/.installed
+
+$(AUIEXAMPLE)/node_modules/.installed: $(AUIEXAMPLE)/package.json $(AUIEXAMPLE)/package-lock.json
+	cd $(AUIEXAMPLE) && SCARF_ANALYTICS=false npm ci --no-audit --no-fund
 	touch $@
 
 # The playground's script: @ag-ui/client bundled by esbuild (pinned) into the
@@ -173,4 +182,4 @@ demo: dev
 	$(BIN)/agui-bridge demo
 
 clean:
-	rm -rf $(VENV) target dist python/agui_bridge/_native*.so $(INTEROP)/node_modules $(CKEXAMPLE)/node_modules $(CKEXAMPLE)/dist $(PLAYGROUND)/node_modules
+	rm -rf $(VENV) target dist python/agui_bridge/_native*.so $(INTEROP)/node_modules $(CKEXAMPLE)/node_modules $(CKEXAMPLE)/dist $(AUIEXAMPLE)/node_modules $(AUIEXAMPLE)/dist $(PLAYGROUND)/node_modules

@@ -1,0 +1,242 @@
+"""assistant-ui's AG-UI runtime (``examples/assistant-ui``) in headless Chromium.
+
+Issue 20's proof, as a user of assistant-ui would try it: the example's page
+(``@assistant-ui/react`` 0.15.22 primitives on ``@assistant-ui/react-ag-ui``
+0.0.58's runtime over ``@ag-ui/client``'s ``HttpAgent``, pinned by its lockfile,
+bundled by its pinned esbuild) served beside ``agui_bridge.demo:app`` with
+SQLite threads (``examples/assistant-ui/server.py`` under granian). After each
+step the thread as agui-bridge stored it (``GET /threads/{id}/state``) equals
+what the page shows; the console stays clean (``tests/browser.py`` fails a test
+on any console error or warning); screenshots of each step go under the folder
+pytest prints at the end.
+
+The example's npm packages come from its lockfile (``make assistant-ui-example``,
+part of ``make test``: ``npm ci``); the page is rebuilt when its sources, build
+script, lockfile or ``clients/js/stop.mjs`` change (a digest in ``dist/.inputs``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import httpx
+import pytest
+
+from tests.servers import serve
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "assistant-ui"
+# What the built page depends on: a change to any of them rebuilds it.
+BUILD_INPUTS = (
+    EXAMPLE / "package-lock.json",
+    EXAMPLE / "build.mjs",
+    EXAMPLE / "src",
+    ROOT / "clients" / "js" / "stop.mjs",
+)
+ASKED = "I need your approval to deleting the draft."
+APPROVED = "Approved: approve deleting the draft. Done."
+# What the page's text holds: user and assistant text, and reasoning (collapsed).
+SHOWN = """() => [...document.querySelectorAll(
+  "[data-testid=user-message], [data-testid=assistant-message]")].flatMap((message) => {
+  const role = message.dataset.testid === "user-message" ? "user" : "assistant";
+  return [...message.querySelector(".text").children].map((part) =>
+    part.matches("details.reasoning")
+      ? ["reasoning", part.querySelector("p").textContent.trim()]
+      : [role, part.textContent.trim()]);
+})"""
+
+
+def _unavailable(reason: str):
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"the assistant-ui example is required in CI: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def _inputs_digest() -> str:
+    digest = hashlib.sha256()
+    for path in BUILD_INPUTS:
+        for file in sorted(path.rglob("*")) if path.is_dir() else [path]:
+            if file.is_file():
+                digest.update(str(file.relative_to(ROOT)).encode() + b"\0")
+                digest.update(file.read_bytes())
+    return digest.hexdigest()
+
+
+@pytest.fixture(scope="module")
+def built():
+    """The example's page, built by its build.mjs (`npm run build`), skipped when up to date."""
+    node = shutil.which("node")
+    if not node:
+        _unavailable("node is not installed")
+    if not (EXAMPLE / "node_modules" / ".package-lock.json").is_file():
+        _unavailable("its npm packages are not installed: run `make assistant-ui-example`")
+    stamp = EXAMPLE / "dist" / ".inputs"
+    digest = _inputs_digest()
+    if not stamp.is_file() or stamp.read_text() != digest:
+        done = subprocess.run(
+            [node, "build.mjs"], cwd=EXAMPLE, capture_output=True, text=True, timeout=180
+        )
+        assert done.returncode == 0, f"the example did not build:\n{done.stdout}{done.stderr}"
+        assert not done.stderr, f"the example's build warned:\n{done.stderr}"
+        stamp.write_text(digest)
+
+
+@pytest.fixture(scope="module")
+def example(built, tmp_path_factory):
+    """The page and the demo (SQLite threads) on one origin; the demo's routes under /api."""
+    store = tmp_path_factory.mktemp("assistant-ui") / "threads.sqlite"
+    env = {"AGUI_DEMO_STORE": f"sqlite:///{store}"}
+    with serve("server:web", env=env, interface="asgi", cwd=EXAMPLE) as base_url:
+        yield base_url
+
+
+def open_chat(page, base_url: str) -> str:
+    """A new chat; its thread id (the page puts it in the URL)."""
+    from playwright.sync_api import expect
+
+    page.goto(base_url + "/")
+    expect(page.get_by_label("Message")).to_be_editable()
+    return thread_of(page)
+
+
+def thread_of(page) -> str:
+    return parse_qs(urlparse(page.url).query)["thread"][0]
+
+
+def send(page, text: str) -> None:
+    box = page.get_by_label("Message")
+    box.fill(text)
+    box.press("Enter")
+
+
+def idle(page) -> None:
+    from playwright.sync_api import expect
+
+    expect(page.locator("[data-field=running]")).to_have_text("idle")
+
+
+def shown(page) -> list[tuple[str, str]]:
+    """The conversation as the page shows it: (role, text) per text or reasoning part."""
+    return [tuple(part) for part in page.evaluate(SHOWN)]
+
+
+def stored(base_url: str, thread_id: str) -> list[tuple[str, str]]:
+    """The thread as agui-bridge stored it (tool results are not shown as messages)."""
+    response = httpx.get(f"{base_url}/api/threads/{thread_id}/state", timeout=10)
+    assert response.status_code == 200, response.text
+    out = []
+    for message in response.json()["messages"]:
+        if message["role"] not in ("user", "assistant", "reasoning"):
+            continue
+        content = message.get("content") or ""
+        if isinstance(content, list):
+            content = "\n".join(p["text"] for p in content if p.get("type") == "text")
+        if content:
+            out.append((message["role"], content))
+    return out
+
+
+def assert_stored_is_shown(page, base_url: str) -> list[tuple[str, str]]:
+    idle(page)
+    now = shown(page)
+    assert now == stored(base_url, thread_of(page))
+    return now
+
+
+def test_send_reasoning_and_reload_with_an_approval_pending(page, shots, example):
+    """Send, reasoning shown (collapsed), an approval asked, the page reloaded while
+    it is pending: the approval is back (from metadata.custom.agui.interrupts) and
+    answering it resumes the run."""
+    from playwright.sync_api import expect
+
+    open_chat(page, example)
+    assistant = page.get_by_test_id("assistant-message")
+    send(page, "hello there")
+    expect(assistant.last).to_contain_text("You said: 'hello there'. This is turn 1")
+    assert_stored_is_shown(page, example)
+    shots("sent")
+
+    send(page, "think about tea")
+    expect(assistant.last).to_contain_text("I thought about tea.")
+    reasoning = assistant.last.get_by_test_id("reasoning")
+    expect(reasoning).to_contain_text("The user wants me to think about tea.")
+    assert reasoning.get_attribute("open") is None, "reasoning is shown collapsed"
+    after = assert_stored_is_shown(page, example)
+    assert ("reasoning", "The user wants me to think about tea.") in after
+    shots("reasoning")
+
+    approval = page.get_by_role("group", name="approval")
+    send(page, "approve deleting the draft")
+    expect(approval).to_contain_text("approve deleting the draft")
+    expect(assistant.last).to_contain_text(ASKED)
+    before = assert_stored_is_shown(page, example)
+    shots("approval asked")
+
+    page.reload()
+    expect(approval).to_contain_text("approve deleting the draft")
+    expect(assistant.last).to_contain_text(ASKED)
+    assert shown(page) == before
+    shots("reloaded while asked")
+
+    approval.get_by_role("button", name="Approve").click()
+    expect(assistant.last).to_contain_text(APPROVED)
+    expect(approval).to_have_count(0)
+    done = assert_stored_is_shown(page, example)
+    assert done[-1] == ("assistant", APPROVED)
+
+    page.reload()
+    expect(assistant.last).to_contain_text(APPROVED)
+    expect(approval).to_have_count(0)
+    assert shown(page) == done
+    shots("reloaded")
+
+
+def stop_then_type(page, shots, base_url: str) -> list[tuple[str, str]]:
+    """Stops an answer in its middle (assistant-ui aborts the request; stop.mjs
+    cancels the run), then types at once; what the page shows after the answer."""
+    from playwright.sync_api import expect
+
+    open_chat(page, base_url)
+    assistant = page.get_by_test_id("assistant-message")
+    send(page, "count to 400")
+    expect(assistant.last).to_contain_text("1 2 3")
+    page.get_by_role("button", name="Stop").click()
+    idle(page)
+    assert not assistant.last.inner_text().endswith("400."), "stopped before its end"
+    shots("stopped")
+
+    # At once: the run was cancelled (and one without readers is superseded), so
+    # the new message is taken, not refused with 409 run_active.
+    send(page, "hello again")
+    expect(assistant.last).to_contain_text("You said: 'hello again'. This is turn 2")
+    idle(page)
+    shots("typed")
+    return shown(page)
+
+
+def test_stop_then_type(page, shots, example):
+    """The message typed right after a Stop is answered, and the stored thread
+    holds the stopped answer no longer than the server streamed it."""
+    now = stop_then_type(page, shots, example)
+    kept = stored(example, thread_of(page))
+    assert [role for role, _ in kept] == [role for role, _ in now]
+    assert kept[2:] == now[2:]
+    stopped = kept[1][1]
+    assert stopped.startswith(now[1][1]) and stopped.startswith("1 2 3")
+    assert not stopped.endswith("400.")
+
+
+@pytest.mark.xfail(
+    reason="the prefix cut of a resent stopped assistant message (issue 20, engineer"
+    " convo) is not built: the cancel keeps the words the server streamed after the"
+    " page stopped reading, and the resent shorter copy does not cut them",
+    strict=False,
+)
+def test_stop_then_type_stores_what_the_page_shows(page, shots, example):
+    now = stop_then_type(page, shots, example)
+    assert now == stored(example, thread_of(page))
