@@ -15,6 +15,7 @@ import time
 from datetime import UTC, datetime
 
 from ..runs.frames import event_of
+from .shared import shared_records
 
 
 def iso(seconds: float | None) -> str | None:
@@ -43,6 +44,7 @@ class RunRecord:
         "run_id",
         "started",
         "state",
+        "stored",
         "strategy",
         "thread_id",
         "updated_at",
@@ -64,6 +66,7 @@ class RunRecord:
         self.base: list | None = None
         self.state: dict | None = None
         self.started = asyncio.Event()  # set once it started, failed or was cancelled
+        self.stored: str | None = None  # its status as shared, for a run whose log is gone
         if log is not None:
             self.started.set()
             self.took(log)
@@ -80,6 +83,8 @@ class RunRecord:
     @property
     def status(self) -> str:
         log = self.log
+        if log is None and self.stored is not None and not self.cancelled:
+            return self.stored
         if log is None:
             if self.cancelled:
                 return "interrupted"
@@ -90,6 +95,46 @@ class RunRecord:
             return "interrupted"
         end = terminal_event(log)
         return "error" if end is None or end.get("type") == "RUN_ERROR" else "success"
+
+    def fields(self) -> dict:
+        """What the shared records keep of it (``agent_protocol.shared``)."""
+        return {
+            "run_id": self.run_id,
+            "thread_id": self.thread_id,
+            "assistant_id": self.assistant_id,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "status": self.status,
+            "metadata": self.metadata,
+            "kwargs": self.kwargs,
+            "multitask_strategy": self.strategy,
+            "cancelled": self.cancelled,
+            "failed": self.failed,
+        }
+
+    @classmethod
+    def of_fields(cls, fields: dict, log) -> RunRecord:
+        """Another node's record, with the run's log where it is still held."""
+        record = cls(
+            fields["thread_id"],
+            fields["run_id"],
+            fields["assistant_id"],
+            fields.get("metadata") or {},
+            fields.get("kwargs") or {},
+            fields.get("multitask_strategy") or "reject",
+            log,
+        )
+        record.created_at = fields.get("created_at") or record.created_at
+        record.updated_at = fields.get("updated_at") or record.updated_at
+        record.adopt(fields)
+        record.stored = fields.get("status")
+        return record
+
+    def adopt(self, fields: dict) -> None:
+        """What another node changed: a cancel, a failure to start."""
+        self.cancelled = self.cancelled or bool(fields.get("cancelled"))
+        if self.failed is None and fields.get("failed"):
+            self.failed = fields["failed"]
 
     def as_json(self) -> dict:
         return {
@@ -117,6 +162,9 @@ class Registry:
         self.logs = getattr(runs, "logs", None)  # this worker's logs
         self.records: dict[str, dict[str, RunRecord]] = {}
         self._added = 0
+        # The records of every node, where the run logs are shared (else None).
+        self.shared = shared_records(runs)
+        self._tasks: set[asyncio.Task] = set()
 
     def add(self, record: RunRecord) -> None:
         self.records.setdefault(record.thread_id, {})[record.run_id] = record
@@ -140,13 +188,71 @@ class Registry:
             if not own:
                 del self.records[thread_id]
 
+    async def share(self, record: RunRecord) -> None:
+        """Publishes the record to every node (shared run logs), and again when its run ends."""
+        shared = self.shared
+        if shared is None:
+            return
+        await shared.put(record.fields())
+        log = record.log
+        if log is not None and not log.ended:
+            self._spawn(self._share_end(record, log))
+
+    def changed(self, record: RunRecord) -> None:
+        """The record changed where nothing waits for it to be shared (sent, not awaited)."""
+        if self.shared is not None:
+            self._spawn(self.share(record))
+
+    async def _share_end(self, record: RunRecord, log) -> None:
+        while not log.ended:
+            await log.waiter()
+        await self.shared.put(record.fields())
+
+    def _spawn(self, coroutine) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
     async def get(self, thread_id: str, run_id: str) -> RunRecord | None:
         record = self.records.get(thread_id, {}).get(run_id)
+        shared = self.shared
+        fields = await shared.get(thread_id, run_id) if shared is not None else None
         if record is not None:
+            if fields is not None:
+                await self._refresh(record, fields)
             return record
         # A run of another worker or node, where the run logs are shared.
         log = await self.runs.get(thread_id, run_id)
+        if fields is not None:
+            record = RunRecord.of_fields(fields, log)
+            self.records.setdefault(thread_id, {})[run_id] = record
+            return record
         return self._of_log(log) if log is not None else None
+
+    async def _refresh(self, record: RunRecord, fields: dict) -> None:
+        record.adopt(fields)
+        if record.stored is not None and record.log is None:
+            # Another node's run that had not started when it was first seen here.
+            record.stored = fields.get("status")
+            log = await self.runs.get(record.thread_id, record.run_id)
+            if log is not None:
+                record.took(log)
+
+    async def of_thread_everywhere(self, thread_id: str) -> list[RunRecord]:
+        """The thread's runs on every node (shared run logs), newest first."""
+        shared = self.shared
+        if shared is None:
+            return self.of_thread(thread_id)
+        everywhere = await shared.of_thread(thread_id)
+        own = self.records.get(thread_id, {})
+        for run_id, fields in everywhere.items():
+            record = own.get(run_id)
+            if record is not None:
+                await self._refresh(record, fields)
+                continue
+            log = await self.runs.get(thread_id, run_id)
+            self.records.setdefault(thread_id, {})[run_id] = RunRecord.of_fields(fields, log)
+        return self.of_thread(thread_id)
 
     def of_thread(self, thread_id: str) -> list[RunRecord]:
         """The thread's runs, newest first."""
@@ -171,6 +277,8 @@ class Registry:
         self.records.get(record.thread_id, {}).pop(record.run_id, None)
         if self.logs is not None and record.log is not None:
             self.logs.drop(record.log)
+        if self.shared is not None:
+            self._spawn(self.shared.delete(record.thread_id, record.run_id))
 
     def _local(self) -> dict:
         """This worker's logs (of its runs, and its copies of shared ones) by (thread, run)."""
@@ -182,6 +290,8 @@ class Registry:
         self.records.pop(thread_id, None)
         if self.logs is not None:
             self.logs.drop_thread(thread_id)
+        if self.shared is not None:
+            self._spawn(self.shared.forget(thread_id))
 
     def _of_log(self, log) -> RunRecord:
         """A Run for a run started over AG-UI (its log is all there is), kept from

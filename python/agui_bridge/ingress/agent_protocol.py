@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from dataclasses import dataclass
 from functools import partial
 from urllib.parse import parse_qs
 
@@ -42,6 +43,7 @@ from ..store.lease import create
 from ..store.owner import owner_of
 from ..turns import state_update
 from .access import require
+from .agent_threads import ThreadRoutes
 from .handler import HttpError, thread_guards
 from .params import bounded, last_event_id
 
@@ -143,6 +145,7 @@ class AgentProtocol:
         add("GET", run + "/join", self._join)
         add("GET", run + "/stream", self._join_stream)
         add("POST", run + "/cancel", self._cancel)
+        ThreadRoutes(self).register(add)  # commands, stream/events (threads.stream())
         add("POST", "/assistants/search", self._search_assistants)
         add("GET", "/assistants/{assistant_id}", self._get_assistant)
 
@@ -201,6 +204,10 @@ class AgentProtocol:
         if thread is None and must_exist:
             raise HttpError(404, "not_found", f"no thread {thread_id!r}")
         return thread
+
+    # The request steps the thread-centric routes share (ingress.agent_threads).
+    request_body = _body
+    thread_of = _thread
 
     # -- threads -------------------------------------------------------------
 
@@ -389,6 +396,27 @@ class AgentProtocol:
 
     async def _create_run(self, conn, thread_id: str | None, kind: str) -> None:
         identity, body = await self._body(conn, "run")
+        begun = await self.begin(identity, body, thread_id)
+        record, stateless = begun.record, begun.stateless
+        thread_id, run_id = record.thread_id, record.run_id
+        location = f"/runs/{run_id}" if stateless else f"/threads/{thread_id}/runs/{run_id}"
+        headers = [("content-location", location)]
+        keep = not stateless or begun.on_completion == "keep"
+        on_disconnect = begun.on_disconnect
+        if kind == "background":
+            await conn.respond(200, orjson.dumps(record.as_json()), [*JSON, *headers])
+        elif kind == "wait":
+            result = await self._watched(conn, record, on_disconnect, keep)
+            if result is not None:
+                await conn.respond(200, orjson.dumps(result), [*JSON, *headers])
+        else:
+            if not stateless:
+                headers.append(("location", location + "/stream"))
+            await self._stream(conn, record, begun.modes, 0, headers, on_disconnect, keep)
+
+    async def begin(self, identity, body: dict, thread_id: str | None) -> Begun:
+        """Starts (or queues) the run a RunCreate ``body`` asks for on ``thread_id``
+        (None: a stateless run); HttpError 422/404/409 as the routes answer them."""
         assistant_id = body.get("assistant_id")
         if not isinstance(assistant_id, str) or not assistant_id:
             raise _unprocessable("'assistant_id' must be the id of an agent")
@@ -429,41 +457,47 @@ class AgentProtocol:
         kwargs["stream_mode"] = list(modes)
         record = RunRecord(thread_id, run_id, assistant_id, metadata, kwargs, strategy)
         await self._launch(record, agent, run_input, identity)
-
-        location = f"/runs/{run_id}" if stateless else f"/threads/{thread_id}/runs/{run_id}"
-        headers = [("content-location", location)]
-        keep = not stateless or on_completion == "keep"
-        if kind == "background":
-            await conn.respond(200, orjson.dumps(record.as_json()), [*JSON, *headers])
-        elif kind == "wait":
-            result = await self._watched(conn, record, on_disconnect, keep)
-            if result is not None:
-                await conn.respond(200, orjson.dumps(result), [*JSON, *headers])
-        else:
-            if not stateless:
-                headers.append(("location", location + "/stream"))
-            await self._stream(conn, record, modes, 0, headers, on_disconnect, keep)
+        return Begun(record, stateless, modes, on_disconnect, on_completion)
 
     async def _launch(self, record: RunRecord, agent, run_input, identity) -> None:
         """Starts the run now, or queues it (``enqueue``) behind the thread's active run."""
         thread_id = record.thread_id
         busy = self.gate.busy(thread_id)
-        if record.strategy == "interrupt" and busy:
+        if record.strategy == "interrupt" and (busy or await self._interrupt_elsewhere(thread_id)):
             self._interrupt(thread_id)
             self._enqueue(record, agent, run_input, identity, first=True)
+            await self.registry.share(record)
             return
         if record.strategy == "enqueue" and busy:
             self._enqueue(record, agent, run_input, identity)
+            await self.registry.share(record)
             return
         try:
             run = await self.handler.start(agent, run_input, identity)
         except HttpError as error:
             if error.status == 409 and error.code == "run_active" and record.strategy != "reject":
                 self._enqueue(record, agent, run_input, identity)
+                await self.registry.share(record)
                 return
             raise
         record.took(run.log)
         self.registry.add(record)
+        await self.registry.share(record)
+
+    async def _interrupt_elsewhere(self, thread_id: str) -> bool:
+        """``multitask_strategy="interrupt"`` where the active run is another node's
+        (shared run logs): it is stopped there and shows as ``interrupted`` everywhere."""
+        if self.registry.shared is None:
+            return False
+        active = await self.app.runs.active_of(thread_id)
+        if active is None:
+            return False
+        record = await self.registry.get(thread_id, active.run_id)
+        if record is not None:
+            record.cancelled = True
+            await self.registry.share(record)
+        await self.app.runs.cancel(active)
+        return True
 
     def _interrupt(self, thread_id: str) -> None:
         """``multitask_strategy="interrupt"``: the active run stops (``interrupted``); what
@@ -474,6 +508,7 @@ class AgentProtocol:
         record = self.registry.records.get(thread_id, {}).get(active.ctx.run_id)
         if active.stop() and record is not None:
             record.cancelled = True
+            self.registry.changed(record)
 
     def _enqueue(self, record, agent, run_input, identity, first: bool = False) -> None:
         """The run starts once the thread is free (the run gate wakes it)."""
@@ -482,11 +517,13 @@ class AgentProtocol:
         def started(run) -> None:
             self._queued.pop(record, None)
             record.took(run.log)
+            self.registry.changed(record)
 
         def failed(message: str) -> None:
             self._queued.pop(record, None)
             record.failed = message
             record.started.set()
+            self.registry.changed(record)
 
         queued = Queued(
             start=lambda: self.handler.start(agent, run_input, identity),
@@ -534,10 +571,12 @@ class AgentProtocol:
             self._unqueue(record)
         elif not run_log.ended and run_log.run is not None and run_log.run.stop():
             record.cancelled = True
+            self.registry.changed(record)
 
     def _unqueue(self, record: RunRecord) -> None:
         record.cancelled = True
         record.started.set()
+        self.registry.changed(record)
         queued = self._queued.pop(record, None)
         if queued is not None:
             self.gate.unqueue(record.thread_id, queued)
@@ -573,7 +612,7 @@ class AgentProtocol:
         agents = self.app.agents
         runs = [
             r.as_json()
-            for r in self.registry.of_thread(thread_id)
+            for r in await self.registry.of_thread_everywhere(thread_id)
             if await self.handler.may_stream(
                 identity, thread_id, r.run_id, agents.get(r.assistant_id)
             )
@@ -638,13 +677,16 @@ class AgentProtocol:
         record = await self.registry.get(thread_id, run_id)
         if record is None or record.log is not None:
             # A live run: the AG-UI route stops it (the same for both protocols).
-            if record is not None and record.status == "running":
+            running = record is not None and record.status == "running"
+            if running:
                 record.cancelled = True
+                await self.registry.share(record)  # every node shows it interrupted
             try:
                 await self.handler.cancel_run(conn, thread_id, run_id)
             except BaseException:
-                if record is not None and record.status == "running":
+                if running and not record.log.ended:
                     record.cancelled = False
+                    self.registry.changed(record)
                 raise
             return
         identity, _ = await self._body(conn, "run")
@@ -680,6 +722,17 @@ class AgentProtocol:
         finally:
             if not keep:
                 self._discard(record)
+
+
+@dataclass(frozen=True)
+class Begun:
+    """A run ``AgentProtocol.begin`` started or queued, and how its request wants it served."""
+
+    record: RunRecord
+    stateless: bool
+    modes: tuple[str, ...]
+    on_disconnect: str
+    on_completion: str
 
 
 _ABSENT = object()

@@ -47,6 +47,7 @@ class MemoryRuns:
         log = self.logs.create(thread_id, run_id, agent_id)
         log.input_ids = input_ids
         log.owner_id = owner_id
+        log.claim = fence
         return log, None
 
     def publish(self, log: RunLog) -> None:

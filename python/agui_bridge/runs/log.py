@@ -34,6 +34,7 @@ class RunLog:
     __slots__ = (
         "agent_id",
         "chunks",
+        "claim",
         "ended",
         "ended_at",
         "ends",
@@ -62,6 +63,9 @@ class RunLog:
         self.agent_id = agent_id
         self.owner_id = agent_id  # the agent that owns the thread (see thread_guards)
         self.input_ids: frozenset = frozenset()  # the message ids the run's request carried
+        # The fence of the thread's claim the run took: it orders a thread's runs
+        # (each claim's is larger); 0 where the store has no leases.
+        self.claim = 0
         # The user's turn (the messages the run stores before its agent starts),
         # for a join rebuilt from the frames before that save is done.
         self.turn: list[dict] = []

@@ -87,6 +87,7 @@ class RedisRuns:
         mirror.turn = list(turn)
         mirror.node = self.node
         mirror.fence = token
+        mirror.claim = fence
         self.reading.read(mirror)
         sink = RedisSink(self.client, self.local, self.retention, thread_id, run_id, token)
         return mirror, sink
@@ -135,6 +136,7 @@ class RedisRuns:
         mirror.turn = orjson.loads(meta.get(b"turn") or b"[]")
         mirror.node = meta.get(b"node", b"").decode()
         mirror.fence = fence
+        mirror.claim = int(fence.split(b":", 1)[0] or 0)
         self.reading.read(mirror)
         await self.reading.primed(mirror)
         return mirror
