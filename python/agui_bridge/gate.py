@@ -24,8 +24,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from .context import RunContext
@@ -77,6 +79,8 @@ class Gate:
         # thread_id -> (its lease, the task renewing it), for the runs of this worker
         self.leases: dict[str, tuple[Any, asyncio.Task]] = {}
         self.queues: dict[str, list[Queued]] = {}
+        # thread_id -> when its lease was last claimed (monotonic, as the call was sent)
+        self.claimed_at: dict[str, float] = {}
         self.tasks: set[asyncio.Task] = set()
         self._freed: dict[str, asyncio.Event] = {}
 
@@ -108,6 +112,7 @@ class Gate:
         try:
             if not hasattr(store, "claim"):
                 return None
+            sent = time.monotonic()
             lease = await store.claim(thread_id, self.lease_ttl)
         except BaseException:
             self._free(thread_id)
@@ -115,6 +120,7 @@ class Gate:
         if lease is None:
             self._free(thread_id)
             raise busy(thread_id)
+        self.claimed_at[thread_id] = sent
         return lease
 
     async def unclaim(self, thread_id: str, lease) -> None:
@@ -144,6 +150,7 @@ class Gate:
 
     def _free(self, thread_id: str) -> None:
         self.active.pop(thread_id, None)
+        self.claimed_at.pop(thread_id, None)
         freed = self._freed.pop(thread_id, None)
         if freed is not None:
             freed.set()
@@ -160,9 +167,17 @@ class Gate:
     def _hold(self, thread_id: str, lease, run: Run) -> None:
         """Keeps renewing a run's lease (and its log's, shared) until ``release``."""
         renewed = self.runs.renewer(run) if run.out is not run.log else None
+        if lease is not None:
+            run.lease_held(self.claimed_at.get(thread_id, 0.0), self.lease_ttl)
         if lease is not None or renewed is not None:
             keeper = asyncio.get_running_loop().create_task(
-                keep(self._store(), lease, self.lease_ttl, renewed)
+                keep(
+                    self._store(),
+                    lease,
+                    self.lease_ttl,
+                    renewed,
+                    partial(run.lease_held, ttl=self.lease_ttl),
+                )
             )
             self.leases[thread_id] = (lease, keeper)
 

@@ -4,9 +4,33 @@ thread is saved, and what is released.
 Every run ends through ``Run.end(stop, error)``, which reads its row here;
 there is no other exit. ``terminal``: ``"finish"`` (what is open is closed,
 then RUN_FINISHED), ``"fail"`` (closers, then RUN_ERROR with ``error``'s
-code), or None (nothing more reaches the log). The terminal events reach the
-log once the save is done (RUN_FINISHED means the turn is stored; a refused
-save turns it into RUN_ERROR). Every row releases the thread and its lease.
+code), or None (nothing more reaches the log). Every row releases the thread
+and its lease.
+
+When the readers get the terminal events of a row that saves (issue 24 item
+14: a quick run's RUN_FINISHED waited for its save, queued behind large ones):
+
+- Before the save, when nothing can refuse it: the run holds its lease with
+  at least half of ``lease_ttl`` left (``Run.lease_held``: the claim or last
+  renewal was sent that recently, so no other node can have claimed the
+  thread), or its store has no leases. The terminal frames are appended at
+  once; the log ends (the responses close, the thread is released) only
+  once the save is done, so a client that sends its next turn when the
+  response ends finds the answer stored. A store that is down
+  (``StoreUnavailable``) does not refuse a save: it is retried (0.1 s, doubling
+  to 2 s) until the store takes it, for as long as the process lives.
+- After the save otherwise (the lease went unrenewed for half its ttl: the
+  node stalled or the store is unreachable): a save refused because the
+  lease was taken over turns RUN_FINISHED into RUN_ERROR ``lease_lost``, and
+  any other failure into RUN_ERROR ``save_failed``.
+
+So the stream never says finished for an answer the thread will not hold,
+but in two cases, each logged at ERROR with the run and thread ids: the
+process stops (is killed, or its loop closes) while the save waits for a
+store that is down, which loses the answer as a crash mid-run does; or the
+store is down for longer than ``lease_ttl`` and, once it is back, another
+node claims the thread before this run's next retry (``LeaseLost``). A save
+that fails for another reason (a store's bug) is logged the same way.
 """
 
 from __future__ import annotations

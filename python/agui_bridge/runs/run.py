@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import math
 import time
 from dataclasses import dataclass, field
 from functools import partial
@@ -91,10 +92,14 @@ class Run:
         self.base = turn.base
         self.store = store
         self.lease = lease  # fences the run's save (see store/lease.py)
+        # Until when the terminal events may reach the readers before the save
+        # (``lease_held``): a run without a lease has no save to be refused.
+        self.promise_until = 0.0 if lease is not None else math.inf
+        self.save_failures = 0  # the store's refusals its save was retried after
         self.cancel_on_leave = settings.cancel_on_leave
         self._release = release
         self._log_ended = log_ended
-        # The terminal events and their frames, appended once the save is done.
+        # The terminal events and their frames, until they reach the log (``end``).
         self._ending: tuple[list[dict], bytes] = ([], b"")
         self._before_end: dict = {}
         factory = _FACTORIES[agent.dialect]
@@ -300,9 +305,9 @@ class Run:
 
     def _terminal(self, end) -> list[dict]:
         """The run's last events (``end()``: the transformer's finish or fail);
-        readers get them once the thread is saved (``_publish_end``):
-        RUN_FINISHED means the turn is stored. Until then a joining reader gets
-        the run as the log holds it: the snapshot from before them."""
+        readers get them when ``end`` publishes them (``_publish_end``), before
+        or after the save (``runs.end``). Until then a joining reader gets the
+        run as the log holds it: the snapshot from before them."""
         if self.t.holding:
             # What coalescing holds goes out now, not with the ending after the save.
             self._send_held(*self.t.flush_events_and_frames())
@@ -329,7 +334,7 @@ class Run:
         was refused becomes RUN_ERROR (same id: the closers before it are unchanged)."""
         (events, frames), self._ending = self._ending, ([], b"")
         if refused is not None and events and events[-1]["type"] == "RUN_FINISHED":
-            known = isinstance(refused, (LeaseLost, StoreUnavailable))
+            known = isinstance(refused, LeaseLost)
             code = type(refused).__name__ if known else "save_failed"
             message = str(refused) if isinstance(refused, LeaseLost) else _SAVE_FAILED
             events = [*events[:-1], {"type": "RUN_ERROR", "message": message, "code": code}]
@@ -356,6 +361,12 @@ class Run:
         self._spans = []
         self.bytes_out += len(frames)
         self.out.append(frames, self.t.last_id, spans)
+
+    def lease_held(self, sent: float, ttl: float) -> None:
+        """The run's lease was claimed or renewed by a call sent at ``sent``
+        (monotonic): no other claim can take it before ``sent + ttl``. While
+        half of that is left, a save cannot find it taken over."""
+        self.promise_until = max(self.promise_until, sent + ttl / 2)
 
     async def _released(self) -> None:
         if self._release is not None:
@@ -488,6 +499,10 @@ class Run:
             await self._released()
             self._end_log()
             return
+        # The readers are told first when the save cannot be refused: its lease
+        # is held (runs.end); else they learn how the save went.
+        early = time.monotonic() < self.promise_until
+        told = self._publish_end() if early else []
         refused = None
         try:
             await self._save()
@@ -500,7 +515,14 @@ class Run:
                 "run %s of thread %s: saving the thread failed", ctx.run_id, ctx.thread_id
             )
         finally:
-            events = self._publish_end(refused)
+            events = told if early else self._publish_end(refused)
+            if early and refused is not None:
+                log.error(
+                    "run %s of thread %s: its readers were told %s but its answer is not stored",
+                    ctx.run_id,
+                    ctx.thread_id,
+                    told[-1]["type"] if told else "nothing",
+                )
             if ending.listeners == "after" and self.listeners:
                 await self._tell(events)
             await self._released()
@@ -516,22 +538,54 @@ class Run:
             interrupts = self.pending
         store = self.store
         messages = snap["messages"]  # the user's turn was stored when the run started
-        # In its lane by size: a quick run's save never waits behind large ones.
-        await saves.in_turn(
-            store,
-            saves.size_of(messages),
-            lambda: save(
-                store,
-                self.ctx.thread_id,
-                self.agent.agent_id,
-                messages,
-                snap["state"],
-                interrupts,
-                self.lease,
-                errored=self.errored,  # the thread's status: "error" (store/keep.py)
-            ),
-        )
+        size = saves.size_of(messages)
+        delay = RETRY_FIRST
+        while True:
+            try:
+                # In its lane by size: a quick run's save never waits behind large ones.
+                await saves.in_turn(
+                    store,
+                    size,
+                    lambda: save(
+                        store,
+                        self.ctx.thread_id,
+                        self.agent.agent_id,
+                        messages,
+                        snap["state"],
+                        interrupts,
+                        self.lease,
+                        errored=self.errored,  # the thread's status: "error" (store/keep.py)
+                    ),
+                )
+                return
+            except StoreUnavailable as error:
+                # Down for now: the answer waits here (its readers may have been
+                # told the run ended) and goes in once the store is back.
+                self.save_failures += 1
+                log.warning(
+                    "run %s of thread %s: %s; the save is retried in %.1f s",
+                    self.ctx.run_id,
+                    self.ctx.thread_id,
+                    error,
+                    delay,
+                )
+            try:
+                await asyncio.sleep(delay)
+            except asyncio.CancelledError:
+                log.error(
+                    "run %s of thread %s: the process is stopping; its answer is not stored",
+                    self.ctx.run_id,
+                    self.ctx.thread_id,
+                )
+                raise
+            delay = min(delay * 2, RETRY_MAX)
 
+
+# A save the store refused as unavailable is retried after RETRY_FIRST seconds,
+# doubling up to RETRY_MAX (below a lease's renewal period, so a store that is
+# back sees the save before most claims could).
+RETRY_FIRST = 0.1
+RETRY_MAX = 2.0
 
 _SAVE_FAILED = "the thread could not be saved; this turn's answer is not stored"
 

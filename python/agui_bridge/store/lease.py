@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import time
 from dataclasses import dataclass
 
 from ..errors import LeaseLost
@@ -78,20 +79,25 @@ def _takes(method, name: str) -> bool:
         return False
 
 
-async def keep(store, lease: Lease | None, ttl: float, renewed=None) -> None:
+async def keep(store, lease: Lease | None, ttl: float, renewed=None, held_from=None) -> None:
     """Renews ``lease`` every third of ``ttl`` until cancelled (the run ended);
     ``renewed()`` (the run log's heartbeat) is awaited after each renewal, so
-    what it marks alive expires after the lease does."""
+    what it marks alive expires after the lease does. ``held_from(t)`` is told
+    each renewal that succeeded, ``t`` the monotonic time it was sent (the
+    store's expiry is at least ``t + ttl``: no other claim can take it before)."""
     while True:
         await asyncio.sleep(ttl / 3)
         if lease is None:
             await renewed()
             continue
+        sent = time.monotonic()
         try:
             held = await store.renew(lease, ttl)
         except Exception:
             log.exception("renewing the run lease of thread %s failed", lease.thread_id)
             continue
+        if held and held_from is not None:
+            held_from(sent)
         if held and renewed is not None:
             await renewed()
         if not held:
