@@ -13,9 +13,10 @@ thread_events``): it reads the thread's runs one after the other, from
 ``since`` (the seq of the last event the client has; nothing before or at
 it is sent again) or, without one, from the start of the thread's active
 run, or of the run a command just started here when it already ended (a
-quick run ends before its client subscribes: ``Fresh``), else from the next
-run. It ends when the client leaves. Runs are found in this worker's logs, the
-thread's active run and, with shared run logs, the shared run records.
+quick run ends before its client subscribes: ``Fresh``), or of the run that
+asked for the thread's pending interrupts, else from the next run. It ends
+when the client leaves. Runs are found in this worker's logs, the thread's
+active run and, with shared run logs, the shared run records.
 """
 
 from __future__ import annotations
@@ -252,10 +253,10 @@ class ThreadRoutes:
             raise HttpError(404, "not_found", f"no thread {thread_id!r}")
         app = self.app
         async with open_stream(conn, app.limits, app.keepalive, thread_id) as stream:
-            await self._follow(stream, thread_id, wanted, since)
+            await self._follow(stream, thread, thread_id, wanted, since)
 
-    async def _follow(self, stream, thread_id: str, wanted: Filter, since: int | None) -> None:
-        after = since if since is not None else await self._start_of(thread_id)
+    async def _follow(self, stream, thread, thread_id, wanted: Filter, since: int | None) -> None:
+        after = since if since is not None else await self._start_of(thread_id, thread)
         opened = time.monotonic()
         try:
             await self._runs(stream, thread_id, wanted, after, since is None, opened)
@@ -292,7 +293,7 @@ class ThreadRoutes:
                     fresh.read = True
             after = max(after, ((claim_of(log) + 1) << RUN_SHIFT) - 1)
 
-    async def _start_of(self, thread_id: str) -> int:
+    async def _start_of(self, thread_id: str, thread) -> int:
         """Where a stream opened without ``since`` begins (see the module)."""
         known = await self._known(thread_id)
         active = await self.app.runs.active_of(thread_id)
@@ -304,6 +305,10 @@ class ThreadRoutes:
                 if log.run_id == fresh.run_id:
                     return claim_of(log) << RUN_SHIFT
         newest = max((claim_of(log) for log in known), default=-1)
+        if thread is not None and thread.interrupts and newest >= 0:
+            # The run that asked for the pending input: a session opened to answer it
+            # is told what it asks (input.requested), as its own session was.
+            return newest << RUN_SHIFT
         return ((newest + 1) << RUN_SHIFT) - 1
 
     async def _known(self, thread_id: str) -> list:

@@ -1,0 +1,174 @@
+"""Two gateway nodes sharing run logs (real redis-server) and threads (PostgreSQL):
+the run records (list, get, cancel, the multitask strategies) and the
+thread-centric stream (``threads.stream()``, a reconnect with ``since``) are
+the same from either node."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import httpx
+import orjson
+import pytest
+from langgraph_sdk import get_client
+
+from tests.servers import serve
+
+
+@pytest.fixture(scope="module")
+def nodes(redis_server, pg_server):
+    database = pg_server.create_database()
+    env = {
+        "AGUI_TEST_RUNS": redis_server.url(redis_server.fresh_db()),
+        "AGUI_TEST_STORE": pg_server.url(database),
+        "AGUI_DEMO_DELAY": "0",
+    }
+    try:
+        with (
+            serve("tests.agent_protocol_apps:app", env=env) as a,
+            serve("tests.agent_protocol_apps:app", env=env, interface="asgi") as b,
+        ):
+            yield a, b
+    finally:
+        pg_server.drop_database(database)
+
+
+@pytest.fixture
+async def clients(nodes):
+    a = get_client(url=nodes[0], api_key=None)
+    b = get_client(url=nodes[1], api_key=None)
+    yield a, b
+    await a.aclose()
+    await b.aclose()
+
+
+async def _thread(client) -> str:
+    return (await client.threads.create(thread_id=str(uuid.uuid4())))["thread_id"]
+
+
+async def _status(client, thread_id, run_id, wanted: str) -> None:
+    async with asyncio.timeout(20):
+        while (await client.runs.get(thread_id, run_id))["status"] != wanted:
+            await asyncio.sleep(0.05)
+
+
+async def test_a_run_is_listed_and_read_with_its_record_on_the_other_node(clients):
+    a, b = clients
+    thread_id = await _thread(a)
+    run = await a.runs.create(
+        thread_id,
+        "slow",
+        input={"messages": ["count 20"]},
+        metadata={"from": "a"},
+        stream_mode="messages-tuple",
+    )
+    seen = await b.runs.get(thread_id, run["run_id"])
+    assert seen["metadata"] == {"from": "a"} and seen["status"] == "running"
+    assert seen["kwargs"]["stream_mode"] == ["messages-tuple"]
+    listed = await b.runs.list(thread_id)
+    assert [r["run_id"] for r in listed] == [run["run_id"]]
+    assert listed[0]["metadata"] == {"from": "a"}
+    await b.runs.join(thread_id, run["run_id"])
+    await _status(b, thread_id, run["run_id"], "success")
+    assert (await a.runs.get(thread_id, run["run_id"]))["status"] == "success"
+
+
+async def test_a_run_cancelled_on_one_node_is_interrupted_on_both(clients):
+    a, b = clients
+    thread_id = await _thread(a)
+    run = await a.runs.create(thread_id, "slow", input={"messages": ["count 60"]})
+    await b.runs.cancel(thread_id, run["run_id"])
+    assert (await b.runs.get(thread_id, run["run_id"]))["status"] == "interrupted"
+    assert (await a.runs.get(thread_id, run["run_id"]))["status"] == "interrupted"
+    listed = await a.runs.list(thread_id)
+    assert [r["status"] for r in listed] == ["interrupted"]
+
+
+async def test_multitask_strategies_from_the_other_node(clients):
+    a, b = clients
+    thread_id = await _thread(a)
+    first = await a.runs.create(thread_id, "slow", input={"messages": ["count 60"]})
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        await b.runs.create(thread_id, "slow", input={"messages": ["count 2"]})
+    assert refused.value.response.status_code == 409
+    second = await b.runs.create(
+        thread_id, "slow", input={"messages": ["count 3"]}, multitask_strategy="interrupt"
+    )
+    await _status(a, thread_id, first["run_id"], "interrupted")
+    assert (await b.runs.get(thread_id, first["run_id"]))["status"] == "interrupted"
+    await b.runs.join(thread_id, second["run_id"])
+    await _status(a, thread_id, second["run_id"], "success")
+
+    third = await a.runs.create(thread_id, "slow", input={"messages": ["count 20"]})
+    queued = await b.runs.create(
+        thread_id, "slow", input={"messages": ["count 2"]}, multitask_strategy="enqueue"
+    )
+    assert (await a.runs.get(thread_id, queued["run_id"]))["status"] == "pending"
+    values = await b.runs.join(thread_id, queued["run_id"])
+    assert values["messages"][-1]["content"].strip() == "tick 0 tick 1"
+    assert (await a.runs.get(thread_id, third["run_id"]))["status"] == "success"
+    assert (await a.runs.get(thread_id, queued["run_id"]))["status"] == "success"
+
+
+async def _events(http, thread_id: str, since: int, count: int | None) -> list[dict]:
+    body = {"channels": ["lifecycle", "messages", "values", "input"], "since": since}
+    out = []
+    async with http.stream("POST", f"/threads/{thread_id}/stream/events", json=body) as response:
+        assert response.status_code == 200
+        async for line in response.aiter_lines():
+            if line.startswith("data: "):
+                out.append(orjson.loads(line[6:]))
+                data = out[-1]["params"]["data"]
+                if len(out) == count or data.get("event") == "completed":
+                    break
+    return out
+
+
+async def test_a_thread_stream_started_on_one_node_resumed_on_the_other(nodes, clients):
+    a, b = clients
+    async with client_stream(a) as thread:
+        await thread.run.start(input={"messages": ["approve the plan"]})
+        async with asyncio.timeout(20):
+            while not thread.interrupted:
+                await asyncio.sleep(0.05)
+        thread_id = thread.thread_id
+    # The interrupt is answered through the other node, in a session of its own.
+    async with b.threads.stream(thread_id, assistant_id="demo") as thread:
+        async with asyncio.timeout(20):
+            while not thread.interrupted:
+                await asyncio.sleep(0.05)
+        assert thread.interrupts[0]["interrupt_id"] == await _pending(b, thread_id)
+        await thread.run.respond("yes")
+        async with asyncio.timeout(20):
+            out = await thread.output
+        assert out["task"]["status"] == "approved"
+
+    async with httpx.AsyncClient(base_url=nodes[0], timeout=30) as on_a:
+        start = {"assistant_id": "slow", "input": {"messages": ["count 20"]}}
+        answer = await on_a.post(
+            f"/threads/{thread_id}/commands", json={"id": 1, "method": "run.start", "params": start}
+        )
+        since = answer.json()["meta"]["applied_through_seq"]
+        head = await _events(on_a, thread_id, since, 6)
+    async with httpx.AsyncClient(base_url=nodes[1], timeout=30) as on_b:
+        tail = await _events(on_b, thread_id, head[-1]["seq"], None)
+        whole = await _events(on_b, thread_id, since, None)
+    resumed = head + tail
+    assert [e["seq"] for e in resumed] == [e["seq"] for e in whole]
+    assert [e["params"]["data"] for e in resumed] == [e["params"]["data"] for e in whole]
+    deltas = [
+        e["params"]["data"]["delta"]["text"]
+        for e in resumed
+        if e["params"]["data"].get("event") == "content-block-delta"
+    ]
+    assert deltas == [f"tick {n} " for n in range(20)]
+
+
+def client_stream(client):
+    return client.threads.stream(assistant_id="demo")
+
+
+async def _pending(client, thread_id: str) -> str:
+    state = await client.threads.get_state(thread_id)
+    return state["interrupts"][0]["id"]
