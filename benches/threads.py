@@ -45,8 +45,9 @@ def make_app(store) -> App:
     return app
 
 
-async def one_run(app: App, thread_id: str, n: int) -> float:
-    body = orjson.dumps(
+async def one_run(app: App, thread_id: str, n: int, body: bytes | None = None) -> float:
+    """One run's wall time: ``body`` posted (default: the thread's n-th text message)."""
+    body = body or orjson.dumps(
         {
             "threadId": thread_id,
             "runId": f"{thread_id}-r{n}",

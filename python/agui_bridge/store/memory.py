@@ -6,6 +6,7 @@ import copy
 import time
 import uuid
 
+from . import blobs as blob_rows
 from .keep import check_messages, check_metadata, check_thread, status_of, storable_id
 from .lease import Lease, lease_lost
 from .tail import Tail
@@ -21,6 +22,11 @@ class MemoryStore:
         self._owned: dict[str, dict[str, dict]] = {}
         # thread_id -> (token, fence, expires at)
         self._leases: dict[str, tuple[str, int, float]] = {}
+        # The blob table (blobs.py): hash -> base64 text, and the threads referring
+        # to each; a thread's messages share these strings.
+        self._blobs: dict[str, str] = {}
+        self._blob_refs: dict[str, set[str]] = {}
+        self._thread_blobs: dict[str, set[str]] = {}
 
     async def load(self, thread_id: str):
         from . import Thread
@@ -75,6 +81,12 @@ class MemoryStore:
         record = self._threads.pop(thread_id, None)
         if record is None:
             return False
+        for digest in self._thread_blobs.pop(thread_id, ()):
+            holders = self._blob_refs[digest]
+            holders.discard(thread_id)
+            if not holders:
+                del self._blob_refs[digest]
+                del self._blobs[digest]
         owned = self._owned.get(record["owner"])
         if owned is not None:
             owned.pop(thread_id, None)
@@ -95,6 +107,14 @@ class MemoryStore:
     ) -> None:
         check_thread(thread_id)
         check_messages(new_messages)
+        # Hashed first (off the loop when large): what follows has no await, so
+        # no other save of the thread comes between the lease check and the append.
+        texts: dict[str, str] = {}
+        rows: dict = {}
+        if blob_rows.inline_chars(new_messages):
+            split, _ = await blob_rows.split_off_loop(new_messages, texts)
+            pairs = zip(new_messages, split, strict=True)
+            rows = {message.get("id"): row for message, row in pairs}
         if lease is not None:
             held = self._leases.get(thread_id)
             if lease.thread_id != thread_id or held is None or held[1] != lease.fence:
@@ -114,12 +134,25 @@ class MemoryStore:
             if message_id in tail.ids or message_id in seen:
                 continue
             seen.add(message_id)
-            fresh.append(copy.deepcopy(message))
+            row = rows.get(message_id)
+            if row is not None and row is not message:
+                fresh.append(self._interned(thread_id, copy.deepcopy(row), texts))
+            else:
+                fresh.append(copy.deepcopy(message))
         # Appends only: a loaded thread's list is a copy, its messages are shared.
         tail.extend(fresh, tail.seq + len(fresh))
         record["state"] = copy.deepcopy(state)
         record["interrupts"] = copy.deepcopy(interrupts)
         record["status"] = status_of(interrupts, errored)
+
+    def _interned(self, thread_id: str, row: dict, texts: dict) -> dict:
+        """A message's row whole again, its inline data kept once in the blob
+        table (the strings shared), the thread's references to them recorded."""
+        for digest in blob_rows.refs(row):
+            self._blobs.setdefault(digest, texts[digest])
+            self._blob_refs.setdefault(digest, set()).add(thread_id)
+            self._thread_blobs.setdefault(thread_id, set()).add(digest)
+        return blob_rows.join(row, self._blobs.get)
 
     async def create(self, thread_id: str, metadata: dict, owner=None) -> bool:
         check_thread(thread_id)

@@ -26,6 +26,7 @@ from typing import Any
 import orjson
 
 from ..errors import StoreUnavailable
+from . import blobs as blob_rows
 from .keep import check_messages, check_metadata, check_thread, status_of, storable_id
 from .lease import Lease, lease_lost
 from .tail import TailCache
@@ -105,6 +106,18 @@ async def _v3(conn) -> None:
     """)
 
 
+async def _drop_refs(conn, threads: list[str]) -> None:
+    """The threads' blob references, and the blobs no other thread refers to."""
+    if threads:
+        await conn.execute(
+            "WITH gone AS (DELETE FROM agui_blob_refs WHERE thread_id = ANY($1::text[])"
+            " RETURNING hash) DELETE FROM agui_blobs b WHERE b.hash IN (SELECT hash FROM gone)"
+            " AND NOT EXISTS (SELECT 1 FROM agui_blob_refs r WHERE r.hash = b.hash"
+            " AND NOT (r.thread_id = ANY($1::text[])))",
+            threads,
+        )
+
+
 def _without_nul(value):
     if isinstance(value, str):
         return value.replace("\x00", "")
@@ -115,10 +128,27 @@ def _without_nul(value):
     return value
 
 
+async def _v4(conn) -> None:
+    """Inline attachment data out of the message rows (``blobs.py``): one row per
+    distinct blob, by its SHA-256, and the threads referring to each."""
+    await conn.execute("""
+    CREATE TABLE agui_blobs (
+        hash text PRIMARY KEY,
+        data bytea NOT NULL
+    );
+    CREATE TABLE agui_blob_refs (
+        hash text NOT NULL,
+        thread_id text NOT NULL,
+        PRIMARY KEY (hash, thread_id)
+    );
+    CREATE INDEX agui_blob_refs_by_thread ON agui_blob_refs (thread_id);
+    """)
+
+
 # MIGRATIONS[n] upgrades a database from version n to n + 1: an async function
 # of the connection, run in the migration's transaction (so a step may move
 # data as well as change tables). Append; never edit a released step.
-MIGRATIONS: list[Callable[[Any], Awaitable[None]]] = [_v1, _v2, _v3]
+MIGRATIONS: list[Callable[[Any], Awaitable[None]]] = [_v1, _v2, _v3, _v4]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # pg_advisory_xact_lock key: "agui" in ASCII.
@@ -209,6 +239,7 @@ class PostgresStore:
         self._pool = None
         self._opening: asyncio.Lock | None = None
         self._tails = TailCache()
+        self._blobs = blob_rows.BlobCache()
 
     async def _conns(self):
         """The pool, opened (and the schema migrated) on first use."""
@@ -249,7 +280,7 @@ class PostgresStore:
         if row is None:
             return None
         bodies = row["bodies"]
-        messages = orjson.loads(bodies) if bodies is not None else []
+        messages = await self._whole(pool, orjson.loads(bodies) if bodies is not None else [])
         after = base.seq if base is not None else 0
         tail = self._tails.advance(thread_id, base, messages, row["seq"] or after, row["created"])
         return Thread(
@@ -266,6 +297,24 @@ class PostgresStore:
             owner=row["owner"],
             status=row["status"],
         )
+
+    async def _whole(self, pool, messages: list) -> list:
+        """Rows as the messages sent: their inline data back from the blob table
+        (``blobs.py``), what this process has not cached read once. A blob is
+        written in the transaction of the first row referring to it, so a row
+        read is never ahead of its blobs."""
+        present, missing = self._blobs.held(messages)
+        if not present and not missing:
+            return messages
+        fetched = {}
+        if missing:
+            rows = await pool.fetch(
+                "SELECT hash, data FROM agui_blobs WHERE hash = ANY($1::text[])", missing
+            )
+            fetched = {row["hash"]: row["data"] for row in rows}
+        if not fetched or sum(len(raw) for raw in fetched.values()) < (64 << 10):
+            return self._blobs.join_all(messages, present, fetched)
+        return await asyncio.to_thread(self._blobs.join_all, messages, present, fetched)
 
     @staticmethod
     async def _read(pool, thread_id: str, after: int):
@@ -297,7 +346,8 @@ class PostgresStore:
         check_thread(thread_id)
         check_messages(new_messages)
         ids = [message["id"] for message in new_messages]
-        bodies = [_json(message) for message in new_messages]
+        rows, blobs = await blob_rows.split_off_loop(list(new_messages))
+        bodies = [_json(message) for message in rows]
         pool = await self._conns()
         async with pool.acquire() as conn, conn.transaction():
             if lease is not None:
@@ -326,6 +376,19 @@ class PostgresStore:
                 owner,
                 status_of(interrupts, errored),
             )
+            if blobs:
+                await conn.execute(
+                    "INSERT INTO agui_blobs (hash, data) SELECT * FROM"
+                    " unnest($1::text[], $2::bytea[]) ON CONFLICT DO NOTHING",
+                    list(blobs),
+                    list(blobs.values()),
+                )
+                await conn.execute(
+                    "INSERT INTO agui_blob_refs (hash, thread_id) SELECT h, $2 FROM"
+                    " unnest($1::text[]) AS h ON CONFLICT DO NOTHING",
+                    list(blobs),
+                    thread_id,
+                )
             if ids:
                 await conn.execute(
                     "INSERT INTO agui_messages (thread_id, seq, message_id, body)"
@@ -375,6 +438,7 @@ class PostgresStore:
         async with pool.acquire() as conn, conn.transaction():
             status = await conn.execute("DELETE FROM agui_threads WHERE thread_id = $1", thread_id)
             await conn.execute("DELETE FROM agui_messages WHERE thread_id = $1", thread_id)
+            await _drop_refs(conn, [thread_id])
         return status == "DELETE 1"
 
     async def search(
@@ -429,6 +493,7 @@ class PostgresStore:
             )
             gone = [row["thread_id"] for row in rows]
             await conn.execute("DELETE FROM agui_messages WHERE thread_id = ANY($1::text[])", gone)
+            await _drop_refs(conn, gone)
         return gone
 
     # -- leases (see lease.py) -------------------------------------------------

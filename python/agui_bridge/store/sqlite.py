@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import orjson
 
+from . import blobs as blob_rows
 from .keep import check_messages, check_metadata, check_thread, status_of, storable_id
 from .lease import Lease, lease_lost
 from .tail import TailCache
@@ -47,6 +48,16 @@ CREATE TABLE IF NOT EXISTS messages (
     PRIMARY KEY (thread_id, message_id)
 );
 CREATE INDEX IF NOT EXISTS messages_by_seq ON messages (thread_id, seq);
+CREATE TABLE IF NOT EXISTS blobs (
+    hash TEXT PRIMARY KEY,
+    data BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS blob_refs (
+    hash TEXT NOT NULL,
+    thread_id TEXT NOT NULL,
+    PRIMARY KEY (hash, thread_id)
+);
+CREATE INDEX IF NOT EXISTS blob_refs_by_thread ON blob_refs (thread_id);
 CREATE TABLE IF NOT EXISTS leases (
     thread_id TEXT PRIMARY KEY,
     token TEXT NOT NULL,
@@ -100,6 +111,27 @@ def _decoded(message_id: str, body):
         return {"id": message_id}
 
 
+def _drop_refs(conn: sqlite3.Connection, threads: list[str]) -> None:
+    """The threads' blob references, and the blobs no other thread refers to."""
+    if not threads:
+        return
+    ids = orjson.dumps(threads).decode()
+    hashes = [
+        row[0]
+        for row in conn.execute(
+            "DELETE FROM blob_refs WHERE thread_id IN (SELECT value FROM json_each(?))"
+            " RETURNING hash",
+            (ids,),
+        ).fetchall()
+    ]
+    if hashes:
+        conn.execute(
+            "DELETE FROM blobs WHERE hash IN (SELECT value FROM json_each(?)) AND NOT EXISTS"
+            " (SELECT 1 FROM blob_refs r WHERE r.hash = blobs.hash)",
+            (orjson.dumps(hashes).decode(),),
+        )
+
+
 def _connect(path: str) -> sqlite3.Connection:
     conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30.0)
     conn.execute("PRAGMA busy_timeout = 30000")
@@ -140,6 +172,7 @@ class SqliteStore:
         self._read_conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
         self._tails = TailCache()
+        self._blobs = blob_rows.BlobCache()
 
     def _on_writer(self, fn, *args):
         return asyncio.get_running_loop().run_in_executor(self._writer, fn, *args)
@@ -179,7 +212,7 @@ class SqliteStore:
             ).fetchall()
         finally:
             read.execute("COMMIT")
-        messages = [_decoded(message_id, body) for _, message_id, body in rows]
+        messages = self._whole(read, [_decoded(message_id, body) for _, message_id, body in rows])
         tail = self._tails.advance(
             thread_id, base, messages, rows[-1][0] if rows else after, row[4]
         )
@@ -198,6 +231,23 @@ class SqliteStore:
             owner=row[6],
             status=row[7],
         )
+
+    def _whole(self, read: sqlite3.Connection, messages: list) -> list:
+        """Rows as the messages sent: their inline data back from the blob table
+        (``blobs.py``), what this process has not cached read once."""
+        present, missing = self._blobs.held(messages)
+        if not present and not missing:
+            return messages
+        fetched = {}
+        for start in range(0, len(missing), 500):
+            chunk = missing[start : start + 500]
+            fetched.update(
+                read.execute(
+                    f"SELECT hash, data FROM blobs WHERE hash IN ({','.join('?' * len(chunk))})",
+                    chunk,
+                ).fetchall()
+            )
+        return self._blobs.join_all(messages, present, fetched)
 
     async def load(self, thread_id: str):
         if not storable_id(thread_id):
@@ -250,7 +300,14 @@ class SqliteStore:
                 "SELECT coalesce(max(seq), 0) FROM messages WHERE thread_id = ?",
                 (thread_id,),
             ).fetchone()
-            for message in new_messages:
+            rows, blobs = blob_rows.split_all(new_messages)
+            for digest, raw in blobs.items():
+                conn.execute("INSERT OR IGNORE INTO blobs VALUES (?, ?)", (digest, raw))
+                conn.execute(
+                    "INSERT OR IGNORE INTO blob_refs (hash, thread_id) VALUES (?, ?)",
+                    (digest, thread_id),
+                )
+            for message in rows:
                 seq += 1
                 conn.execute(
                     "INSERT OR IGNORE INTO messages (thread_id, seq, message_id, body)"
@@ -328,6 +385,7 @@ class SqliteStore:
         try:
             gone = conn.execute("DELETE FROM threads WHERE thread_id = ?", (thread_id,)).rowcount
             conn.execute("DELETE FROM messages WHERE thread_id = ?", (thread_id,))
+            _drop_refs(conn, [thread_id])
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -399,6 +457,7 @@ class SqliteStore:
                 "DELETE FROM messages WHERE thread_id IN (SELECT value FROM json_each(?))",
                 (orjson.dumps(gone).decode(),),
             )
+            _drop_refs(conn, gone)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
