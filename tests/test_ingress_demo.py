@@ -80,9 +80,10 @@ def test_demo_turns_tool_state_step_and_approval():
         assert [m["role"] for m in state["messages"]].count("user") == 3
 
 
-def test_demo_reasoning_and_a_long_answer():
+def test_demo_reasoning_a_long_answer_and_attachments():
     """`think about ...` streams reasoning before the answer (stored as a reasoning
-    message); `count to N` streams a long answer (time to press Stop)."""
+    message); `count to N` streams a long answer (time to press Stop); the answer
+    names what the user attached."""
     env = {"AGUI_DEMO_STORE": "memory://", "AGUI_DEMO_DELAY": "0"}
     with serve("agui_bridge.demo:app", env=env) as base_url:
         conversation = [{"id": "u1", "role": "user", "content": "think about tea"}]
@@ -104,6 +105,16 @@ def test_demo_reasoning_and_a_long_answer():
         )
         assert text(events) == " ".join(str(n) for n in range(1, 13)) + "."
         assert len([e for e in events if e["type"] == "TEXT_MESSAGE_CONTENT"]) == 12
+
+        dot = {"type": "data", "value": "iVBORw0KGgo=", "mimeType": "image/png"}
+        content = [
+            {"type": "text", "text": "look"},
+            {"type": "image", "source": dot, "metadata": {"filename": "dot.png"}},
+        ]
+        events = post(
+            base_url, run_body("demo-4", [{"id": "u1", "role": "user", "content": content}])
+        )
+        assert text(events).startswith("You said: 'look'. I got image dot.png. This is turn 1")
 
 
 @pytest.mark.parametrize("command", ["demo", "serve"])

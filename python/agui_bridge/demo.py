@@ -12,6 +12,7 @@ Every turn streams text that answers the user's words. Besides that:
   (``REASONING_*``, a ``reasoning`` message in the thread), then the answer;
 - ``count to <n>`` → a long answer, one number every 50 ms at least (time
   to press Stop in the middle of it);
+- attachments (AG-UI 1.0 media parts) are named in the answer;
 - ``approve <something>`` → the run suspends for a human decision
   (``RUN_FINISHED`` with an interrupt outcome); the next run resumes it with
   ``forwardedProps.command.resume`` (``"yes"``/``"no"``) or AG-UI 1.0
@@ -209,7 +210,7 @@ async def demo(ctx):
             yield crumb
     else:
         reply = (
-            f"You said: {words!r}. This is turn {turn} of this thread"
+            f"You said: {words!r}.{_attached(ctx.parts)} This is turn {turn} of this thread"
             f" ({len(ctx.history)} earlier messages). Try 'what is 6 * 7?' or"
             " 'approve deleting the draft'."
         )
@@ -217,6 +218,17 @@ async def demo(ctx):
             yield crumb
     yield c.loop("iteration:end", "chat", iteration=turn, topic=topic)
     yield c.step_end(step)
+
+
+def _attached(parts: list[dict]) -> str:
+    """What the user attached (AG-UI 1.0 media parts), named: " I got image dot.png." """
+    if not parts:
+        return ""
+    names = [
+        f"{part['type']} {(part.get('metadata') or {}).get('filename') or 'unnamed'}"
+        for part in parts
+    ]
+    return f" I got {', '.join(names)}."
 
 
 def _json_string(text: str) -> str:

@@ -99,9 +99,13 @@ function Branches() {
   );
 }
 
+// A sent attachment: the image itself (what the message carries), and its name.
 function MessageAttachment() {
+  const attachment = useAuiState((s) => s.attachment);
+  const image = attachment.content?.find((part) => part.type === "image")?.image;
   return (
     <AttachmentPrimitive.Root className="attachment" data-testid="attachment">
+      {image ? <img src={image} alt={attachment.name} /> : null}
       <AttachmentPrimitive.Name />
     </AttachmentPrimitive.Root>
   );
