@@ -121,7 +121,7 @@ def test_open_store_urls(tmp_path):
 async def test_leases_expire_by_time_and_fence(make_store):
     store = make_store()
     first = await store.claim("t", 0.3)
-    assert first is not None
+    assert first is not None and not first.taken_over
     assert await store.claim("t", 0.3) is None  # held
     for _ in range(2):  # renewed past its ttl, it stays held
         await asyncio.sleep(0.2)
@@ -131,12 +131,15 @@ async def test_leases_expire_by_time_and_fence(make_store):
     await asyncio.sleep(0.35)  # no renewal: it expired
     second = await store.claim("t", 5)
     assert second is not None and second.fence > first.fence
+    assert second.taken_over  # what the node that took it counts (the other may be dead)
+    assert await store.renew(second, 5)
     assert not await store.renew(first, 5)  # taken over
     await store.release(first)  # a stale lease releases nothing
     assert await store.claim("t", 5) is None
     await store.release(second)
     third = await store.claim("t", 5)
     assert third is not None and third.fence > second.fence
+    assert not third.taken_over  # the lease before it was released
     assert await store.claim("other", 5) is not None  # per thread
     await store.close()
 

@@ -113,3 +113,35 @@ def test_histogram_buckets_are_cumulative_and_inclusive():
     assert samples[("agui_run_duration_seconds_bucket", "+Inf")] == 4
     assert samples[("agui_run_duration_seconds_count", None)] == 4
     assert samples[("agui_threads_expired_total", None)] == 3
+
+
+def test_a_lease_taken_from_a_dead_worker_is_counted_where_it_went(tmp_path):
+    """The node that takes an unreleased, expired lease counts it: the one that
+    lost it may be dead (it was counted only there, as its run ended lost)."""
+    from agui_bridge.store import SqliteStore
+    from prometheus_client.parser import text_string_to_metric_families
+
+    path = str(tmp_path / "threads.sqlite")
+
+    async def go():
+        dead = SqliteStore(path)  # a worker that claimed "t", then died
+        assert await dead.claim("t", 0.2) is not None
+        await dead.close()
+        await asyncio.sleep(0.3)
+        app = App(store=f"sqlite:///{path}", metrics=True)
+
+        @app.agent("talk")
+        async def talk(ctx):
+            yield {"type": "text:delta", "delta": "x"}
+
+        http = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t")
+        async with http:
+            for thread_id in ("t", "u"):  # "u" was never held: no takeover
+                message = {"id": "m-" + thread_id, "role": "user", "content": "hi"}
+                body = {"threadId": thread_id, "runId": "r-" + thread_id, "messages": [message]}
+                assert (await http.post("/agui/talk", json=body)).status_code == 200
+            text = (await http.get("/metrics")).text
+        await app.aclose()
+        return {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples}
+
+    assert asyncio.run(go())["agui_lease_takeovers_total"] == 1

@@ -45,8 +45,10 @@ SERIES = {
                                      " RUN_STARTED.", ("agent",), FIRST_EVENT),
     "agui_run_events": ("counter", "Events the runs produced.", ("agent",), None),
     "agui_run_cancels": ("counter", "Cancels accepted (POST …/cancel).", (), None),
-    "agui_lease_takeovers": ("counter", "Runs whose thread lease was taken over (they ended"
-                             " lost, nothing written).", (), None),
+    "agui_lease_takeovers": ("counter", "Thread leases this node claimed from a holder that"
+                             " neither renewed nor released them (a dead or stalled worker;"
+                             " the run it held ends lost, counted in agui_runs_ended).", (),
+                             None),
     "agui_stream_readers_active": ("gauge", "Open run streams (readers).", (), None),
     "agui_stream_reader_lag_events": ("histogram", "Events a reader is behind the run's newest"
                                       " when a write of the run's stream goes out.", (),
@@ -282,8 +284,9 @@ class Metrics:
         if first is not None:
             c.observe("agui_run_first_event_seconds", agent, first)
         c.add("agui_run_events", agent, end.run.t.last_id)
-        if end.outcome == "lost":
-            c.add("agui_lease_takeovers", ())
+
+    def lease_taken_over(self) -> None:
+        self.c.add("agui_lease_takeovers", ())
 
     # -- parts -----------------------------------------------------------------
 

@@ -41,6 +41,8 @@ def _timed(call, name: str, metrics, tracer):
             else:
                 result = await call(*args, **kwargs)
             failed = False
+            if metrics is not None and getattr(result, "taken_over", False):
+                metrics.lease_taken_over()  # a claim's: counted where the lease went
             return result
         finally:
             if metrics is not None:

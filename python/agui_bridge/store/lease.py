@@ -6,7 +6,8 @@ most ``ttl`` seconds: nothing depends on a process id. A store that shares
 leases between processes implements three calls:
 
 ``await store.claim(thread_id, ttl) -> Lease | None``
-    takes the thread's lease unless a live (unexpired) one is held;
+    takes the thread's lease unless a live (unexpired) one is held
+    (``taken_over`` when the expired one was never released);
 ``await store.renew(lease, ttl) -> bool``
     pushes its expiry ``ttl`` seconds on; False once another claim took it;
 ``await store.release(lease)``
@@ -39,6 +40,19 @@ class Lease:
     thread_id: str
     token: str
     fence: int
+    # The claim took the lease from a holder that neither released nor renewed
+    # it (its worker died or stalled): what the winning node counts, since the
+    # losing one may be gone.
+    taken_over: bool = False
+
+
+# A claim over an unreleased lease marks its token (a released lease's token is
+# ''), so each store reports a takeover from the claim's own statement.
+TAKEN = "~"
+
+
+def claimed(thread_id: str, token: str, fence: int) -> Lease:
+    return Lease(thread_id, token, fence, token.startswith(TAKEN))
 
 
 def lease_lost(thread_id: str, lease: Lease) -> LeaseLost:

@@ -8,7 +8,7 @@ import uuid
 
 from . import blobs as blob_rows
 from .keep import check_messages, check_metadata, check_thread, status_of, storable_id
-from .lease import Lease, lease_lost
+from .lease import TAKEN, Lease, claimed, lease_lost
 from .tail import Tail
 
 _ABSENT = object()
@@ -226,7 +226,8 @@ class MemoryStore:
         held = self._leases.get(thread_id)
         if held is not None and held[2] > now:
             return None
-        lease = Lease(thread_id, uuid.uuid4().hex, (held[1] if held else 0) + 1)
+        token = uuid.uuid4().hex if held is None or not held[0] else TAKEN + uuid.uuid4().hex
+        lease = claimed(thread_id, token, (held[1] if held else 0) + 1)
         self._leases[thread_id] = (lease.token, lease.fence, now + ttl)
         return lease
 

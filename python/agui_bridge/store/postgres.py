@@ -28,7 +28,7 @@ import orjson
 from ..errors import StoreUnavailable
 from . import blobs as blob_rows
 from .keep import check_messages, check_metadata, check_thread, status_of, storable_id
-from .lease import Lease, lease_lost
+from .lease import TAKEN, Lease, claimed, lease_lost
 from .tail import TailCache
 
 try:
@@ -504,17 +504,19 @@ class PostgresStore:
         pool = await self._conns()
         # A concurrent claim waits on the row lock, then sees the new holder's
         # expiry: exactly one of them gets the lease.
-        fence = await pool.fetchval(
+        row = await pool.fetchrow(
             "INSERT INTO agui_leases (thread_id, token, fence, expires_at)"
             f" VALUES ($1, $2, 1, {_NOW} + $3::float8) ON CONFLICT (thread_id) DO UPDATE SET"
-            " token = excluded.token, fence = agui_leases.fence + 1,"
+            " token = CASE WHEN agui_leases.token = '' THEN excluded.token"
+            " ELSE $4 || excluded.token END, fence = agui_leases.fence + 1,"
             f" expires_at = excluded.expires_at WHERE agui_leases.expires_at <= {_NOW}"
-            " RETURNING fence",
+            " RETURNING token, fence",
             thread_id,
             token,
             float(ttl),
+            TAKEN,
         )
-        return None if fence is None else Lease(thread_id, token, fence)
+        return None if row is None else claimed(thread_id, row[0], row[1])
 
     async def renew(self, lease: Lease, ttl: float) -> bool:
         pool = await self._conns()

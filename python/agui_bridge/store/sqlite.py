@@ -27,7 +27,7 @@ import orjson
 
 from . import blobs as blob_rows
 from .keep import check_messages, check_metadata, check_thread, status_of, storable_id
-from .lease import Lease, lease_lost
+from .lease import TAKEN, Lease, claimed, lease_lost
 from .tail import TailCache
 
 _SCHEMA = """
@@ -474,12 +474,13 @@ class SqliteStore:
         now = time.time()
         row = self._lease.execute(
             "INSERT INTO leases (thread_id, token, fence, expires_at) VALUES (?, ?, 1, ?)"
-            " ON CONFLICT (thread_id) DO UPDATE SET token = excluded.token,"
+            " ON CONFLICT (thread_id) DO UPDATE SET"
+            " token = CASE WHEN leases.token = '' THEN excluded.token ELSE ? || excluded.token END,"
             " fence = leases.fence + 1, expires_at = excluded.expires_at"
-            " WHERE leases.expires_at <= ? RETURNING fence",
-            (thread_id, token, now + ttl, now),
+            " WHERE leases.expires_at <= ? RETURNING token, fence",
+            (thread_id, token, now + ttl, TAKEN, now),
         ).fetchone()
-        return None if row is None else Lease(thread_id, token, row[0])
+        return None if row is None else claimed(thread_id, row[0], row[1])
 
     async def claim(self, thread_id: str, ttl: float) -> Lease | None:
         check_thread(thread_id)
