@@ -9,7 +9,10 @@ needs time for), ``fail`` (some text, then an exception) and ``signals``
 are guarded by ``authorize_thread`` (a thread id starting with the user's name)
 and ``x-actions`` lists the actions granted; the demo's ``authorize_stream``
 refuses the user ``carl``. AGUI_TEST_STORE and AGUI_TEST_RUNS
-name the thread store and the run logs (memory by default).
+name the thread store and the run logs (memory by default). AGUI_TEST_WEBHOOKS
+lists the hosts webhooks may go to (over http, signed with
+AGUI_TEST_WEBHOOK_SECRET, two retries 0.1 s apart, 2 s timeout) and turns
+the metrics on.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import os
 from agui_bridge import crumbs as c
 from agui_bridge.app import App
 from agui_bridge.demo import demo
+from agui_bridge.webhooks import Webhooks
 
 _auth = os.environ.get("AGUI_TEST_AUTH") == "1"
 
@@ -36,10 +40,22 @@ def _owns(identity, thread_id: str) -> bool:
     return thread_id.startswith(identity["user"] + "-")
 
 
+_hooks = os.environ.get("AGUI_TEST_WEBHOOKS")
 app = App(
     store=os.environ.get("AGUI_TEST_STORE", "memory://"),
     runs=os.environ.get("AGUI_TEST_RUNS", "memory://"),
     authenticate=_authenticate if _auth else None,
+    webhooks=Webhooks(
+        hosts=tuple(_hooks.split(",")),
+        secret=os.environ.get("AGUI_TEST_WEBHOOK_SECRET"),
+        http=True,
+        retries=2,
+        backoff=0.1,
+        timeout=2.0,
+    )
+    if _hooks
+    else None,
+    metrics=bool(_hooks),
 )
 guard = _owns if _auth else None
 

@@ -24,6 +24,7 @@ except _metadata.PackageNotFoundError:  # a checkout on sys.path that was never 
 from .app import App, Forbidden, Unauthorized
 from .coalesce import FLUSH, Coalesce
 from .context import RunContext
+from .webhooks import Webhooks
 
 __all__ = [
     "FLUSH",
@@ -38,6 +39,7 @@ __all__ = [
     "RunInput",
     "RunInputError",
     "Unauthorized",
+    "Webhooks",
     "create_agui_repairer",
     "create_agui_transformer",
     "create_agui_translator",

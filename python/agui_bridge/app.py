@@ -33,6 +33,7 @@ from .runs import Limits
 from .runs.backend import open_runs
 from .runs.run import RunSettings
 from .store import DEFAULT_STORE, open_store, sweep
+from .webhooks import webhooks_of
 
 DEFAULT_PATH = "/ag-ui/run"
 log = logging.getLogger("agui_bridge.app")
@@ -171,6 +172,7 @@ class App:
         max_part_bytes: int = DEFAULT_MAX_PART_BYTES,
         url_schemes: tuple[str, ...] = ("https",),
         mime_types: tuple[str, ...] | None = None,
+        webhooks: Any = None,
     ):
         mimes = tuple(mime_types) if mime_types is not None else None
         self.parts = PartPolicy(max_part_bytes, tuple(url_schemes), mimes)
@@ -187,6 +189,8 @@ class App:
         self._store_spec = store
         # Health, metrics, traces, logs, CORS and per-identity limits (agui_bridge.ops).
         self.ops = Ops(self, health, cors, metrics, limits, tracing)
+        # Where an Agent Protocol run's webhook may go (agui_bridge.webhooks); None: nowhere.
+        self.webhooks = webhooks_of(webhooks)
         if thread_ttl is not None and not thread_ttl > 0:
             raise ValueError("thread_ttl must be a positive number of seconds (or None: off)")
         self.thread_ttl = thread_ttl

@@ -42,6 +42,7 @@ from ..shapes import check_id
 from ..store.lease import create
 from ..store.owner import owner_of
 from ..turns import state_update
+from ..webhooks import Delivery, refuse_all
 from .access import require
 from .agent_threads import ThreadRoutes
 from .handler import HttpError, thread_guards
@@ -57,7 +58,6 @@ _NOT_SERVED = (
     "checkpoint_id",
     "interrupt_before",
     "interrupt_after",
-    "webhook",
     "after_seconds",
     "stream_subgraphs",
 )
@@ -114,6 +114,8 @@ class AgentProtocol:
         self.registry = Registry(handler.app.runs)
         self.gate = handler.app.gate
         self._queued: dict[RunRecord, Queued] = {}  # the records of queued runs
+        config = handler.app.webhooks
+        self.webhooks = None if config is None else Delivery(config, handler.app.ops.metrics)
 
     # -- routes --------------------------------------------------------------
 
@@ -442,6 +444,9 @@ class AgentProtocol:
         for key in _NOT_SERVED:
             if body.get(key) not in (None, False, []):
                 raise _unprocessable(f"'{key}' is not served (no checkpoints are kept)")
+        webhook = body.get("webhook")
+        if webhook is not None:
+            (refuse_all if self.webhooks is None else self.webhooks.config.check)(webhook)
         agent = self.app.agents.get(assistant_id)
         if agent is None:
             raise HttpError(404, "not_found", f"no assistant {assistant_id!r}")
@@ -455,8 +460,12 @@ class AgentProtocol:
         run_input = self._run_input(body, thread_id, run_id, thread)
         kwargs = {"input": body.get("input"), "command": body.get("command")}
         kwargs["stream_mode"] = list(modes)
+        if webhook is not None:
+            kwargs["webhook"] = webhook
         record = RunRecord(thread_id, run_id, assistant_id, metadata, kwargs, strategy)
         await self._launch(record, agent, run_input, identity)
+        if webhook is not None:
+            self.gate.spawn(self._call_webhook(record, webhook))
         return Begun(record, stateless, modes, on_disconnect, on_completion)
 
     async def _launch(self, record: RunRecord, agent, run_input, identity) -> None:
@@ -498,6 +507,11 @@ class AgentProtocol:
             await self.registry.share(record)
         await self.app.runs.cancel(active)
         return True
+
+    async def _call_webhook(self, record: RunRecord, url: str) -> None:
+        """Once the run ended: its record to the webhook (``agui_bridge.webhooks``)."""
+        await self._ended(record)
+        self.webhooks.send(url, record.as_json())
 
     def _interrupt(self, thread_id: str) -> None:
         """``multitask_strategy="interrupt"``: the active run stops (``interrupted``); what

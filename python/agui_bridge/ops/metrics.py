@@ -69,6 +69,10 @@ SERIES = {
     "agui_limit_rejections": ("counter", "Requests refused (429) by a per-identity limit.",
                               ("limit",), None),
     "agui_threads_expired": ("counter", "Idle threads the thread TTL swept.", (), None),
+    "agui_webhook_deliveries": ("counter", "Webhook deliveries, by outcome (delivered, failed:"
+                                " every attempt failed).", ("outcome",), None),
+    "agui_webhook_attempts_failed": ("counter", "Webhook calls that failed (each retry"
+                                     " counts).", (), None),
 }  # fmt: skip
 
 
@@ -287,6 +291,12 @@ class Metrics:
 
     def lease_taken_over(self) -> None:
         self.c.add("agui_lease_takeovers", ())
+
+    def webhook(self, outcome: str) -> None:
+        self.c.add("agui_webhook_deliveries", (outcome,))
+
+    def webhook_attempt_failed(self) -> None:
+        self.c.add("agui_webhook_attempts_failed", ())
 
     # -- parts -----------------------------------------------------------------
 

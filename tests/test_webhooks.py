@@ -1,0 +1,228 @@
+"""Webhooks on Agent Protocol runs (``agui_bridge.webhooks``): a real local HTTP
+receiver gets the run record when the run ends, signed; a failing receiver
+is retried with backoff; one that never answers neither holds up nor fails
+the run, and its failure is counted in the metrics; a webhook to a host the
+App does not list is refused (422)."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx
+import orjson
+import pytest
+from agui_bridge.errors import HttpError
+from agui_bridge.webhooks import Delivery, Webhooks
+from langgraph_sdk import get_client
+
+from tests.servers import free_port, serve
+
+SECRET = "s3cret"
+
+
+class Receiver:
+    """An HTTP server on 127.0.0.1 that records each POST; ``/fail/N/...`` answers
+    500 to the first N calls of that path, ``/hang`` never answers."""
+
+    def __init__(self):
+        self.calls: list[tuple[str, dict, bytes]] = []
+        self.lock = threading.Lock()
+        self.failures: dict[str, int] = {}
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["content-length"]))
+                with receiver.lock:
+                    receiver.calls.append(
+                        (self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                    )
+                    failed = receiver.failures.get(self.path, 0)
+                    found = re.match(r"/fail/(\d+)/", self.path)
+                    if found and failed < int(found.group(1)):
+                        receiver.failures[self.path] = failed + 1
+                        status = 500
+                    else:
+                        status = 204
+                if self.path.startswith("/hang"):
+                    time.sleep(5)
+                self.send_response(status)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def of(self, path: str) -> list[tuple[str, dict, bytes]]:
+        with self.lock:
+            return [call for call in self.calls if call[0] == path]
+
+    def wait(self, path: str, count: int, timeout: float = 20.0) -> list:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            calls = self.of(path)
+            if len(calls) >= count:
+                return calls
+            time.sleep(0.05)
+        raise AssertionError(f"{path}: {len(self.of(path))} calls, wanted {count}")
+
+
+@pytest.fixture(scope="module")
+def receiver():
+    receiver = Receiver()
+    yield receiver
+    receiver.server.shutdown()
+
+
+async def test_a_receiver_that_is_gone_is_a_failed_delivery():
+    gone = free_port()  # nothing listens there
+    delivery = Delivery(Webhooks(hosts=(f"127.0.0.1:{gone}",), http=True, retries=2, backoff=0))
+    assert not await delivery.deliver(f"http://127.0.0.1:{gone}/x", {"run_id": "r"})
+
+
+@pytest.fixture(scope="module")
+def base_url(receiver):
+    env = {
+        "AGUI_DEMO_DELAY": "0",
+        "AGUI_TEST_WEBHOOKS": f"127.0.0.1:{receiver.port}",
+        "AGUI_TEST_WEBHOOK_SECRET": SECRET,
+    }
+    with serve("tests.agent_protocol_apps:app", env=env) as url:
+        yield url
+
+
+@pytest.fixture
+async def client(base_url):
+    client = get_client(url=base_url, api_key=None)
+    yield client
+    await client.aclose()
+
+
+def _verified(headers: dict, body: bytes) -> bool:
+    signature = headers["x-agui-signature"]
+    fields = dict(part.split("=", 1) for part in signature.split(","))
+    expected = hmac.new(SECRET.encode(), fields["t"].encode() + b"." + body, hashlib.sha256)
+    return hmac.compare_digest(expected.hexdigest(), fields["v1"])
+
+
+def _metric(text: str, name: str) -> float:
+    found = re.search(rf"^{re.escape(name)} (\S+)$", text, re.M)
+    return float(found.group(1)) if found else 0.0
+
+
+async def test_the_run_record_is_posted_signed_when_the_run_ends(client, receiver):
+    thread_id = (await client.threads.create())["thread_id"]
+    hook = f"http://127.0.0.1:{receiver.port}/done?token=abc"
+    run = await client.runs.create(
+        thread_id, "demo", input={"messages": ["what is 6 * 7?"]}, webhook=hook
+    )
+    assert run["kwargs"]["webhook"] == hook
+    await client.runs.join(thread_id, run["run_id"])
+    ((_, headers, body),) = receiver.wait("/done?token=abc", 1)
+    record = orjson.loads(body)
+    assert record["run_id"] == run["run_id"] and record["thread_id"] == thread_id
+    assert record["status"] == "success" and record["assistant_id"] == "demo"
+    assert headers["content-type"] == "application/json"
+    assert _verified(headers, body)
+    assert not _verified(headers, body + b" ")
+
+
+async def test_a_failing_receiver_is_retried_then_delivered(client, receiver):
+    thread_id = (await client.threads.create())["thread_id"]
+    path = f"/fail/2/{uuid.uuid4()}"
+    run = await client.runs.create(
+        thread_id,
+        "demo",
+        input={"messages": ["what is 6 * 7?"]},
+        webhook=f"http://127.0.0.1:{receiver.port}{path}",
+    )
+    calls = receiver.wait(path, 3)
+    # Each attempt carries the same record, signed.
+    assert len({body for _, _, body in calls}) == 1
+    assert orjson.loads(calls[0][2])["run_id"] == run["run_id"]
+    assert all(_verified(headers, body) for _, headers, body in calls)
+
+
+async def test_a_hanging_receiver_neither_holds_up_nor_fails_the_run(client, receiver, base_url):
+    async with httpx.AsyncClient(base_url=base_url) as http:
+        before = (await http.get("/metrics")).text
+    hook = f"http://127.0.0.1:{receiver.port}/hang"
+    thread_id = (await client.threads.create())["thread_id"]
+    run = await client.runs.create(thread_id, "slow", input={"messages": ["count 3"]}, webhook=hook)
+    values = await client.runs.join(thread_id, run["run_id"])
+    assert values["messages"][-1]["content"].strip() == "tick 0 tick 1 tick 2"
+    assert (await client.runs.get(thread_id, run["run_id"]))["status"] == "success"
+    # The hanging receiver: 3 attempts (2 retries), each cut at the 2 s timeout.
+    receiver.wait("/hang", 3, timeout=30)
+    async with httpx.AsyncClient(base_url=base_url) as http:
+        deadline = time.monotonic() + 30
+        while True:
+            after = (await http.get("/metrics")).text
+            failed = _metric(after, 'agui_webhook_deliveries_total{outcome="failed"}')
+            if failed > _metric(before, 'agui_webhook_deliveries_total{outcome="failed"}'):
+                break
+            assert time.monotonic() < deadline, after
+            time.sleep(0.1)
+    attempts = "agui_webhook_attempts_failed_total"
+    assert _metric(after, attempts) - _metric(before, attempts) >= 3
+
+
+async def test_webhooks_elsewhere_are_refused(client, receiver, base_url):
+    thread_id = (await client.threads.create())["thread_id"]
+    async with httpx.AsyncClient(base_url=base_url) as http:
+        for hook in (
+            f"http://127.0.0.1:{receiver.port + 1}/x",  # another port
+            "http://example.com/hook",  # another host
+            f"ftp://127.0.0.1:{receiver.port}/x",  # not http(s)
+            f"http://user:pw@127.0.0.1:{receiver.port}/x",  # credentials
+            "not a url",
+            7,
+        ):
+            response = await http.post(
+                f"/threads/{thread_id}/runs",
+                json={"assistant_id": "demo", "input": {"messages": ["hi"]}, "webhook": hook},
+            )
+            assert response.status_code == 422, hook
+            assert response.json()["error"]["code"] == "invalid_webhook"
+    assert await client.runs.list(thread_id) == []
+
+
+def test_https_only_unless_allowed_and_none_by_default():
+    strict = Webhooks(hosts=("hooks.example.com", "127.0.0.1:9000"))
+    assert strict.check("https://hooks.example.com/x") == "https://hooks.example.com/x"
+    assert strict.check("https://127.0.0.1:9000/x")
+    for url in ("http://hooks.example.com/x", "https://127.0.0.1:9001/x", "https://evil.com/"):
+        with pytest.raises(HttpError) as refused:
+            strict.check(url)
+        assert refused.value.status == 422
+    assert Webhooks(hosts=("hooks.example.com",), http=True).check("http://hooks.example.com/")
+    assert Webhooks(secret="k").signature(b"{}", 7) == (
+        "t=7,v1=" + hmac.new(b"k", b"7.{}", hashlib.sha256).hexdigest()
+    )
+    assert Webhooks().signature(b"{}", 7) is None
+
+
+async def test_an_app_without_webhooks_refuses_them():
+    with serve("tests.agent_protocol_apps:app", env={"AGUI_DEMO_DELAY": "0"}) as url:
+        async with httpx.AsyncClient(base_url=url) as http:
+            response = await http.post(
+                "/threads/x-1/runs",
+                json={
+                    "assistant_id": "demo",
+                    "input": {"messages": ["hi"]},
+                    "if_not_exists": "create",
+                    "webhook": "https://hooks.example.com/x",
+                },
+            )
+    assert response.status_code == 422
+    assert "webhooks are off" in response.json()["error"]["message"]
