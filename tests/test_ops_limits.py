@@ -96,6 +96,23 @@ def test_runs_and_agent_runs_per_identity(pg_url):
             run.thread.join(30)
 
 
+def test_runs_per_agent_caps_every_identity_together():
+    limits = {"runs_per_agent": {"talk": 1}}
+    env = {"OPS_LIMITS": orjson.dumps(limits).decode()}
+    with serve_cli(env, target=TARGET) as server:
+        base = server.base_url
+        run = Slow(base, "talk", "c1", "ann")
+        # Another identity on the same agent: past the agent's capacity.
+        refused = httpx.post(base + "/agui/talk", json=_body("c2", "hi"), headers=_auth("bob"))
+        _refused(refused, "agent_busy")
+        assert _state(base, "c2", "bob") == 404  # nothing stored
+        # An agent the dict does not name has no cap.
+        ok = httpx.post(base + "/agui/other", json=_body("c3", "hi"), headers=_auth("bob"))
+        assert ok.status_code == 200 and "RUN_FINISHED" in ok.text
+        _cancel(base, "c1", "ann")
+        run.thread.join(30)
+
+
 def test_readers_and_start_rate():
     limits = {"readers": 1, "run_readers": 2, "starts_per_minute": 4}
     env = {"OPS_LIMITS": orjson.dumps(limits).decode()}

@@ -1,7 +1,10 @@
 """Per-identity limits (``App(limits=IdentityLimits(...))``): what one caller may hold.
 
 - ``runs``: concurrent runs per identity; ``agent_runs``: concurrent runs
-  per identity on one agent;
+  per identity on one agent; ``runs_per_agent``: concurrent runs of one
+  agent, every identity's together (an int for every agent, or a dict
+  ``{agent_id: n}`` for the agents it names): an agent's capacity, such as a
+  model's quota;
 - ``readers``: open run streams per identity (a reader is a response that
   reads a run another response started: a resume, a join, an Agent Protocol
   join; a run's own response counts under ``runs``); ``run_readers``: open
@@ -42,6 +45,7 @@ log = logging.getLogger("agui_bridge.ops")
 class IdentityLimits:
     runs: int | None = None
     agent_runs: int | None = None
+    runs_per_agent: int | dict[str, int] | None = None
     readers: int | None = None
     run_readers: int | None = None
     starts_per_minute: float | None = None
@@ -125,6 +129,12 @@ class Limiter:
             wanted.append((f"agent-runs:{who}:{agent_id}", c.agent_runs, "too_many_agent_runs",
                            f"this identity already has {c.agent_runs} run(s) of this agent"
                            " going"))  # fmt: skip
+        cap = c.runs_per_agent
+        if isinstance(cap, dict):
+            cap = cap.get(agent_id)
+        if cap is not None:
+            wanted.append((f"agent:{agent_id}", cap, "agent_busy",
+                           f"agent {agent_id!r} already has {cap} run(s) going"))  # fmt: skip
         slots = []
         if wanted:
             slot = await self._acquire(wanted)
