@@ -110,3 +110,18 @@ def langgraph_graph():
     builder.add_edge("tools", "agent")
     builder.add_edge("review", END)
     return builder.compile(checkpointer=InMemorySaver())
+
+
+def recording_graph(seen: list):
+    """A graph of one node that keeps the last message it is given (in ``seen``)
+    and answers "seen": what the adapter hands a graph (tests/test_attachment_adapters.py)."""
+
+    def node(state: State):
+        seen.append(state["messages"][-1])
+        return {"messages": [AIMessage(content="seen")], "turns": state.get("turns", 0) + 1}
+
+    builder = StateGraph(State)
+    builder.add_node("node", node)
+    builder.add_edge(START, "node")
+    builder.add_edge("node", END)
+    return builder.compile(checkpointer=InMemorySaver())

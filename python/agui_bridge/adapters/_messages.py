@@ -15,9 +15,12 @@ NO_RESULT = '{"error":{"code":"no_result","message":"the tool call got no result
 
 
 def turn_message(ctx: RunContext) -> dict:
-    """This turn's user message as text, under the id the thread stores it by."""
+    """This turn's user message under the id the thread stores it by: its text,
+    or with media parts (``ctx.parts``) its content parts as sent."""
     stored = ctx.input_message
     message_id = stored["id"] if stored is not None else ctx.new_id("input")
+    if ctx.parts and stored is not None:
+        return {"id": message_id, "role": "user", "content": stored["content"]}
     return {"id": message_id, "role": "user", "content": ctx.input}
 
 
@@ -31,7 +34,7 @@ def conversation(ctx: RunContext, open_calls: frozenset[str] = frozenset()) -> l
     resumes), and a result for no known call is left out.
     """
     messages = list(ctx.history) + list(ctx.tool_results)
-    if ctx.input:
+    if ctx.input or ctx.parts:
         messages.append(turn_message(ctx))
     results: dict[str, dict] = {}
     for message in messages:

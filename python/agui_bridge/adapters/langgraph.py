@@ -68,6 +68,7 @@ from ._messages import (
     tool_calls,
     turn_message,
 )
+from ._parts import langchain_content
 
 
 def langgraph_agent(graph, *, messages_key: str = "messages", config: dict | None = None):
@@ -114,7 +115,7 @@ async def _input_messages(graph, run_config: dict, ctx: RunContext) -> list[Base
         held = bool(snapshot.values)
     if held:
         new = list(ctx.tool_results)
-        if ctx.input:
+        if ctx.input or ctx.parts:
             new.append(turn_message(ctx))
         return to_langchain_messages(new)
     return to_langchain_messages(conversation(ctx))
@@ -128,7 +129,8 @@ def to_langchain_messages(messages: list[dict]) -> list[BaseMessage]:
         content = text(message.get("content"))
         extra = {"id": message["id"]} if isinstance(message.get("id"), str) else {}
         if role == "user":
-            out.append(HumanMessage(content=content, **extra))
+            parts = langchain_content(message.get("content"))
+            out.append(HumanMessage(content=parts, **extra))
         elif role in ("system", "developer"):
             out.append(SystemMessage(content=content, **extra))
         elif role == "assistant":

@@ -45,6 +45,7 @@ import openai
 from .. import crumbs as c
 from ..context import RunContext
 from ._messages import conversation, error_text, parse_arguments, result_text, text, tool_calls
+from ._parts import openai_content
 
 
 class PythonTool:
@@ -392,6 +393,8 @@ def to_chat_messages(messages: list[dict]) -> list[dict]:
                     "content": text(message.get("content")),
                 }
             )
+        elif role == "user":
+            out.append({"role": "user", "content": openai_content(message.get("content"))})
         else:
             out.append({"role": role, "content": text(message.get("content"))})
     return out
