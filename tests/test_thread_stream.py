@@ -2,7 +2,7 @@
 async and sync, against ``POST /threads/{id}/commands`` and
 ``POST /threads/{id}/stream/events``: a run, an interrupt answered through
 ``input.respond``, a reconnect with ``since`` (nothing lost, nothing twice),
-and what a malformed request gets (422 JSON)."""
+what a malformed request gets (422 JSON) and a WebSocket (a clear 4xx)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import httpx
 import orjson
 import pytest
 from langgraph_sdk import get_client, get_sync_client
+from websockets.exceptions import InvalidStatus
 
 from tests.servers import serve
 
@@ -192,3 +193,36 @@ async def test_malformed_requests_are_422_json(base_url):
             commands, json={"id": 6, "method": "input.respond", "params": respond}
         )
         assert response.status_code == 404
+
+
+async def _websocket_refused(url: str) -> int:
+    client = get_client(url=url, api_key=None)
+    try:
+        async with client.threads.stream(assistant_id="demo", transport="websocket") as thread:
+            await thread.run.start(input=ASK)
+            with pytest.raises(InvalidStatus) as refused:
+                async with asyncio.timeout(20):
+                    await thread.output
+            return refused.value.response.status_code
+    finally:
+        await client.aclose()
+
+
+async def test_a_websocket_is_refused_with_a_clear_4xx(base_url):
+    """No WebSocket transport: the SDK's ``transport="websocket"`` gets a 4xx it does not
+    retry, under ``agui-bridge serve`` (granian's WebSockets off) with what is served."""
+    assert await _websocket_refused(base_url) == 405
+    async with httpx.AsyncClient(base_url=base_url) as http:
+        response = await http.get(f"/threads/{uuid.uuid4()}/stream/events")
+    assert response.status_code == 405 and response.headers["allow"] == "POST"
+    assert response.json()["error"]["code"] == "websocket_not_served"
+    assert "POST /threads/{id}/stream/events" in response.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("interface", ["rsgi", "asgi"])
+async def test_a_websocket_is_refused_where_granian_takes_them(interface):
+    env = {"AGUI_DEMO_DELAY": "0"}
+    with serve(
+        "tests.agent_protocol_apps:app", env=env, interface=interface, options=["--ws"]
+    ) as url:
+        assert await _websocket_refused(url) in (403, 405)

@@ -399,6 +399,8 @@ class App:
 
     async def __rsgi__(self, scope, protocol) -> None:
         if scope.proto != "http":
+            if scope.proto == "ws":
+                protocol.close(405)  # no WebSocket route (under granian with ws on)
             return
         await self._front.handle(RsgiConn(scope, protocol))
 

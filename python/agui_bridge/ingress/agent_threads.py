@@ -48,6 +48,10 @@ JSON = [("content-type", "application/json"), ("cache-control", "no-cache")]
 POLL = 0.2
 # How long a run a command started is read from its start by a stream opened without ``since``.
 FRESH = 60.0
+WEBSOCKET = (
+    "the thread's events are served over SSE, not WebSocket:"
+    ' POST /threads/{id}/stream/events (langgraph-sdk: transport="sse")'
+)
 # How long ``input.respond`` waits for the run that asked to have ended (saved).
 SETTLE = 30.0
 
@@ -67,6 +71,7 @@ class ThreadRoutes:
     def register(self, add) -> None:
         add("POST", "/threads/{thread_id}/commands", self.command)
         add("POST", "/threads/{thread_id}/stream/events", self.events)
+        add("GET", "/threads/{thread_id}/stream/events", self.websocket)
 
     # -- commands ------------------------------------------------------------
 
@@ -244,6 +249,11 @@ class ThreadRoutes:
         return {"run_id": record.run_id}, meta
 
     # -- the thread's event stream ---------------------------------------------
+
+    async def websocket(self, conn, thread_id: str) -> None:
+        """A WebSocket upgrade (langgraph-sdk's ``transport="websocket"``) where the
+        server does not take WebSockets (``agui-bridge serve``): told what is served."""
+        raise HttpError(405, "websocket_not_served", WEBSOCKET, [("allow", "POST")])
 
     async def events(self, conn, thread_id: str) -> None:
         identity, body = await self.ap.request_body(conn, "read")

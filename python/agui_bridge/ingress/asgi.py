@@ -157,6 +157,11 @@ async def serve_asgi(app, handler, scope, receive, send) -> None:
                 await app.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+    if kind == "websocket":
+        # No WebSocket route: the upgrade is refused (a 403 from the server).
+        if (await receive())["type"] == "websocket.connect":
+            await send({"type": "websocket.close", "code": 1008})
+        return
     if kind != "http":
         return
     conn = AsgiConn(scope, receive, send)
