@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 from ag_ui_validate.pytest_plugin import assert_valid_agui
 
 from tests.ingress_apps import parse_sse, run_body
@@ -111,3 +112,28 @@ def test_a_kill_timeout_that_fits_the_drain_is_accepted(tmp_path):
     with serve_cli(env, "--kill-timeout", "45", stop_signal=signal.SIGKILL) as server:
         response = httpx.post(server.base_url + "/ag-ui/run", json=run_body("fits", "hi"))
         assert response.status_code == 200
+
+
+@pytest.mark.parametrize("interface", ["rsgi", "asgi"])
+def test_workers_of_a_plain_granian_run_stop_when_the_main_process_is_killed(tmp_path, interface):
+    """The same wherever the App runs under granian, not only under
+    ``agui-bridge serve``: ``granian --interface … tests.ingress_apps:app``
+    (the watch is armed at the App's start in each worker)."""
+    command = [
+        *(sys.executable, "-m", "granian", "--interface", interface),
+        *("--host", "127.0.0.1", "--port", "{port}", "--workers", "2"),
+        *("--no-ws", "--log-level", "info"),
+        "tests.ingress_apps:app",
+    ]
+    with spawn(command, env_for(tmp_path), stop_signal=signal.SIGKILL) as server:
+        port = server.port
+        assert wait_until(lambda: len(server.workers()) == 2, 20), server.log()
+        workers = server.workers()
+        assert httpx.get(server.base_url + "/healthz").status_code == 200  # the App started
+        os.kill(server.pid, signal.SIGKILL)
+        server.process.wait(timeout=10)
+        killed = time.monotonic()
+        assert wait_until(lambda: not any(map(_running, workers)), 20), server.log()
+        took = time.monotonic() - killed
+        assert refused(port)
+    assert took < 4, took  # 2 s and the poll, on a loaded machine

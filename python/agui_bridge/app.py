@@ -34,6 +34,7 @@ from .runs.backend import open_runs
 from .runs.run import RunSettings
 from .store import DEFAULT_STORE, open_store, sweep
 from .webhooks import webhooks_of
+from .worker import watch_server
 
 DEFAULT_PATH = "/ag-ui/run"
 log = logging.getLogger("agui_bridge.app")
@@ -367,7 +368,10 @@ class App:
         accepting and waits for the open streams, without telling the app. So
         the App chains a handler of its own onto the server's, and only onto
         one (a signal left to its default action still ends the process).
+        In a server's worker process it also stops when the server's main
+        process dies (``worker.watch_server``).
         """
+        watch_server(self)
         if threading.current_thread() is not threading.main_thread():
             return
         watch_drain(self, loop)  # agui-bridge serve --drain-delay: /readyz 503 first

@@ -1,4 +1,4 @@
-"""What each granian worker of ``agui-bridge serve`` does besides serving.
+"""What each granian worker of an App does besides serving.
 
 granian imports the target in every worker (never in the main process), so
 what needs the App is checked here, where it is loaded:
@@ -14,12 +14,18 @@ what needs the App is checked here, where it is loaded:
   ``POLL`` seconds, ends the runs going on at once (their readers get the
   closers and ``RUN_ERROR`` ``server_shutdown``, their partial turns are
   stored, as a SIGTERM past ``drain_timeout`` does) and stops the worker;
-  one still there ``HARD_EXIT`` seconds later is ended.
+  one still there ``HARD_EXIT`` seconds later is ended. ``agui-bridge serve``
+  arms it in its loader; wherever else the App runs in a worker process
+  (``granian`` run by hand or embedded, ``uvicorn --workers``: servers that
+  start their workers with multiprocessing) the App arms it when it starts
+  (``watch_server``). A process that is no server's worker (one process,
+  uvicorn without workers) has no parent to watch and arms nothing.
 """
 
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import os
 import signal
 import threading
@@ -61,13 +67,28 @@ def check_drain(app, kill_timeout: float) -> None:
         raise ValueError(message)
 
 
+_watcher: threading.Thread | None = None  # one per process
+
+
 def watch_parent(parent: int, app=None) -> threading.Thread:
-    """Starts the thread that stops this worker once ``parent`` is no longer its parent."""
-    watcher = threading.Thread(
-        target=_watch, args=(parent, app), name="agui-parent-watch", daemon=True
-    )
-    watcher.start()
-    return watcher
+    """Starts the thread that stops this worker once ``parent`` is no longer its
+    parent (once per process: a second call returns the first's thread)."""
+    global _watcher
+    if _watcher is None:
+        _watcher = threading.Thread(
+            target=_watch, args=(parent, app), name="agui-parent-watch", daemon=True
+        )
+        _watcher.start()
+    return _watcher
+
+
+def watch_server(app) -> threading.Thread | None:
+    """Called when the App starts: in a server's worker process (its parent
+    started it with multiprocessing), the worker stops when that parent dies."""
+    parent = multiprocessing.parent_process()
+    if parent is None or parent.pid is None:
+        return None
+    return watch_parent(parent.pid, app)
 
 
 def _watch(parent: int, app) -> None:
