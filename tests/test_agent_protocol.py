@@ -365,7 +365,7 @@ async def test_bad_input_is_422_unknown_is_404_never_500(base_url, client):
             ("POST", "/threads/search", b'{"limit": "x"}', "application/json", 422),
             ("PUT", f"/threads/{thread_id}", b"{}", "application/json", 405),
             ("GET", "/threads/x/runs/y/stream/more", b"", None, 404),
-            ("GET", "/assistants/demo/graph", b"", None, 404),
+            ("GET", "/assistants/demo/nothing", b"", None, 404),
         ]
         for method, path, body, kind, status in bad:
             headers = {"content-type": kind} if kind else {}

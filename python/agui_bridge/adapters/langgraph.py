@@ -105,6 +105,8 @@ def langgraph_agent(graph, *, messages_key: str = "messages", config: dict | Non
 
     # Its items are AG-UI events: App serves it with the events dialect.
     run.agui_dialect = "events"
+    # What GET /assistants/{id}/graph, /schemas and /subgraphs show (agent_protocol/assistants.py).
+    run.agui_graph = graph
     return run
 
 

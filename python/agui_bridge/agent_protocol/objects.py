@@ -7,7 +7,7 @@ import uuid
 
 from ..interrupts import agui_interrupts, on_last_assistant
 from .runs import iso
-from .stream import interrupts_of
+from .stream import interrupts_of, values_of
 
 
 def checkpoint(thread) -> dict:
@@ -47,6 +47,15 @@ def thread_state(thread) -> dict:
         "interrupts": interrupts,
         "pendingInterrupts": pending,
     }
+
+
+def langgraph_state(thread) -> dict:
+    """The ThreadState as LangGraph's server gives it: the thread's messages in
+    ``values`` (LangGraph's shape), not beside them as AG-UI messages."""
+    state = thread_state(thread)
+    del state["messages"], state["pendingInterrupts"]
+    state["values"] = values_of(thread.state, thread.messages)
+    return state
 
 
 def assistant(agent) -> dict:

@@ -79,7 +79,15 @@ class Parts:
     async def of(cls, app, record, modes, after: int) -> Parts:
         base, state = await origin(app, record)
         return cls(
-            Projector(modes, record.assistant_id, record.thread_id, record.run_id, base, state),
+            Projector(
+                modes,
+                record.assistant_id,
+                record.thread_id,
+                record.run_id,
+                base,
+                state,
+                subgraphs=bool(record.kwargs.get("stream_subgraphs")),
+            ),
             after,
         )
 

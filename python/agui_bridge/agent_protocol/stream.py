@@ -14,10 +14,13 @@ failed one with an ``error`` part.
 
 from __future__ import annotations
 
+import uuid
+
 from .._select import create_agui_repairer
+from .lc_events import LcEvents
 from .messages import all_to_langgraph, to_langgraph
 
-MODES = frozenset({"values", "updates", "messages-tuple", "custom", "agui"})
+MODES = frozenset({"values", "updates", "messages-tuple", "custom", "agui", "events"})
 
 _STEP_ENDS = {"TEXT_MESSAGE_END", "TOOL_CALL_END", "TOOL_CALL_RESULT", "STATE_SNAPSHOT"}
 
@@ -48,7 +51,7 @@ def interrupts_of(pending: list[dict]) -> list[dict]:
 class Projector:
     """One reader's mapping of a run's events to stream parts (``(event, data)``)."""
 
-    def __init__(self, modes, node: str, thread_id: str, run_id: str, base, state):
+    def __init__(self, modes, node: str, thread_id: str, run_id: str, base, state, subgraphs=False):
         self.modes = modes
         self.node = node
         self.base = list(base)
@@ -63,7 +66,13 @@ class Projector:
             "langgraph_step": 1,
             "thread_id": thread_id,
             "run_id": run_id,
+            "langgraph_checkpoint_ns": "",
         }
+        self.lc = LcEvents(node, run_id, self.meta) if "events" in modes else None
+        # stream_subgraphs: the subagents open (their steps), whose parts are
+        # named "{mode}|{namespace}" as LangGraph names a subgraph's.
+        self.subgraphs = subgraphs
+        self.ns: list[str] = []
 
     def made(self) -> list[dict]:
         """The run's messages so far, what is open with what it streamed."""
@@ -79,7 +88,19 @@ class Projector:
         if "agui" in modes:
             parts.append(("agui", event))
         update = self._update(event, kind)
+        if self.subgraphs and kind == "STEP_STARTED":
+            self._enter(event.get("stepName"))
         self.t(event)
+        lc = self.lc
+        if lc is not None:
+            if kind == "RUN_STARTED" and "values" in modes:
+                # LangGraph streams the input state first; the client keeps the
+                # newest values as the state it shows.
+                parts.append(("values", self.values()))
+            lc.meta = self.meta
+            # Before the messages-tuple parts: the client reads those only while
+            # it saw no events part of a chat model.
+            parts.extend(("events", e) for e in lc.feed(event, kind, self))
         if kind == "TEXT_MESSAGE_CONTENT" and "messages-tuple" in modes:
             chunk = {"type": "AIMessageChunk", "content": event.get("delta", "")}
             chunk["id"] = event.get("messageId")
@@ -105,6 +126,8 @@ class Projector:
                 parts.append(("values", self.values()))
             self.meta = {**self.meta, "langgraph_step": self.meta["langgraph_step"] + 1}
         elif kind == "RUN_FINISHED":
+            if lc is not None:
+                parts.extend(("events", e) for e in lc.end(self, self.values()))
             outcome = event.get("outcome")
             pending = outcome.get("interrupts") if isinstance(outcome, dict) else None
             if pending and outcome.get("type") == "interrupt":
@@ -119,7 +142,43 @@ class Projector:
             code = event.get("code")
             error = code if isinstance(code, str) and code else "RunError"
             parts.append(("error", {"error": error, "message": event.get("message", "")}))
+        if self.ns:
+            parts = [(p if p == "error" else f"{p}|{self.ns[-1]}", d) for p, d in parts]
+            if kind == "STEP_FINISHED":
+                self._leave(event.get("stepName"))
         return parts
+
+    def _enter(self, step) -> None:
+        """A subagent's step opens its namespace (``subagent_{id}:{task}``, nested in
+        the open one)."""
+        if not isinstance(step, str) or not step.startswith("subagent_"):
+            return
+        task = uuid.uuid5(uuid.NAMESPACE_URL, f"{self.meta['run_id']}:{len(self.ns)}:{step}")
+        inner = f"{step}:{task}"
+        self.ns.append(f"{self.ns[-1]}|{inner}" if self.ns else inner)
+        self.meta = {**self.meta, "langgraph_checkpoint_ns": self.ns[-1]}
+
+    def _leave(self, step) -> None:
+        if not self.ns or not self.ns[-1].rsplit("|", 1)[-1].startswith(f"{step}:"):
+            return
+        self.ns.pop()
+        self.meta = {**self.meta, "langgraph_checkpoint_ns": self.ns[-1] if self.ns else ""}
+
+    # What the events parts look up of the run so far (lc_events.LcEvents.feed).
+
+    def owner(self, call_id) -> str | None:
+        owner = _owner_of(self.made(), call_id)
+        return owner["id"] if owner is not None else None
+
+    def message(self, message_id) -> dict | None:
+        return next((m for m in self.made() if m["id"] == message_id), None)
+
+    def call(self, call_id) -> dict | None:
+        owner = _owner_of(self.made(), call_id)
+        for call in (owner or {}).get("toolCalls") or ():
+            if call["id"] == call_id:
+                return call["function"]
+        return None
 
     def _update(self, event: dict, kind) -> dict | None:
         if kind != "STATE_SNAPSHOT" or not isinstance(event.get("snapshot"), dict):

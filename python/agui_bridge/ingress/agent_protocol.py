@@ -27,8 +27,9 @@ from urllib.parse import parse_qs
 
 import orjson
 
+from ..agent_protocol.assistants import graph_of, schemas_of, subgraphs_of
 from ..agent_protocol.messages import MessageError, to_agui
-from ..agent_protocol.objects import assistant, checkpoint, thread_state
+from ..agent_protocol.objects import assistant, checkpoint, langgraph_state, thread_state
 from ..agent_protocol.reader import Parts, sse
 from ..agent_protocol.runs import Registry, RunRecord, iso, terminal_event
 from ..agent_protocol.stream import MODES, interrupts_of, values_of
@@ -59,9 +60,10 @@ _NOT_SERVED = (
     "interrupt_before",
     "interrupt_after",
     "after_seconds",
-    "stream_subgraphs",
 )
 MAX_PAGE = 1000
+# Where the Agent Protocol is served as LangGraph's server serves it (see register).
+LANGGRAPH = "/langgraph"
 
 
 def _unprocessable(message: str, code: str = "invalid_request") -> HttpError:
@@ -126,8 +128,16 @@ class AgentProtocol:
         queued run is the Agent Protocol's; a live one stops the AG-UI way).
         """
 
+        self._rows(routes, "", self._history)
+        # The same surface as LangGraph's ThreadState has it (``values`` with
+        # the messages), for the clients that read them there: ``/state`` at
+        # the root is the AG-UI routes' (``values`` = the AG-UI state).
+        routes.add("GET", LANGGRAPH + "/threads/{thread_id}/state", self._langgraph_state)
+        self._rows(routes, LANGGRAPH, partial(self._history, langgraph=True))
+
+    def _rows(self, routes, prefix: str, history) -> None:
         def add(methods, pattern, endpoint):
-            routes.add(methods, pattern, _unprocessable_errors(endpoint))
+            routes.add(methods, prefix + pattern, _unprocessable_errors(endpoint))
 
         run = "/threads/{thread_id}/runs/{run_id}"
         add("POST", "/threads", self._create_thread)
@@ -137,7 +147,7 @@ class AgentProtocol:
         add("PATCH", "/threads/{thread_id}", self._patch_thread)
         add("DELETE", "/threads/{thread_id}", self._delete_thread)
         add("POST", "/threads/{thread_id}/state", self._update_state)
-        add(("GET", "POST"), "/threads/{thread_id}/history", self._history)
+        add(("GET", "POST"), "/threads/{thread_id}/history", history)
         add("GET", "/threads/{thread_id}/runs", self._list_runs)
         for kind, suffix in (("background", ""), ("wait", "/wait"), ("stream", "/stream")):
             add("POST", "/threads/{thread_id}/runs" + suffix, partial(self._create_run, kind=kind))
@@ -150,6 +160,10 @@ class AgentProtocol:
         ThreadRoutes(self).register(add)  # commands, stream/events (threads.stream())
         add("POST", "/assistants/search", self._search_assistants)
         add("GET", "/assistants/{assistant_id}", self._get_assistant)
+        add("GET", "/assistants/{assistant_id}/graph", self._assistant_graph)
+        add("GET", "/assistants/{assistant_id}/schemas", self._assistant_schemas)
+        add("GET", "/assistants/{assistant_id}/subgraphs", self._assistant_subgraphs)
+        add("GET", "/assistants/{assistant_id}/subgraphs/{namespace}", self._assistant_subgraphs)
 
     async def _search_assistants(self, conn) -> None:
         _, body = await self._body(conn, "read")
@@ -160,12 +174,31 @@ class AgentProtocol:
         found = [assistant(a) for a in agents[offset : offset + limit]]
         await conn.respond(200, orjson.dumps(found), JSON)
 
-    async def _get_assistant(self, conn, assistant_id: str) -> None:
+    async def _assistant(self, conn, assistant_id: str):
         await self._identity(conn, "read")
         agent = self.app.agents.get(assistant_id)
         if agent is None:
             raise HttpError(404, "not_found", f"no assistant {assistant_id!r}")
+        return agent
+
+    async def _get_assistant(self, conn, assistant_id: str) -> None:
+        agent = await self._assistant(conn, assistant_id)
         await conn.respond(200, orjson.dumps(assistant(agent)), JSON)
+
+    async def _assistant_graph(self, conn, assistant_id: str) -> None:
+        agent = await self._assistant(conn, assistant_id)
+        xray = _flag(_query(conn).get("xray"), "xray")
+        await conn.respond(200, orjson.dumps(graph_of(agent, xray)), JSON)
+
+    async def _assistant_schemas(self, conn, assistant_id: str) -> None:
+        agent = await self._assistant(conn, assistant_id)
+        await conn.respond(200, orjson.dumps(schemas_of(agent)), JSON)
+
+    async def _assistant_subgraphs(self, conn, assistant_id: str, namespace=None) -> None:
+        agent = await self._assistant(conn, assistant_id)
+        recurse = _flag(_query(conn).get("recurse"), "recurse")
+        found = subgraphs_of(agent, namespace, bool(recurse))
+        await conn.respond(200, orjson.dumps(found), JSON)
 
     # -- requests ------------------------------------------------------------
 
@@ -326,7 +359,14 @@ class AgentProtocol:
         thread = await app.store.load(thread_id)
         await conn.respond(200, orjson.dumps({"checkpoint": checkpoint(thread)}), JSON)
 
-    async def _history(self, conn, thread_id: str) -> None:
+    async def _langgraph_state(self, conn, thread_id: str) -> None:
+        """``GET {LANGGRAPH}/threads/{id}/state``: the ThreadState with the messages in
+        ``values`` (LangGraph's shape), as LangGraph's clients read it."""
+        identity, _ = await self._identity(conn, "read")
+        thread = await self._thread(identity, thread_id)
+        await conn.respond(200, orjson.dumps(langgraph_state(thread)), JSON)
+
+    async def _history(self, conn, thread_id: str, langgraph: bool = False) -> None:
         # No checkpoints are kept: the history is the thread's one current state.
         if conn.method == "POST":
             identity, body = await self._body(conn, "read")
@@ -335,7 +375,7 @@ class AgentProtocol:
             identity, _ = await self._identity(conn, "read")
             limit = bounded(_query(conn).get("limit"), "limit", 10, 1, MAX_PAGE)
         thread = await self._thread(identity, thread_id)
-        states = [thread_state(thread)][:limit]
+        states = [(langgraph_state if langgraph else thread_state)(thread)][:limit]
         await conn.respond(200, orjson.dumps(states), JSON)
 
     # -- runs ----------------------------------------------------------------
@@ -346,6 +386,8 @@ class AgentProtocol:
         command = body.get("command")
         if command is not None and not isinstance(command, dict):
             raise _unprocessable("'command' must be an object")
+        if command:
+            run_input = None  # LangGraph runs the command and leaves the input aside
         messages: list[dict] = []
         state = None
         if isinstance(run_input, dict):
@@ -365,7 +407,9 @@ class AgentProtocol:
             raise _unprocessable("'input' must be an object (or a message's text)")
         resume = None
         if command:
-            unknown = set(command) - {"resume", "update"}
+            # interruptEvent: what CopilotKit sends beside a resume (the interrupt's
+            # value, for its own use); LangGraph's server leaves it aside too.
+            unknown = set(command) - {"resume", "update", "interruptEvent"}
             if unknown:
                 raise _unprocessable(f"command.{sorted(unknown)[0]} is not supported")
             update = command.get("update")
@@ -439,8 +483,9 @@ class AgentProtocol:
             raise _unprocessable("'on_completion' must be 'delete' or 'keep'")
         modes = _modes(body.get("stream_mode", "values")) or ("values",)
         metadata = _object(body, "metadata")
-        if body.get("input") is not None and body.get("command") is not None:
-            raise _unprocessable("send 'input' or 'command', not both")
+        subgraphs = body.get("stream_subgraphs", False)
+        if not isinstance(subgraphs, bool):
+            raise _unprocessable("'stream_subgraphs' must be true or false")
         for key in _NOT_SERVED:
             if body.get(key) not in (None, False, []):
                 raise _unprocessable(f"'{key}' is not served (no checkpoints are kept)")
@@ -462,6 +507,7 @@ class AgentProtocol:
         kwargs["stream_mode"] = list(modes)
         if webhook is not None:
             kwargs["webhook"] = webhook
+        kwargs["stream_subgraphs"] = subgraphs
         record = RunRecord(thread_id, run_id, assistant_id, metadata, kwargs, strategy)
         await self._launch(record, agent, run_input, identity)
         if webhook is not None:
@@ -750,6 +796,17 @@ class Begun:
 
 
 _ABSENT = object()
+
+
+def _flag(value, name: str):
+    """A query flag: ``true``/``false``, or (``xray``) a depth."""
+    if value in (None, "", "false"):
+        return False
+    if value == "true":
+        return True
+    if value.isdigit() and name == "xray":
+        return int(value)
+    raise _unprocessable(f"'{name}' must be true or false")
 
 
 def _listed(value) -> list:
