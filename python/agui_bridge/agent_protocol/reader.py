@@ -31,7 +31,7 @@ async def origin(app, record):
     run_log = record.log
     run = run_log.run
     if record.base is None and run is not None:
-        record.base, record.state = run.base, run.ctx.state
+        record.base, record.state = run.base, dict(run.ctx.state)
     if record.base is not None:
         return record.base, record.state or {}
     # A run first seen after it ended: the stored thread without what it made.

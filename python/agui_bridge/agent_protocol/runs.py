@@ -77,7 +77,8 @@ class RunRecord:
         self.updated_at = time.time()
         run = log.run
         if run is not None:
-            self.base, self.state = run.base, run.ctx.state
+            # A copy: the run's state object takes its snapshots as it goes.
+            self.base, self.state = run.base, dict(run.ctx.state)
         self.started.set()
 
     @property

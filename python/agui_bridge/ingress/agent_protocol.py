@@ -727,7 +727,9 @@ class AgentProtocol:
         record = await self._run_of(conn, thread_id, run_id, "read")
         if record.log is not None:
             await self.app.ops.admit_reader(record.log)  # 429 past a per-identity limit
-        modes = _modes(query.get("stream_mode"))
+        # Every stream_mode the query names (the SDKs repeat the parameter).
+        asked = parse_qs(conn.query_string or "").get("stream_mode")
+        modes = _modes(asked)
         if not modes:
             modes = tuple(record.kwargs.get("stream_mode") or ("values",))
         on_disconnect = "cancel" if query.get("cancel_on_disconnect") == "true" else "continue"

@@ -1,0 +1,226 @@
+"""The Agent Protocol surface LangGraph's UI clients read beyond threads and runs,
+driven by the real LangGraph SDK (``langgraph-sdk``): an assistant's graph,
+schemas and subgraphs, the ``events`` stream mode (LangChain ``astream_events``
+v2), ``stream_subgraphs``, a run with both ``input`` and ``command``, and the
+surface under ``/langgraph`` whose ThreadState has the messages in ``values``.
+
+``tests/test_langgraph_clients.py`` drives ``@ag-ui/langgraph`` and CopilotKit's
+runtime over the same routes.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import httpx
+import orjson
+import pytest
+from langgraph_sdk import get_client
+from langgraph_sdk.errors import NotFoundError
+
+from tests.servers import serve
+
+ASK = {"messages": [{"role": "user", "content": "what is 6 * 7?"}]}
+
+
+@pytest.fixture(scope="module")
+def base_url():
+    with serve("tests.langgraph_clients_apps:app", env={"AGUI_DEMO_DELAY": "0"}) as url:
+        yield url
+
+
+@pytest.fixture(params=["", "/langgraph"], ids=["root", "langgraph"])
+async def client(base_url, request):
+    client = get_client(url=base_url + request.param, api_key=None)
+    yield client
+    await client.aclose()
+
+
+async def _parts(client, agent, stream_mode, **kwargs) -> tuple[str, list]:
+    thread_id = (await client.threads.create())["thread_id"]
+    parts = [
+        (part.event, part.data)
+        async for part in client.runs.stream(thread_id, agent, stream_mode=stream_mode, **kwargs)
+    ]
+    return thread_id, parts
+
+
+async def test_a_plain_agent_is_a_one_node_graph_with_permissive_schemas(client):
+    graph = await client.assistants.get_graph("demo")
+    assert [n["id"] for n in graph["nodes"]] == ["__start__", "demo", "__end__"]
+    assert graph["edges"] == [
+        {"source": "__start__", "target": "demo"},
+        {"source": "demo", "target": "__end__"},
+    ]
+    schemas = await client.assistants.get_schemas("demo")
+    assert schemas["graph_id"] == "demo"
+    for key in ("input_schema", "output_schema", "state_schema", "config_schema"):
+        # Any object: a client that keeps only a schema's properties keeps all.
+        assert schemas[key] == {"type": "object", "additionalProperties": True}, key
+        assert "properties" not in schemas[key]
+    assert await client.assistants.get_subgraphs("demo") == {}
+    assert await client.assistants.get_subgraphs("demo", namespace="x", recurse=True) == {}
+
+
+async def test_a_langgraph_agent_shows_its_own_graph_and_schemas(client):
+    graph = await client.assistants.get_graph("graph")
+    ids = [n["id"] for n in graph["nodes"]]
+    assert ids == ["__start__", "agent", "tools", "review", "__end__"]
+    assert {"source": "tools", "target": "agent"} in graph["edges"]
+    assert all("id" not in (n.get("data") or {}) for n in graph["nodes"])  # no class paths
+    schemas = await client.assistants.get_schemas("graph")
+    assert schemas["graph_id"] == "graph"
+    assert set(schemas["input_schema"]["properties"]) == {"messages", "turns"}
+    assert set(schemas["output_schema"]["properties"]) == {"messages", "turns"}
+    assert set(schemas["state_schema"]["properties"]) == {"messages", "turns"}
+    assert schemas["context_schema"] is None  # the graph declares none
+    assert await client.assistants.get_subgraphs("graph") == {}
+    xray = await client.assistants.get_graph("graph", xray=True)
+    assert [n["id"] for n in xray["nodes"]][:2] == ["__start__", "agent"]
+
+
+async def test_unknown_assistants_are_404_bad_flags_422(base_url, client):
+    for call in (
+        client.assistants.get_graph,
+        client.assistants.get_schemas,
+        client.assistants.get_subgraphs,
+    ):
+        with pytest.raises(NotFoundError):
+            await call("nobody")
+    async with httpx.AsyncClient(base_url=base_url, timeout=10) as http:
+        for path in ("/assistants/demo/graph?xray=maybe", "/assistants/demo/subgraphs?recurse=1"):
+            response = await http.get(path)
+            assert response.status_code == 422, path
+            assert response.json()["error"]
+
+
+async def test_events_mode_is_the_run_as_astream_events(client):
+    thread_id, parts = await _parts(client, "demo", ["events"], input=ASK)
+    assert [e for e, _ in parts] == ["metadata"] + ["events"] * (len(parts) - 1)
+    events = [d for _, d in parts[1:]]
+    run_id = parts[0][1]["run_id"]
+    for event in events:
+        assert set(event) == {"event", "name", "run_id", "tags", "metadata", "data", "parent_ids"}
+        assert event["metadata"]["langgraph_node"] == "demo"
+        assert event["metadata"]["run_id"] == run_id  # the client cancels by it
+    kinds = [e["event"] for e in events]
+    assert kinds[:2] == ["on_chain_start", "on_chain_start"]
+    assert [e["name"] for e in events[:2]] == ["LangGraph", "demo"]
+    assert kinds[-2:] == ["on_chain_end", "on_chain_end"]
+
+    state = await client.threads.get_state(thread_id)
+    stored = state["values"].get("messages")
+    if stored is None:  # the root's ThreadState: AG-UI messages beside the values
+        stored = state["messages"]
+        texts = [m["content"] for m in stored if m["role"] == "assistant"]
+        call = stored[1]["toolCalls"][0]
+        call_id, name, args = call["id"], call["function"]["name"], call["function"]["arguments"]
+    else:
+        texts = [m["content"] for m in stored if m["type"] == "ai"]
+        call = stored[1]["tool_calls"][0]
+        call_id, name, args = call["id"], call["name"], orjson.dumps(call["args"]).decode()
+
+    # Text: a chat model run per message, its chunks, then its end with the message.
+    streams = [e for e in events if e["event"] == "on_chat_model_stream"]
+    text_chunks = [e["data"]["chunk"] for e in streams if e["data"]["chunk"]["content"]]
+    assert all(c["response_metadata"] == {} and c["type"] == "AIMessageChunk" for c in text_chunks)
+    assert "".join(c["content"] for c in text_chunks) == "".join(texts)
+    # The tool call: a chunk with its name, then its arguments, then the model's end.
+    calls = [c for e in streams for c in e["data"]["chunk"]["tool_call_chunks"]]
+    assert calls[0]["id"] == call_id and calls[0]["name"] == name
+    assert orjson.loads("".join(c["args"] for c in calls)) == orjson.loads(args)
+    ends = [e for e in events if e["event"] == "on_chat_model_end"]
+    assert [e["data"]["output"]["content"] for e in ends] == [texts[0], texts[0], texts[1]]
+    assert ends[1]["data"]["output"]["tool_calls"][0]["id"] == call_id
+    tool = [e for e in events if e["event"] in ("on_tool_start", "on_tool_end")]
+    assert [e["event"] for e in tool] == ["on_tool_start", "on_tool_end"]
+    assert tool[1]["name"] == name and tool[1]["data"]["input"] == orjson.loads(args)
+    output = tool[1]["data"]["output"]
+    assert output["type"] == "tool" and output["tool_call_id"] == call_id
+    assert orjson.loads(output["content"])["value"] == 42
+    # The node's end carries the run's values, as the client merges them.
+    assert events[-2]["data"]["output"]["loop"]["iteration"] == 1
+
+
+async def test_events_mode_custom_events_and_a_replay_is_the_same(client):
+    thread_id, parts = await _parts(client, "signals", ["events", "values"], input=ASK)
+    custom = [d for e, d in parts if e == "events" and d["event"] == "on_custom_event"]
+    assert [(c["name"], c["data"]) for c in custom] == [("progress", {"done": 1, "of": 2})]
+    # LangGraph's first values are the input state; the last the run's.
+    values = [d for e, d in parts if e == "values"]
+    assert [m["type"] for m in values[0]["messages"]] == ["human"]
+    assert values[-1]["phase"] == "half"
+    # Joined after the end, the run's parts are the same (their ids derive from the run's).
+    run_id = parts[0][1]["run_id"]
+    again = [
+        (part.event, part.data)
+        async for part in client.runs.join_stream(
+            thread_id, run_id, stream_mode=["events", "values"]
+        )
+    ]
+    assert again == parts[1:]
+
+
+async def test_stream_subgraphs_names_a_subagents_parts_by_its_namespace(client):
+    modes = ["events", "messages-tuple", "values"]
+    _, flat = await _parts(client, "subagents", modes, input=ASK)
+    _, nested = await _parts(client, "subagents", modes, input=ASK, stream_subgraphs=True)
+    assert all("|" not in e for e, _ in flat)
+    inner = [(e, d) for e, d in nested if "|" in e]
+    names = {e.split("|")[0] for e, _ in inner}
+    assert names == {"values", "events", "messages"}
+    namespace = inner[0][0].split("|", 1)[1]
+    assert namespace.startswith("subagent_researcher:")
+    assert all(e.split("|", 1)[1] == namespace for e, _ in inner)
+    said = [d[0]["content"] for e, d in inner if e.startswith("messages|")]
+    assert said == ["found it."]
+    streamed = [d for e, d in inner if e.startswith("events|")]
+    assert streamed[0]["metadata"]["langgraph_checkpoint_ns"] == namespace
+    # The parts themselves are the same; only the subagent's are named apart.
+    assert [e.split("|")[0] for e, _ in nested[1:]] == [e for e, _ in flat[1:]]
+
+
+async def test_stream_subgraphs_without_subagents_changes_nothing(client):
+    modes = ["updates", "custom"]
+    _, flat = await _parts(client, "demo", modes, input=ASK)
+    _, nested = await _parts(client, "demo", modes, input=ASK, stream_subgraphs=True)
+
+    def shape(parts):
+        return [(e, sorted(d) if isinstance(d, dict) else d) for e, d in parts[1:]]
+
+    assert shape(nested) == shape(flat)
+
+
+async def test_a_command_with_an_input_runs_the_command(client):
+    thread_id = (await client.threads.create())["thread_id"]
+    paused = await client.runs.wait(
+        thread_id, "demo", input={"messages": [{"role": "user", "content": "approve it"}]}
+    )
+    assert paused["__interrupt__"]
+    # What @ag-ui/langgraph sends on a resume: the thread's messages as input, the
+    # resume as command, CopilotKit's interruptEvent beside it. LangGraph runs the command.
+    resent = {"messages": [{"role": "user", "content": "never stored"}], "tools": []}
+    command = {"resume": "yes", "interruptEvent": "{}"}
+    done = await client.runs.wait(thread_id, "demo", input=resent, command=command)
+    assert "__interrupt__" not in done
+    contents = [m["content"] for m in done["messages"]]
+    assert contents[-1].startswith("Approved") and "never stored" not in contents
+
+
+async def test_the_langgraph_surface_has_the_messages_in_the_values(base_url):
+    async with httpx.AsyncClient(base_url=base_url, timeout=30) as http:
+        thread_id = str(uuid.uuid4())
+        await http.post("/threads", json={"thread_id": thread_id})
+        body = {"assistant_id": "demo", "input": ASK}
+        await http.post(f"/langgraph/threads/{thread_id}/runs/wait", json=body)
+        root = (await http.get(f"/threads/{thread_id}/state")).json()
+        langgraph = (await http.get(f"/langgraph/threads/{thread_id}/state")).json()
+        history = (await http.post(f"/langgraph/threads/{thread_id}/history", json={})).json()
+    assert "messages" not in root["values"] and root["messages"][0]["role"] == "user"
+    assert "messages" not in langgraph and "pendingInterrupts" not in langgraph
+    messages = langgraph["values"].pop("messages")
+    assert langgraph["values"] == root["values"]
+    assert [m["type"] for m in messages] == ["human", "ai", "tool", "ai"]
+    assert [m["id"] for m in messages] == [m["id"] for m in root["messages"]]
+    assert langgraph["checkpoint"] == root["checkpoint"] and langgraph["next"] == []
+    assert history[0]["values"]["messages"] == messages
