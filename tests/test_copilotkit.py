@@ -81,11 +81,13 @@ class Runtime:
 
 
 @contextlib.contextmanager
-def copilotkit_runtime(node, agent_url: str, timeout: float = 30.0):
-    """The runtime child process; yields a ``Runtime``."""
+def copilotkit_runtime(node, agent_url: str, timeout: float = 30.0, graph_id: str | None = None):
+    """The runtime child process; yields a ``Runtime``. With ``graph_id`` its agent is
+    the runtime's ``LangGraphAgent`` for that graph, ``agent_url`` its deployment URL."""
+    graph = ["/api/copilotkit", graph_id] if graph_id else []
     with tempfile.TemporaryFile(mode="w+") as log:
         proc = subprocess.Popen(
-            [node, str(RUNTIME), agent_url],
+            [node, str(RUNTIME), agent_url, *graph],
             cwd=INTEROP,
             env={**os.environ, **QUIET},
             stdout=subprocess.PIPE,

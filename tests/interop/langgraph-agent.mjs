@@ -7,13 +7,15 @@
 //   node langgraph-agent.mjs <deployment-url> <scenario.json>
 //
 // A scenario is {threadId, graphId, emitInterruptOutcome?, timeoutMs?, runs: [run...]};
-// a run is {addMessages?, dropAfterLastUser?, resumePending?: {status?, payload?},
+// a run is {addMessages?, regenerateFrom?, resumePending?: {status?, payload?},
 // forwardedProps?, expectFailure?}. All runs share one agent, as a browser tab
-// would. `dropAfterLastUser` cuts the agent's messages after the newest user
-// message (what a regenerate sends); `resumePending` answers the agent's own
+// would. `regenerateFrom` (a user message id) cuts the agent's messages after
+// that message and gives its earlier answers ids the thread does not hold (what
+// makes @ag-ui/langgraph regenerate instead of continue); `resumePending` answers the agent's own
 // pendingInterrupts (AG-UI 1.0 `resume`). A run that takes longer than
 // `timeoutMs` (default 30 s) fails with "timed out".
 
+import { randomUUID } from "node:crypto";
 import { warnings } from "./console-guard.mjs";
 
 const [deploymentUrl, scenarioPath] = process.argv.slice(2);
@@ -36,10 +38,14 @@ const agent = new LangGraphAgent({
 const runs = [];
 let ok = true;
 for (const [index, spec] of (scenario.runs ?? []).entries()) {
-  if (spec.dropAfterLastUser) {
+  if (spec.regenerateFrom) {
+    // The history up to that user message, its answers under ids the client
+    // never learned (what sends @ag-ui/langgraph down its regenerate path).
     const messages = agent.messages;
-    const last = messages.map((m) => m.role).lastIndexOf("user");
-    agent.setMessages(messages.slice(0, last + 1));
+    const at = messages.findIndex((m) => m.id === spec.regenerateFrom);
+    agent.setMessages(
+      messages.slice(0, at + 1).map((m) => (m.role === "assistant" ? { ...m, id: randomUUID() } : m)),
+    );
   }
   for (const message of spec.addMessages ?? []) agent.addMessage(message);
   const params = { tools: [], context: [], forwardedProps: spec.forwardedProps ?? {} };
@@ -81,7 +87,7 @@ for (const [index, spec] of (scenario.runs ?? []).entries()) {
   }
 }
 
-process.stdout.write(
-  `${JSON.stringify({ ok: ok && warnings.length === 0, threadId: agent.threadId, warnings, runs })}\n`,
-);
-process.exit(0); // a timed-out run leaves the client's requests open
+const out = { ok: ok && warnings.length === 0, threadId: agent.threadId, warnings, runs };
+// Exits once the output is written (a pipe takes it in pieces): a timed-out run
+// leaves the client's requests open.
+process.stdout.write(`${JSON.stringify(out)}\n`, () => process.exit(0));
