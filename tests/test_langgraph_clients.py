@@ -199,7 +199,7 @@ def test_langgraph_agent_regenerate(node, bridge, tmp_path):
             # @ag-ui/langgraph take the regenerate path rather than continue).
             {"regenerateFrom": "r2"},
         ],
-        timeout_ms=15000,
+        timeout_ms=8000,
     )
     regenerated = out["runs"][-1]
     assert regenerated["ok"], regenerated["error"]
