@@ -128,6 +128,8 @@ class AgentProtocol:
         queued run is the Agent Protocol's; a live one stops the AG-UI way).
         """
 
+        # One ThreadRoutes for both surfaces: it keeps what a thread's stream needs.
+        self._threads = ThreadRoutes(self)
         self._rows(routes, "", self._history)
         # The same surface as LangGraph's ThreadState has it (``values`` with
         # the messages), for the clients that read them there: ``/state`` at
@@ -157,7 +159,7 @@ class AgentProtocol:
         add("GET", run + "/join", self._join)
         add("GET", run + "/stream", self._join_stream)
         add("POST", run + "/cancel", self._cancel)
-        ThreadRoutes(self).register(add)  # commands, stream/events (threads.stream())
+        self._threads.register(add)  # commands, stream/events (threads.stream())
         add("POST", "/assistants/search", self._search_assistants)
         add("GET", "/assistants/{assistant_id}", self._get_assistant)
         add("GET", "/assistants/{assistant_id}/graph", self._assistant_graph)
