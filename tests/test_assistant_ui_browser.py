@@ -118,6 +118,9 @@ def thread_of(page) -> str:
 
 
 def send(page, text: str) -> None:
+    """Types and sends ``text`` once the page is idle (assistant-ui sends nothing
+    while a run is going: Enter then does nothing)."""
+    idle(page)
     box = page.get_by_label("Message")
     box.fill(text)
     box.press("Enter")
@@ -156,6 +159,32 @@ def stored(base_url: str, thread_id: str) -> list[tuple[str, str]]:
                 if source["type"] == "data":
                     value = f"data:{source['mimeType']};base64,{value}"
                 out.append(("image", value))
+    return out
+
+
+def texts(messages: list[dict]) -> list[tuple[str, str]]:
+    """(role, text) per text part of AG-UI messages (what ``shown`` reads of text)."""
+    out = []
+    for message in messages:
+        content = message.get("content") or ""
+        if message["role"] not in ("user", "assistant", "reasoning"):
+            continue
+        for part in [{"type": "text", "text": content}] if isinstance(content, str) else content:
+            if part["type"] == "text" and part["text"]:
+                out.append((message["role"], part["text"]))
+    return out
+
+
+def branches(base_url: str, thread_id: str) -> list[dict]:
+    """The thread's old branches (GET /threads/{id}/branches), each with its messages."""
+    listed = httpx.get(f"{base_url}/api/threads/{thread_id}/branches", timeout=10)
+    assert listed.status_code == 200, listed.text
+    out = []
+    for branch in listed.json()["branches"]:
+        url = f"{base_url}/api/threads/{thread_id}/branches/{branch['branchId']}"
+        response = httpx.get(url, timeout=10)
+        assert response.status_code == 200, response.text
+        out.append(response.json())
     return out
 
 
@@ -317,7 +346,14 @@ def test_regenerate(page, shots, example):
     expect(assistant.last.get_by_test_id("branches")).to_contain_text("2 / 2")
     expect(assistant.last).to_contain_text("You said: 'hello there'. This is turn 1")
     assert assert_stored_is_shown(page, example) == first
+    # The old answer is kept as a branch of its own (the page's "1 / 2").
+    (old,) = branches(example, thread_of(page))
+    assert texts(old["messages"]) == first
     shots("regenerated")
+
+    page.reload()
+    expect(assistant).to_have_count(1)
+    assert shown(page) == first
 
     send(page, "and then")
     expect(assistant.last).to_contain_text("You said: 'and then'. This is turn 2")
@@ -340,7 +376,7 @@ def test_edit(page, shots, example):
     expect(assistant.last).to_contain_text("You said: 'hello there'.")
     send(page, "what about tea")
     expect(assistant.last).to_contain_text("You said: 'what about tea'. This is turn 2")
-    assert_stored_is_shown(page, example)
+    before = assert_stored_is_shown(page, example)
     shots("two turns")
 
     user.last.get_by_role("button", name="Edit").click()
@@ -352,6 +388,12 @@ def test_edit(page, shots, example):
     now = assert_stored_is_shown(page, example)
     assert [text for role, text in now if role == "user"] == ["hello there", "what about coffee"]
     shots("edited")
+
+    # The old branch is kept whole: what the page showed before the edit. (The
+    # page's own "1 / 2" is not it: assistant-ui drops the edited original from
+    # its old branch, showing [u1, a1, a2].)
+    (old,) = branches(example, thread_of(page))
+    assert texts(old["messages"]) == before
 
     page.reload()
     expect(assistant).to_have_count(2)

@@ -90,11 +90,11 @@ function Image({ image }) {
 function Branches() {
   return (
     <BranchPickerPrimitive.Root hideWhenSingleBranch className="branches" data-testid="branches">
-      <BranchPickerPrimitive.Previous>‹</BranchPickerPrimitive.Previous>
+      <BranchPickerPrimitive.Previous aria-label="Previous branch">‹</BranchPickerPrimitive.Previous>
       <span>
         <BranchPickerPrimitive.Number /> / <BranchPickerPrimitive.Count />
       </span>
-      <BranchPickerPrimitive.Next>›</BranchPickerPrimitive.Next>
+      <BranchPickerPrimitive.Next aria-label="Next branch">›</BranchPickerPrimitive.Next>
     </BranchPickerPrimitive.Root>
   );
 }
