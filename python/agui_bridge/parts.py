@@ -218,3 +218,46 @@ def input_error(error: RunInputError, status: int = 400, code: str = "invalid_in
     if isinstance(error, PartTooLarge):
         return HttpError(413, error.code, str(error))
     return HttpError(status, code, str(error))
+
+
+# -- what a 0.0.x reader can take ------------------------------------------------------
+
+
+def legacy_readable(messages: list) -> list:
+    """``messages`` as a pre-1.0 client's schema takes them (``@ag-ui/core``
+    0.0.58 parses every event and knows no ``file`` source): a media part with a
+    ``file`` source becomes the legacy ``binary`` part naming it by ``id`` (its
+    ``mimeType``, else ``application/octet-stream``; ``metadata.filename`` as
+    ``filename``). The rest of 1.0's parts it takes as they are."""
+    out = []
+    for message in messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, list) or not any(_file_source(p) for p in content):
+            out.append(message)
+            continue
+        parts = [_as_binary(p) if _file_source(p) else p for p in content]
+        out.append({**message, "content": parts})
+    return out
+
+
+def _file_source(part) -> bool:
+    return (
+        isinstance(part, dict)
+        and part.get("type") in MEDIA
+        and isinstance(part.get("source"), dict)
+        and part["source"].get("type") == "file"
+    )
+
+
+def _as_binary(part: dict) -> dict:
+    source = part["source"]
+    mime = source.get("mimeType")
+    out = {
+        "type": "binary",
+        "mimeType": mime if isinstance(mime, str) else "application/octet-stream",
+        "id": source["value"],
+    }
+    metadata = part.get("metadata")
+    if isinstance(metadata, dict) and isinstance(metadata.get("filename"), str):
+        out["filename"] = metadata["filename"]
+    return out

@@ -34,6 +34,7 @@ import logging
 from contextlib import asynccontextmanager
 
 from ..errors import Closed
+from ..parts import legacy_readable
 from .frames import frame
 from .log import RunLog, Trimmed
 from .replay import replay
@@ -106,7 +107,11 @@ def join_prelude(
 ) -> bytes:
     """The frames a joining reader gets before the log's frames after ``after``:
     ``started`` (the RUN_STARTED frame, no id), the snapshots, then ``opens``;
-    the last frame carries ``after`` as its id."""
+    the last frame carries ``after`` as its id. A run of a 0.0.x client
+    (``started`` without ``protocolVersion``) gets messages its schema takes
+    (``parts.legacy_readable``)."""
+    if b'"protocolVersion"' not in started:
+        messages = legacy_readable(messages)
     frames = [
         started,
         frame({"type": "MESSAGES_SNAPSHOT", "messages": messages}),
