@@ -28,7 +28,7 @@ from urllib.parse import parse_qs, urlparse
 import httpx
 import pytest
 
-from tests.servers import serve
+from tests.servers import serve, server_log
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "assistant-ui"
@@ -102,6 +102,8 @@ def example(built, tmp_path_factory):
     env = {"AGUI_DEMO_STORE": f"sqlite:///{store}"}
     with serve("server:web", env=env, interface="asgi", cwd=EXAMPLE) as base_url:
         yield base_url
+        logged = server_log(base_url)
+        assert "Traceback" not in logged and "[ERROR]" not in logged, logged
 
 
 def open_chat(page, base_url: str) -> str:

@@ -137,6 +137,11 @@ def test_chat_tool_call_approval_and_reload(page, shots, example, demo):
     expect(assistant.first).to_contain_text(
         "You said: 'hello there'. This is turn 1 of this thread"
     )
+    # CopilotChat (react-core 1.74.0) offers no regenerate of its own: its
+    # Regenerate button is shown only for an app that passes onRegenerate and
+    # reruns the agent itself (issue 20 covers regenerate with assistant-ui's).
+    expect(assistant.first.get_by_test_id("copilot-copy-button")).to_have_count(1)
+    expect(page.get_by_test_id("copilot-regenerate-button")).to_have_count(0)
     shots("answered")
 
     # The calculator runs on the agent's side; useRenderTool shows the call and its result.
