@@ -6,12 +6,14 @@ the same from either node."""
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
+from collections import Counter
 
 import httpx
 import orjson
 import pytest
-from langgraph_sdk import get_client
+from langgraph_sdk import get_client, get_sync_client
 
 from tests.servers import serve
 
@@ -172,3 +174,120 @@ def client_stream(client):
 async def _pending(client, thread_id: str) -> str:
     state = await client.threads.get_state(thread_id)
     return state["interrupts"][0]["id"]
+
+
+class Proxy:
+    """A TCP proxy in front of one node; ``cut`` drops every connection and sends
+    the next ones to another node (a client's node went away mid-stream)."""
+
+    def __init__(self, target: str):
+        self.target = target
+        self.open: set = set()
+        self.connections: Counter = Counter()  # by the node they went to
+        self.server = None
+        self.port = 0
+
+    async def start(self) -> str:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.port = self.server.sockets[0].getsockname()[1]
+        return f"http://127.0.0.1:{self.port}"
+
+    async def _serve(self, reader, writer) -> None:
+        self.connections[self.target] += 1
+        try:
+            port = int(self.target.rsplit(":", 1)[1])
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            writer.transport.abort()
+            return
+        pair = (writer, up_writer)
+        self.open.add(pair)
+
+        async def pipe(source, sink):
+            try:
+                while data := await source.read(65536):
+                    sink.write(data)
+                    await sink.drain()
+            except (OSError, ConnectionError):
+                pass
+            finally:
+                sink.transport.abort()
+
+        try:
+            await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+        finally:
+            self.open.discard(pair)
+
+    def cut(self, target: str) -> None:
+        self.target = target
+        for writer, up_writer in list(self.open):
+            writer.transport.abort()
+            up_writer.transport.abort()
+
+    async def aclose(self) -> None:
+        self.server.close()
+        self.cut(self.target)
+        async with asyncio.timeout(5):
+            while self.open:
+                await asyncio.sleep(0.01)
+
+
+async def test_the_sdk_resumes_a_thread_stream_on_the_other_node_with_since(nodes):
+    """The node a ``threads.stream()`` session reads from goes away mid-run: the SDK
+    reconnects (``since`` = its cursor) and reaches the other node; the message it
+    was reading ends whole, each token once."""
+    proxy = Proxy(nodes[0])
+    client = get_client(url=await proxy.start(), api_key=None)
+    try:
+        async with client.threads.stream(assistant_id="slow") as thread:
+            await thread.run.start(input={"messages": ["count 40"]})
+            ticks: list[str] = []
+
+            found: asyncio.Queue = asyncio.Queue()
+
+            async def drive() -> None:  # the projection dispatches the stream's events
+                async for message in thread.messages:
+                    found.put_nowait(message)
+
+            driver = asyncio.ensure_future(drive())
+            async with asyncio.timeout(30):
+                message = await found.get()
+                async for delta in message.text:
+                    ticks.append(delta)
+                    if len(ticks) == 5:
+                        proxy.cut(nodes[1])
+                text = await message.text
+                await thread.output
+            await driver
+            thread_id = thread.thread_id
+        # The rest was read from the other node.
+        assert proxy.connections[nodes[1]] >= 1
+        other = get_client(url=nodes[1], api_key=None)
+        assert (await other.threads.get(thread_id))["status"] == "idle"
+        await other.aclose()
+        assert ticks == [f"tick {n} " for n in range(40)]
+        assert text == "".join(ticks)
+    finally:
+        await client.aclose()
+        await proxy.aclose()
+
+
+def test_the_sync_client_answers_on_one_node_what_the_other_asked(nodes):
+    a = get_sync_client(url=nodes[0], api_key=None)
+    b = get_sync_client(url=nodes[1], api_key=None)
+    with a.threads.stream(assistant_id="demo") as thread:
+        thread.run.start(input={"messages": ["approve the plan"]})
+        _wait(lambda: thread.interrupted)
+        thread_id = thread.thread_id
+    with b.threads.stream(thread_id, assistant_id="demo") as thread:
+        _wait(lambda: thread.interrupted)
+        thread.run.respond("no")
+        assert thread.output["task"]["status"] == "declined"
+    assert a.threads.get(thread_id)["status"] == "idle"
+
+
+def _wait(done, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
