@@ -14,3 +14,8 @@ app = App(store="memory://")
 async def parts(ctx):
     kinds = ",".join(f"{p['type']}/{p['source']['type']}" for p in ctx.parts)
     yield c.text_delta(f"text={ctx.input!r} parts={kinds}")
+
+
+# The same agent on an App whose parts may carry 1,000 bytes at most.
+small = App(store="memory://", max_part_bytes=1000, body_limit=1 << 20)
+small.agent("parts", path="/parts")(parts)

@@ -163,7 +163,7 @@ async def test_langgraph_gets_standard_content_blocks():
             "mime_type": "application/pdf",
             "extras": {"filename": "report.pdf"},
         },
-        {"type": "file", "file_id": "file-abc"},
+        {"type": "file", "file_id": "file-abc", "extras": {"provider": "openai"}},
         {"type": "video", "url": "https://x.test/clip.mp4"},
     ]
     assert [b["type"] for b in human.content_blocks] == [

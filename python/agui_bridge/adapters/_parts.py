@@ -2,11 +2,11 @@
 
 pydantic-ai needs nothing here: its own AG-UI loader (``AGUIAdapter.load_messages``)
 maps the parts to ``BinaryContent`` / ``ImageUrl`` / ``AudioUrl`` / ``VideoUrl`` /
-``DocumentUrl`` / ``UploadedFile``. The OpenAI chat completions API and
-LangChain get theirs from the two functions below. A part a framework has no
-form for (an OpenAI chat model takes no video, nor audio or a document by URL)
-becomes a line of text naming it, so the model knows something was attached;
-nothing is fetched.
+``DocumentUrl`` / ``UploadedFile``. LangChain's content blocks come from
+``blocks.to_blocks``. The OpenAI chat completions API gets ``openai_content``:
+a part it has no form for (video, audio or a document by URL) becomes a line
+of text naming it, so the model knows something was attached; nothing is
+fetched.
 """
 
 from __future__ import annotations
@@ -78,33 +78,4 @@ def openai_content(content: Any) -> Any:
             out.append({"type": "file", "file": file})
         else:
             out.append(_named(part))
-    return out
-
-
-def langchain_content(content: Any) -> Any:
-    """A user message's content as LangChain's standard content blocks: ``text``,
-    ``image`` / ``audio`` / ``video`` / ``file`` (a document) with ``base64`` and
-    ``mime_type``, a ``url`` or a ``file_id``."""
-    if not has_media(content):
-        return text(content)
-    out: list[dict] = []
-    for part in content:
-        kind = part.get("type")
-        if kind == "text":
-            out.append({"type": "text", "text": part["text"]})
-            continue
-        if kind not in MEDIA:
-            continue
-        source = part["source"]
-        block: dict = {"type": "file" if kind == "document" else kind}
-        key = {"data": "base64", "url": "url", "file": "file_id"}[source["type"]]
-        block[key] = source["value"]
-        if _mime(source):
-            block["mime_type"] = _mime(source)
-        if isinstance(part.get("id"), str):
-            block["id"] = part["id"]
-        metadata = part.get("metadata")
-        if isinstance(metadata, dict) and metadata.get("filename"):
-            block["extras"] = {"filename": metadata["filename"]}
-        out.append(block)
     return out

@@ -59,6 +59,7 @@ from langchain_core.messages import (
 )
 from langgraph.types import Command
 
+from ..blocks import to_blocks
 from ..context import RunContext
 from ._messages import (
     conversation,
@@ -68,7 +69,7 @@ from ._messages import (
     tool_calls,
     turn_message,
 )
-from ._parts import langchain_content
+from ._parts import has_media
 
 
 def langgraph_agent(graph, *, messages_key: str = "messages", config: dict | None = None):
@@ -131,8 +132,9 @@ def to_langchain_messages(messages: list[dict]) -> list[BaseMessage]:
         content = text(message.get("content"))
         extra = {"id": message["id"]} if isinstance(message.get("id"), str) else {}
         if role == "user":
-            parts = langchain_content(message.get("content"))
-            out.append(HumanMessage(content=parts, **extra))
+            sent = message.get("content")
+            blocks = to_blocks(sent) if has_media(sent) else content  # text: as before
+            out.append(HumanMessage(content=blocks, **extra))
         elif role in ("system", "developer"):
             out.append(SystemMessage(content=content, **extra))
         elif role == "assistant":

@@ -7,6 +7,7 @@ import uuid
 
 import orjson
 
+from ..blocks import from_blocks, to_blocks
 from ..errors import RunInputError
 from ..parts import DEFAULT_POLICY, PartPolicy, check_policy, upgrade
 from ..shapes import check_message
@@ -53,6 +54,9 @@ def to_agui(message, index: int, policy: PartPolicy = DEFAULT_POLICY) -> dict:
         raise MessageError(f"{where}.content must be a string or a list of parts")
     if role != "user" and role != "tool" and isinstance(content, list):
         content = _joined(content, where)
+    elif role == "user" and isinstance(content, list):
+        # LangChain's content blocks (and OpenAI's parts) as AG-UI parts (blocks.py).
+        content = from_blocks(content, f"{where}.content")
     out: dict = {"id": message_id, "role": role, "content": content}
     if role == "assistant":
         calls = [_call(call, where) for call in message.get("tool_calls") or ()]
@@ -103,7 +107,10 @@ def to_langgraph(message: dict) -> dict | None:
     kind = _TYPES.get(message.get("role"))
     if kind is None:
         return None
-    out: dict = {"type": kind, "content": message.get("content") or "", "id": message.get("id")}
+    content = message.get("content") or ""
+    if kind == "human":
+        content = to_blocks(content)  # attachments as LangChain's standard blocks
+    out: dict = {"type": kind, "content": content, "id": message.get("id")}
     if kind == "ai":
         calls, invalid = [], []
         for call in message.get("toolCalls") or ():
