@@ -63,12 +63,24 @@ def lease_lost(thread_id: str, lease: Lease) -> LeaseLost:
 
 
 def save(
-    store, thread_id, agent_id, new_messages, state, interrupts, lease, owner=None, errored=False
+    store,
+    thread_id,
+    agent_id,
+    new_messages,
+    state,
+    interrupts,
+    lease,
+    owner=None,
+    errored=False,
+    cut=None,
 ):
     """``store.save``, fenced by ``lease`` when the run holds one (a store
     without leases takes no ``lease`` argument), with the thread's creator
-    (``owner``) and how the run ended (``errored``) where the store keeps them."""
+    (``owner``), how the run ended (``errored``) where the store keeps them,
+    and the new branch the run starts (``cut``: ``branches.py``)."""
     extra = {}
+    if cut is not None:
+        extra["cut"] = cut  # only where keeps_branches(store)
     if lease is not None:
         extra["lease"] = lease
     if owner is not None and _takes(store.save, "owner"):
@@ -76,6 +88,12 @@ def save(
     if errored and _takes(store.save, "errored"):
         extra["errored"] = True
     return store.save(thread_id, agent_id, new_messages, state, interrupts, **extra)
+
+
+def keeps_branches(store) -> bool:
+    """Whether the store keeps branches (``branches.py``): a store of one's own
+    without them appends every run, as before branches."""
+    return _takes(store.save, "cut")
 
 
 def create(store, thread_id, metadata, owner=None):

@@ -7,6 +7,7 @@ import time
 import uuid
 
 from . import blobs as blob_rows
+from .branches import Branch, Cut, kept
 from .keep import check_messages, check_metadata, check_thread, status_of, storable_id
 from .lease import TAKEN, Lease, claimed, lease_lost
 from .tail import Tail
@@ -62,6 +63,7 @@ class MemoryStore:
             "updated_at": now,
             "owner": owner,
             "status": "idle",
+            "branches": [],  # the branches it left (branches.py), oldest first
         }
         if owner is not None:
             self._owned.setdefault(owner, {})[thread_id] = record
@@ -104,6 +106,7 @@ class MemoryStore:
         lease=None,
         owner=None,
         errored=False,
+        cut: Cut | None = None,
     ) -> None:
         check_thread(thread_id)
         check_messages(new_messages)
@@ -124,6 +127,8 @@ class MemoryStore:
             record = self._new(thread_id, agent_id, {}, owner)
         else:
             self._touched(thread_id, record)
+            if cut is not None:
+                self._cut(record, cut)
         if record["agent_id"] is None:
             record["agent_id"] = agent_id
         tail = record["tail"]
@@ -153,6 +158,42 @@ class MemoryStore:
             self._blob_refs.setdefault(digest, set()).add(thread_id)
             self._thread_blobs.setdefault(thread_id, set()).add(digest)
         return blob_rows.join(row, self._blobs.get)
+
+    @staticmethod
+    def _cut(record: dict, cut: Cut) -> None:
+        """Keeps the current branch as a branch, then cuts it after ``cut.after``."""
+        tail = record["tail"]
+        count = kept(tail.messages, cut.after)
+        if count is None or count == len(tail.messages):
+            return  # nothing follows (or no such message): nothing to keep aside
+        left = record["branches"]
+        branch = Branch(len(left) + 1, cut.after, cut.run_id, time.time(), len(tail.messages))
+        # The messages are shared, never changed; the state is the branch's own.
+        branch.messages = list(tail.messages)
+        branch.state = copy.deepcopy(record["state"])
+        left.append(branch)
+        # A new tail: loaded threads keep theirs (a Tail is never changed).
+        fresh = Tail()
+        fresh.extend(tail.messages[:count], count)
+        record["tail"] = fresh
+
+    async def branches(self, thread_id: str) -> list[Branch] | None:
+        record = self._threads.get(thread_id) if storable_id(thread_id) else None
+        if record is None:
+            return None
+        return [
+            Branch(b.number, b.after, b.run_id, b.created_at, b.count) for b in record["branches"]
+        ]
+
+    async def branch(self, thread_id: str, number: int) -> Branch | None:
+        record = self._threads.get(thread_id) if storable_id(thread_id) else None
+        if record is None or not 1 <= number <= len(record["branches"]):
+            return None
+        b = record["branches"][number - 1]
+        return Branch(
+            b.number, b.after, b.run_id, b.created_at, b.count, list(b.messages),
+            copy.deepcopy(b.state),
+        )  # fmt: skip
 
     async def create(self, thread_id: str, metadata: dict, owner=None) -> bool:
         check_thread(thread_id)

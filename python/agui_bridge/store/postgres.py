@@ -27,6 +27,7 @@ import orjson
 
 from ..errors import StoreUnavailable
 from . import blobs as blob_rows
+from .branches import Branch, Cut
 from .keep import check_messages, check_metadata, check_thread, status_of, storable_id
 from .lease import TAKEN, Lease, claimed, lease_lost
 from .tail import TailCache
@@ -145,10 +146,29 @@ async def _v4(conn) -> None:
     """)
 
 
+async def _v5(conn) -> None:
+    """Branches (branches.py): the branches a thread left, and the count of cuts
+    that makes a cached tail stale."""
+    await conn.execute("""
+    ALTER TABLE agui_threads ADD COLUMN cuts bigint NOT NULL DEFAULT 0;
+    CREATE TABLE agui_branches (
+        thread_id text NOT NULL,
+        number bigint NOT NULL,
+        after_id text,
+        run_id text,
+        created_at double precision NOT NULL,
+        count bigint NOT NULL,
+        state json NOT NULL,
+        messages json NOT NULL,
+        PRIMARY KEY (thread_id, number)
+    );
+    """)
+
+
 # MIGRATIONS[n] upgrades a database from version n to n + 1: an async function
 # of the connection, run in the migration's transaction (so a step may move
 # data as well as change tables). Append; never edit a released step.
-MIGRATIONS: list[Callable[[Any], Awaitable[None]]] = [_v1, _v2, _v3, _v4]
+MIGRATIONS: list[Callable[[Any], Awaitable[None]]] = [_v1, _v2, _v3, _v4, _v5]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # pg_advisory_xact_lock key: "agui" in ASCII.
@@ -274,15 +294,16 @@ class PostgresStore:
         base = self._tails.get(thread_id)
         pool = await self._conns()
         row = await self._read(pool, thread_id, base.seq if base is not None else 0)
-        if row is not None and base is not None and base.epoch != row["created"]:
-            base = None  # the thread was deleted and made again since: read it all
+        if row is not None and base is not None and base.epoch != (row["created"], row["cuts"]):
+            base = None  # the thread was made again, or cut (branches.py), since: read it all
             row = await self._read(pool, thread_id, 0)
         if row is None:
             return None
         bodies = row["bodies"]
         messages = await self._whole(pool, orjson.loads(bodies) if bodies is not None else [])
         after = base.seq if base is not None else 0
-        tail = self._tails.advance(thread_id, base, messages, row["seq"] or after, row["created"])
+        epoch = (row["created"], row["cuts"])
+        tail = self._tails.advance(thread_id, base, messages, row["seq"] or after, epoch)
         return Thread(
             thread_id=thread_id,
             agent_id=row["agent_id"],
@@ -321,7 +342,7 @@ class PostgresStore:
         # One statement, so the thread row and its messages are one snapshot;
         # only the messages after ``after`` (what this process has not decoded).
         return await pool.fetchrow(
-            "SELECT agent_id, state, interrupts, metadata, owner, status,"
+            "SELECT agent_id, state, interrupts, metadata, owner, status, cuts,"
             " extract(epoch from created_at)::float8 AS created,"
             " extract(epoch from updated_at)::float8 AS updated, m.seq, m.bodies"
             " FROM agui_threads t LEFT JOIN LATERAL (SELECT max(seq) AS seq,"
@@ -342,6 +363,7 @@ class PostgresStore:
         lease=None,
         owner=None,
         errored=False,
+        cut: Cut | None = None,
     ) -> None:
         check_thread(thread_id)
         check_messages(new_messages)
@@ -357,6 +379,8 @@ class PostgresStore:
                 )
                 if lease.thread_id != thread_id or fence != lease.fence:
                     raise lease_lost(thread_id, lease)
+            if cut is not None:
+                await self._cut(conn, thread_id, cut)
             # The upsert locks the thread's row: saves of one thread take
             # their turn, so their seq numbers never collide.
             await conn.execute(
@@ -402,6 +426,80 @@ class PostgresStore:
                     bodies,
                 )
 
+    @staticmethod
+    async def _cut(conn, thread_id: str, cut: Cut) -> None:
+        """Keeps the current branch as a branch, then cuts it after ``cut.after``
+        (in the save's transaction: ``branches.py``)."""
+        # The thread's row first: saves of the thread wait for this one.
+        state = await conn.fetchval(
+            "SELECT state FROM agui_threads WHERE thread_id = $1 FOR UPDATE", thread_id
+        )
+        if state is None:
+            return
+        keep = 0
+        if cut.after is not None:
+            keep = await conn.fetchval(
+                "SELECT seq FROM agui_messages WHERE thread_id = $1 AND message_id = $2",
+                thread_id,
+                cut.after,
+            )
+            if keep is None:
+                return  # no such message: nothing to keep aside
+        kept_aside = await conn.execute(
+            "INSERT INTO agui_branches (thread_id, number, after_id, run_id, created_at, count,"
+            " state, messages) SELECT $1, coalesce((SELECT max(number) FROM agui_branches"
+            f" WHERE thread_id = $1), 0) + 1, $2, $3, {_NOW}, count(*), $4::json,"
+            " json_agg(body ORDER BY seq) FROM agui_messages WHERE thread_id = $1"
+            " HAVING max(seq) > $5",
+            thread_id,
+            cut.after,
+            cut.run_id,
+            state,
+            keep,
+        )
+        if kept_aside == "INSERT 0 0":
+            return  # nothing follows
+        await conn.execute(
+            "DELETE FROM agui_messages WHERE thread_id = $1 AND seq > $2", thread_id, keep
+        )
+        await conn.execute(
+            "UPDATE agui_threads SET cuts = cuts + 1 WHERE thread_id = $1", thread_id
+        )
+
+    # -- branches (branches.py) ------------------------------------------------
+
+    async def branches(self, thread_id: str) -> list[Branch] | None:
+        if not storable_id(thread_id):
+            return None
+        pool = await self._conns()
+        async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read"):
+            if not await conn.fetchval(
+                "SELECT 1 FROM agui_threads WHERE thread_id = $1", thread_id
+            ):
+                return None
+            rows = await conn.fetch(
+                "SELECT number, after_id, run_id, created_at, count FROM agui_branches"
+                " WHERE thread_id = $1 ORDER BY number",
+                thread_id,
+            )
+        return [Branch(*row) for row in rows]
+
+    async def branch(self, thread_id: str, number: int) -> Branch | None:
+        if not storable_id(thread_id):
+            return None
+        pool = await self._conns()
+        row = await pool.fetchrow(
+            "SELECT number, after_id, run_id, created_at, count, messages, state"
+            " FROM agui_branches WHERE thread_id = $1 AND number = $2",
+            thread_id,
+            number,
+        )
+        if row is None:
+            return None
+        # Its rows as stored: inline data back from the blob table (the thread's own).
+        messages = await self._whole(pool, orjson.loads(row["messages"]))
+        return Branch(*row[:5], messages=messages, state=orjson.loads(row["state"]))
+
     # -- the Agent Protocol's thread routes ------------------------------------
 
     async def create(self, thread_id: str, metadata: dict, owner=None) -> bool:
@@ -439,6 +537,7 @@ class PostgresStore:
             status = await conn.execute("DELETE FROM agui_threads WHERE thread_id = $1", thread_id)
             await conn.execute("DELETE FROM agui_messages WHERE thread_id = $1", thread_id)
             await _drop_refs(conn, [thread_id])
+            await conn.execute("DELETE FROM agui_branches WHERE thread_id = $1", thread_id)
         return status == "DELETE 1"
 
     async def search(
@@ -492,7 +591,8 @@ class PostgresStore:
                 batch,
             )
             gone = [row["thread_id"] for row in rows]
-            await conn.execute("DELETE FROM agui_messages WHERE thread_id = ANY($1::text[])", gone)
+            for table in ("agui_messages", "agui_branches"):
+                await conn.execute(f"DELETE FROM {table} WHERE thread_id = ANY($1::text[])", gone)
             await _drop_refs(conn, gone)
         return gone
 

@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 import orjson
 
 from . import blobs as blob_rows
+from .branches import Branch, Cut
 from .keep import check_messages, check_metadata, check_thread, status_of, storable_id
 from .lease import TAKEN, Lease, claimed, lease_lost
 from .tail import TailCache
@@ -58,6 +59,17 @@ CREATE TABLE IF NOT EXISTS blob_refs (
     PRIMARY KEY (hash, thread_id)
 );
 CREATE INDEX IF NOT EXISTS blob_refs_by_thread ON blob_refs (thread_id);
+CREATE TABLE IF NOT EXISTS branches (
+    thread_id TEXT NOT NULL,
+    number INTEGER NOT NULL,
+    after_id TEXT,
+    run_id TEXT,
+    created_at REAL NOT NULL,
+    count INTEGER NOT NULL,
+    state BLOB NOT NULL,
+    messages BLOB NOT NULL,
+    PRIMARY KEY (thread_id, number)
+);
 CREATE TABLE IF NOT EXISTS leases (
     thread_id TEXT PRIMARY KEY,
     token TEXT NOT NULL,
@@ -74,6 +86,7 @@ _ADDED = (
     ("created_at", "REAL"),
     ("owner", "TEXT"),
     ("status", "TEXT NOT NULL DEFAULT 'idle'"),
+    ("cuts", "INTEGER NOT NULL DEFAULT 0"),  # branches.py: part of a cached tail's epoch
 )
 # What a search filters and orders by, newest update first (made once the
 # columns above exist).
@@ -197,13 +210,14 @@ class SqliteStore:
         try:
             row = read.execute(
                 "SELECT agent_id, state, interrupts, metadata, created_at, updated_at, owner,"
-                " status FROM threads WHERE thread_id = ?",
+                " status, cuts FROM threads WHERE thread_id = ?",
                 (thread_id,),
             ).fetchone()
             if row is None:
                 return None
-            if base is not None and base.epoch != row[4]:
-                base = None  # the thread was deleted and made again since
+            epoch = (row[4], row[8])
+            if base is not None and base.epoch != epoch:
+                base = None  # the thread was made again, or cut (branches.py), since
             after = base.seq if base is not None else 0
             rows = read.execute(
                 "SELECT seq, message_id, body FROM messages WHERE thread_id = ? AND seq > ?"
@@ -213,9 +227,7 @@ class SqliteStore:
         finally:
             read.execute("COMMIT")
         messages = self._whole(read, [_decoded(message_id, body) for _, message_id, body in rows])
-        tail = self._tails.advance(
-            thread_id, base, messages, rows[-1][0] if rows else after, row[4]
-        )
+        tail = self._tails.advance(thread_id, base, messages, rows[-1][0] if rows else after, epoch)
         return Thread(
             thread_id=thread_id,
             agent_id=row[0],
@@ -265,7 +277,7 @@ class SqliteStore:
         )
 
     def _save(
-        self, thread_id, agent_id, new_messages, state, interrupts, lease, owner, status
+        self, thread_id, agent_id, new_messages, state, interrupts, lease, owner, status, cut
     ) -> None:
         conn = self._write
         conn.execute("BEGIN IMMEDIATE")
@@ -278,6 +290,8 @@ class SqliteStore:
                 if lease.thread_id != thread_id or row is None or row[0] != lease.fence:
                     raise lease_lost(thread_id, lease)
             now = time.time()
+            if cut is not None:
+                self._cut(conn, thread_id, cut, now)
             conn.execute(
                 "INSERT INTO threads (thread_id, agent_id, state, interrupts, updated_at,"
                 " created_at, owner, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
@@ -319,6 +333,36 @@ class SqliteStore:
             conn.execute("ROLLBACK")
             raise
 
+    @staticmethod
+    def _cut(conn, thread_id: str, cut: Cut, now: float) -> None:
+        """Keeps the current branch as a branch, then cuts it after ``cut.after``
+        (in the save's transaction: ``branches.py``)."""
+        rows = conn.execute(
+            "SELECT seq, message_id, body FROM messages WHERE thread_id = ? ORDER BY seq",
+            (thread_id,),
+        ).fetchall()
+        if cut.after is None:
+            keep = 0
+        else:
+            keep = next((seq for seq, mid, _ in reversed(rows) if mid == cut.after), None)
+            if keep is None:
+                return  # no such message: nothing to keep aside
+        if not rows or rows[-1][0] <= keep:
+            return  # nothing follows
+        (state,) = conn.execute(
+            "SELECT state FROM threads WHERE thread_id = ?", (thread_id,)
+        ).fetchone()
+        bodies = [bytes(body) if not isinstance(body, str) else body.encode() for *_, body in rows]
+        conn.execute(
+            "INSERT INTO branches (thread_id, number, after_id, run_id, created_at, count,"
+            " state, messages) SELECT ?, coalesce(max(number), 0) + 1, ?, ?, ?, ?, ?, ?"
+            " FROM branches WHERE thread_id = ?",
+            (thread_id, cut.after, cut.run_id, now, len(rows), state,
+             b"[" + b",".join(bodies) + b"]", thread_id),
+        )  # fmt: skip
+        conn.execute("DELETE FROM messages WHERE thread_id = ? AND seq > ?", (thread_id, keep))
+        conn.execute("UPDATE threads SET cuts = cuts + 1 WHERE thread_id = ?", (thread_id,))
+
     async def save(
         self,
         thread_id,
@@ -329,14 +373,59 @@ class SqliteStore:
         lease=None,
         owner=None,
         errored=False,
+        cut: Cut | None = None,
     ) -> None:
         check_thread(thread_id)
         check_messages(new_messages)
         status = status_of(interrupts, errored)
         await self._on_writer(
             self._save, thread_id, agent_id, list(new_messages), state, interrupts, lease, owner,
-            status,
+            status, cut,
         )  # fmt: skip
+
+    # -- branches (branches.py) ------------------------------------------------
+
+    def _branches(self, thread_id: str):
+        read = self._reader()
+        read.execute("BEGIN")
+        try:
+            if read.execute("SELECT 1 FROM threads WHERE thread_id = ?", (thread_id,)).fetchone():
+                rows = read.execute(
+                    "SELECT number, after_id, run_id, created_at, count FROM branches"
+                    " WHERE thread_id = ? ORDER BY number",
+                    (thread_id,),
+                ).fetchall()
+                return [Branch(*row) for row in rows]
+            return None
+        finally:
+            read.execute("COMMIT")
+
+    async def branches(self, thread_id: str) -> list[Branch] | None:
+        if not storable_id(thread_id):
+            return None
+        return await asyncio.get_running_loop().run_in_executor(
+            self._listing, self._branches, thread_id
+        )
+
+    def _branch(self, thread_id: str, number: int) -> Branch | None:
+        read = self._reader()
+        row = read.execute(
+            "SELECT number, after_id, run_id, created_at, count, messages, state"
+            " FROM branches WHERE thread_id = ? AND number = ?",
+            (thread_id, number),
+        ).fetchone()
+        if row is None:
+            return None
+        # Its rows as stored: inline data back from the blob table (the thread's own).
+        messages = self._whole(read, orjson.loads(row[5]))
+        return Branch(*row[:5], messages=messages, state=orjson.loads(row[6]))
+
+    async def branch(self, thread_id: str, number: int) -> Branch | None:
+        if not storable_id(thread_id):
+            return None
+        return await asyncio.get_running_loop().run_in_executor(
+            self._listing, self._branch, thread_id, number
+        )
 
     # -- the Agent Protocol's thread routes ------------------------------------
 
@@ -386,6 +475,7 @@ class SqliteStore:
             gone = conn.execute("DELETE FROM threads WHERE thread_id = ?", (thread_id,)).rowcount
             conn.execute("DELETE FROM messages WHERE thread_id = ?", (thread_id,))
             _drop_refs(conn, [thread_id])
+            conn.execute("DELETE FROM branches WHERE thread_id = ?", (thread_id,))
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -453,10 +543,11 @@ class SqliteStore:
                     (idle_before, time.time(), batch),
                 ).fetchall()
             ]
-            conn.execute(
-                "DELETE FROM messages WHERE thread_id IN (SELECT value FROM json_each(?))",
-                (orjson.dumps(gone).decode(),),
-            )
+            for table in ("messages", "branches"):
+                conn.execute(
+                    f"DELETE FROM {table} WHERE thread_id IN (SELECT value FROM json_each(?))",
+                    (orjson.dumps(gone).decode(),),
+                )
             _drop_refs(conn, gone)
             conn.execute("COMMIT")
         except BaseException:
