@@ -88,6 +88,13 @@ async def test_a_repeated_run_id_keeps_every_reply(client, carry):
     assert start["messageId"] == "R:m2"  # the readable form, with the next free n
 
     messages = await stored(client, tid)
+    if not carry:
+        # The client left out the reply it was sent: a new branch after u1 (issue
+        # 20); the old one stays readable, and the new reply's id skips its ids.
+        assert [m["id"] for m in messages] == ["u1", "u2", "R:m2"]
+        left = (await client.get(f"/threads/{tid}/branches/1")).json()["messages"]
+        assert [m["id"] for m in left] == ["u1", "R:m1"]
+        return
     assert [(m["role"], m["content"]) for m in messages] == [
         ("user", "hello"),
         ("assistant", "turn 1: you said hello"),
@@ -125,12 +132,15 @@ async def test_an_id_less_user_message_under_a_reused_run_id(client):
 
 
 async def test_a_held_id_with_new_content_for_the_turn_is_refused(client):
+    """Unless the client cut what followed it (an edit: issue 20, a new branch),
+    the newest user message under a held id must be the held one."""
     tid = thread("conflict")
     body = run_body(tid, [{"id": "u1", "role": "user", "content": "hello"}])
-    events_of(await client.post("/ag-ui/run", json=body))
+    events = events_of(await client.post("/ag-ui/run", json=body))
     before = await stored(client, tid)
 
-    body = run_body(tid, [{"id": "u1", "role": "user", "content": "something else"}])
+    sent = [{"id": "u1", "role": "user", "content": "something else"}]
+    body = run_body(tid, sent + messages_from_events(events))
     response = await client.post("/ag-ui/run", json=body)
     assert response.status_code == 409, response.text
     assert response.headers["content-type"].startswith("application/json")
@@ -142,6 +152,13 @@ async def test_a_held_id_with_new_content_for_the_turn_is_refused(client):
     body = run_body(tid, [*before, {"id": "u2", "role": "user", "content": "something else"}])
     events = events_of(await client.post("/ag-ui/run", json=body))
     assert text_of(events) == "turn 2: you said something else"
+    # Sent without what followed it, the edit starts a new branch from the start.
+    events = events_of(await client.post("/ag-ui/run", json=run_body(tid, sent)))
+    assert text_of(events) == "turn 1: you said something else"
+    assert [m["content"] for m in await stored(client, tid)] == [
+        "something else",
+        "turn 1: you said something else",
+    ]
 
 
 async def test_an_earlier_resent_message_keeps_the_stored_one(client):
@@ -165,14 +182,18 @@ async def test_an_identical_resend_is_not_a_conflict(client):
     tid = thread("same")
     body = run_body(tid, [{"id": "u1", "role": "user", "content": "hello"}])
     first = events_of(await client.post("/ag-ui/run", json=body))
-    # Under a new runId the agent answers again (the message is history by
-    # now), and the client saw that answer: it is kept, under fresh ids.
+    # Under a new runId it is a regenerate (issue 20): the agent answers the
+    # resent message again, on a new branch after it; the first answer is
+    # kept on the branch the thread left.
     events = events_of(await client.post("/ag-ui/run", json=body))
     assert events[-1]["type"] == "RUN_FINISHED"
+    assert text_of(events) == "turn 1: you said hello"
     messages = await stored(client, tid)
-    assert [m["role"] for m in messages] == ["user", "assistant", "assistant"]
-    assert messages[1:] == messages_from_events(first) + messages_from_events(events)
-    assert_unique(messages)
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    assert messages[1:] == messages_from_events(events)
+    left = (await client.get(f"/threads/{tid}/branches/1")).json()["messages"]
+    assert left[1:] == messages_from_events(first)
+    assert_unique(messages + left[1:])
 
 
 async def test_a_retried_body_under_its_run_id_is_a_replay(client):

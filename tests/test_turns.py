@@ -112,3 +112,107 @@ def test_a_state_update_adds_only_messages_the_thread_does_not_hold():
     thread = stored([user("u1")], state={"a": 1})
     added, state = state_update(thread, [user("u1"), user("u2")], {"b": 2})
     assert added == [user("u2")] and state == {"a": 1, "b": 2}
+
+
+# -- branches (issue 20) -------------------------------------------------------
+
+
+def assistant(i: str, text: str | None = None) -> dict:
+    return {"id": i, "role": "assistant", "content": text if text is not None else i}
+
+
+CONVERSATION = [user("u1"), assistant("a1"), user("u2"), assistant("a2")]
+
+
+def test_a_regenerate_branches_after_the_resent_user_message_and_runs_on_it():
+    """Regenerate: the client resends the history up to u2 under a new runId.
+    Before branches the agent got an empty input and its answer came after a2."""
+    turn = merge(stored(CONVERSATION), request(CONVERSATION[:3], run_id="r2"))
+    assert turn.cut is not None and (turn.cut.after, turn.cut.run_id) == ("u2", "r2")
+    assert turn.new == [] and turn.new_user == user("u2")
+    assert turn.history == CONVERSATION[:2]
+    assert turn.base == CONVERSATION[:3]  # what a joining reader sees before the answer
+
+
+def test_an_edit_as_a_new_message_branches_where_the_client_cut_the_history():
+    turn = merge(stored(CONVERSATION), request([user("u9")], run_id="r3"))
+    assert turn.cut is None  # nothing held sent: it appends, as before
+    turn = merge(stored(CONVERSATION), request([user("u1"), assistant("a1"), user("u9")]))
+    assert turn.cut.after == "a1" and turn.new == [user("u9")] and turn.new_user == user("u9")
+    assert turn.history == CONVERSATION[:2] and turn.base == [*CONVERSATION[:2], user("u9")]
+
+
+def test_an_edit_under_the_same_id_branches_when_the_client_cut_what_followed():
+    edited = user("u2", "better question")
+    turn = merge(stored(CONVERSATION), request([*CONVERSATION[:2], edited]))
+    assert turn.cut.after == "a1" and turn.new == [edited] and turn.new_user == edited
+    assert {"u2", "a2"} <= set(turn.held)  # a run's own ids skip the old branch's too
+    first = merge(stored(CONVERSATION), request([user("u1", "other first")]))
+    assert (
+        first.cut.after is None
+        and first.history == []
+        and first.base == [user("u1", "other first")]
+    )
+    # Other content inside an unchanged sequence: the stored copy wins ...
+    inside = merge(stored(CONVERSATION), request([user("u1", "x"), *CONVERSATION[1:], user("u3")]))
+    assert inside.cut is None and inside.new == [user("u3")]
+    # ... and the newest user message under its id with what followed it still sent: 409.
+    with pytest.raises(HttpError) as refused:
+        merge(stored(CONVERSATION), request([*CONVERSATION[:2], edited, assistant("a2")]))
+    assert refused.value.code == "message_id_conflict"
+
+
+def test_a_client_that_sends_the_whole_branch_appends():
+    turn = merge(stored(CONVERSATION), request([*CONVERSATION, user("u3")]))
+    assert turn.cut is None and turn.new == [user("u3")]
+    # reasoning messages a client does not resend (in the middle or at the end) cut nothing
+    thinking = {"id": "r1", "role": "reasoning", "content": "hmm"}
+    thread = stored([user("u1"), thinking, assistant("a1"), {**thinking, "id": "r9"}])
+    turn = merge(thread, request([user("u1"), assistant("a1"), user("u2")]))
+    assert turn.cut is None and turn.new == [user("u2")]
+
+
+def test_a_resume_and_tool_results_go_on_with_the_branch():
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    asked = {"id": "a1", "role": "assistant", "toolCalls": [call]}
+    result = {"id": "x1", "role": "tool", "toolCallId": "c1", "content": "42"}
+    turn = merge(stored([user("u1"), asked]), request([user("u1"), asked, result]))
+    assert turn.cut is None and turn.tool_results == [result]
+    pending = [{"id": "i1", "reason": "approve"}]
+    thread = stored([user("u1"), assistant("a1")], interrupts=pending)
+    resumed = merge(thread, request([user("u1")], resume=Resume(decision=True)))
+    assert resumed.cut is None and resumed.resume is not None and resumed.new_user is None
+
+
+def test_a_diverging_client_leaves_the_old_tail_as_a_branch_and_brings_its_own():
+    """A client on another branch (it shows a1' where the thread holds a1 ... a2)."""
+    other = [user("u1"), assistant("b1"), user("v2")]
+    turn = merge(stored(CONVERSATION), request(other))
+    assert turn.cut.after == "u1" and turn.new == other[1:] and turn.new_user == user("v2")
+    assert turn.history == [user("u1"), assistant("b1")]
+
+
+def test_a_stopped_answer_resent_as_a_prefix_cuts_the_stored_one_to_it():
+    full = assistant("a1", "The answer is long and complete.")
+    shown = assistant("a1", "The answer is")
+    turn = merge(stored([user("u1"), full]), request([user("u1"), shown, user("u2")]))
+    assert turn.cut.after == "u1" and turn.new == [shown, user("u2")]
+    assert turn.history == [user("u1"), shown] and turn.base == [user("u1"), shown, user("u2")]
+    # the same text up to trailing whitespace, or no text at all, is no stop
+    for same in (assistant("a1", "The answer is long and complete."), assistant("a1", "")):
+        turn = merge(stored([user("u1"), full]), request([user("u1"), same, user("u2")]))
+        assert turn.cut is None and turn.new == [user("u2")]
+    spaced = stored([user("u1"), assistant("a1", "done\n")])
+    turn = merge(spaced, request([user("u1"), assistant("a1", "done"), user("u2")]))
+    assert turn.cut is None
+
+
+def test_a_resent_unanswered_user_message_is_the_input_again():
+    """The thread holds u1 without an answer (a failed run): resending it runs on it."""
+    turn = merge(stored([user("u1")]), request([user("u1")]))
+    assert turn.cut is None and turn.new_user == user("u1") and turn.history == []
+
+
+def test_a_store_without_branches_always_appends():
+    turn = merge(stored(CONVERSATION), request(CONVERSATION[:3]), branches=False)
+    assert turn.cut is None and turn.new == [] and turn.history == CONVERSATION

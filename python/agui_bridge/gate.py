@@ -33,7 +33,7 @@ from typing import Any
 from .context import RunContext
 from .errors import HttpError, LeaseLost
 from .runs.run import Run, RunSettings
-from .store.lease import keep, save
+from .store.lease import keep, keeps_branches, save
 from .store.owner import owner_of
 from .turns import carried, merge
 
@@ -206,7 +206,7 @@ class Gate:
         try:
             thread = await self._store().load(thread_id)
             await authorize(thread)
-            turn = merge(thread, run_input)
+            turn = merge(thread, run_input, branches=keeps_branches(self._store()))
             ctx = RunContext(
                 thread_id=thread_id,
                 run_id=run_input.run_id,
@@ -264,9 +264,9 @@ class Gate:
         # the run's liveness) expire under a run readers already see.
         self._hold(thread_id, lease, run)
         try:
-            if turn.new:
-                # The user's turn is stored before the agent starts, so a crash
-                # mid-run loses only the answer.
+            if turn.new or turn.cut is not None:
+                # The user's turn (and the new branch it starts) is stored before
+                # the agent starts, so a crash mid-run loses only the answer.
                 await save(
                     self._store(),
                     thread_id,
@@ -276,6 +276,7 @@ class Gate:
                     turn.pending,
                     lease,
                     owner=owner_of(identity),
+                    cut=turn.cut,
                 )
         except BaseException as error:
             # Readers may have joined: they get RUN_ERROR, and nothing was stored.

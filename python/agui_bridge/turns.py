@@ -10,6 +10,14 @@ anything is stored.
 Ids: a message is known by its id. The stored messages win over a resent
 copy; an id-less message is kept only when it is the newest user message
 (numbered ``{runId}:u{n}``, skipping the ids the thread holds).
+
+Branches (``branch_point``): the client's list is matched against the
+thread's current branch by id. Where it stops before, or diverges from, what
+the branch holds after the messages they share, the run starts a new branch
+there: the current branch keeps the shared prefix, the client's own messages
+follow it, and the store keeps the old branch aside (``store/branches.py``).
+A regenerate (the list ends with a held user message the thread answered)
+runs the agent on that message again.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import orjson
 from .context import Resumption
 from .errors import HttpError
 from .interrupts import refuse_unanswered
+from .store.branches import Cut
 from .store.ids import HeldIds
 
 log = logging.getLogger("agui_bridge.ingress")
@@ -38,19 +47,33 @@ class Turn:
     state: dict  # the thread's state with the request's on top
     held: HeldIds  # every id the thread holds once ``new`` is stored
     base: list[dict]  # the thread's messages before the run's output (stored + new)
+    cut: Cut | None = None  # the new branch the run starts (None: it appends)
 
 
-def merge(thread, run_input) -> Turn:
-    """The turn a request makes on ``thread`` (None: a new thread)."""
+def merge(thread, run_input, branches: bool = True) -> Turn:
+    """The turn a request makes on ``thread`` (None: a new thread); without
+    ``branches`` (a store that keeps none) the turn always appends."""
     stored = thread.messages if thread is not None else []
     pending = thread.interrupts if thread is not None else []
     resume = resumption(run_input.resume, pending)
     refuse_unanswered(run_input.thread_id, pending, resume)  # 409 interrupt_pending
     held, known_calls = held_ids(thread)
+    left = (held, known_calls)  # ids made by the run skip the branch it leaves too
+    cut = None
+    if branches and resume is None:  # a resume goes on with the branch it interrupted
+        kept = branch_point(run_input.messages, stored, held)
+        if kept is not None:
+            cut = Cut(stored[kept - 1]["id"] if kept else None, run_input.run_id)
+            stored = stored[:kept]
+            held, known_calls = held_ids(None, stored)
     new, new_user, tool_results = new_messages(
         run_input.messages, run_input.thread_id, run_input.run_id, stored, held, known_calls
     )
     history = list(stored) + [m for m in new if m is not new_user and m not in tool_results]
+    if new_user is None and resume is None and rerun(run_input.messages, stored):
+        # The client asks again (a regenerate): the user message it ends with is the input.
+        new_user = stored[-1]
+        history = history[: len(stored) - 1] + history[len(stored) :]
     return Turn(
         history=history,
         new=new,
@@ -59,17 +82,121 @@ def merge(thread, run_input) -> Turn:
         pending=pending,
         resume=resume,
         state=merged_state(thread, run_input.state),
-        held=thread_ids(held, known_calls, pending),
+        held=thread_ids(held, known_calls, pending).union(*left)
+        if cut
+        else thread_ids(held, known_calls, pending),
         base=list(stored) + new,
+        cut=cut,
     )
 
 
-def held_ids(thread) -> tuple[HeldIds, HeldIds]:
+# Messages a client may leave out when it resends the conversation (AG-UI 1.0
+# reasoning and activity messages): a branch ending with them is not cut for that.
+UNSENT_ROLES = ("reasoning", "activity")
+
+
+def branch_point(messages, stored, held) -> int | None:
+    """How many of the current branch's messages a run keeps when the client's
+    list leaves the branch (None: it appends to the whole branch).
+
+    The messages the client sends that the branch holds (by id) are shared
+    until the first one it does not hold. The branch is left where the shared
+    messages stop before its end (a regenerate, a client that diverged), at a
+    newest user message resent with other content when nothing the client
+    sends after it is held and the branch holds more after it (an edit under
+    the same id), and at an assistant message resent as a strict prefix of
+    the stored one (what a page showed after a Stop). A client that sends
+    none of the branch's messages appends.
+    """
+    if not stored:
+        return None
+    newest_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+    last = -1  # the branch position of the last shared message
+    for index, message in enumerate(messages):
+        message_id = message.get("id")
+        if message.get("role") == "activity" or not isinstance(message_id, str):
+            continue
+        if message_id not in held:
+            if message.get("role") == "tool":
+                # A result follows its call (a client may send it without the call).
+                last = max(last, _caller(stored, message.get("toolCallId")))
+                continue
+            break  # the client's own messages start here
+        position = _position(stored, message_id, last)
+        if position is None:
+            continue  # a stored row left out of the thread (store/tail.py)
+        kept = stored[position]
+        if index == newest_user and _edited(kept, message):
+            later = (m.get("id") for m in messages[index + 1 :])
+            if position < len(stored) - 1 and not any(i in held for i in later):
+                return position
+            return None  # today's rule: same_turn refuses it (409)
+        if _stopped(kept, message):
+            return position
+        last = max(last, position)
+    if last < 0:
+        return None
+    end = len(stored)
+    while end > last + 1 and stored[end - 1].get("role") in UNSENT_ROLES:
+        end -= 1
+    return last + 1 if last + 1 < end else None
+
+
+def _position(stored: list[dict], message_id: str, after: int) -> int | None:
+    """Where ``message_id`` is on the branch: looked for after ``after`` first
+    (a resent conversation is in order: the whole walk is linear)."""
+    for index in range(after + 1, len(stored)):
+        if stored[index].get("id") == message_id:
+            return index
+    for index in range(min(after, len(stored) - 1), -1, -1):
+        if stored[index].get("id") == message_id:
+            return index
+    return None
+
+
+def _caller(stored: list[dict], call_id) -> int:
+    """The branch position of the assistant message that made tool call ``call_id`` (-1: none)."""
+    for index in range(len(stored) - 1, -1, -1):
+        message = stored[index]
+        if message.get("role") == "assistant" and any(
+            isinstance(call, dict) and call.get("id") == call_id
+            for call in message.get("toolCalls") or ()
+        ):
+            return index
+    return -1
+
+
+def _edited(held: dict, sent: dict) -> bool:
+    return held.get("role") != sent.get("role") or held.get("content") != sent.get("content")
+
+
+def _stopped(held: dict, sent: dict) -> bool:
+    """An assistant message the client shows cut short: its text a strict prefix
+    of the stored one's (whitespace at its end aside: clients trim)."""
+    if held.get("role") != "assistant" or sent.get("role") != "assistant":
+        return False
+    shown, stored = sent.get("content"), held.get("content")
+    if not (isinstance(shown, str) and isinstance(stored, str)) or not shown.strip():
+        return False
+    return stored.startswith(shown) and stored.rstrip() != shown.rstrip()
+
+
+def rerun(messages, stored: list[dict]) -> bool:
+    """The client's newest message is a user message the kept branch ends with:
+    the client asks for that turn again."""
+    if not stored or stored[-1].get("role") != "user":
+        return False
+    sent = [m for m in messages if m.get("role") != "activity"]
+    return bool(sent) and sent[-1].get("role") == "user" and sent[-1].get("id") == stored[-1]["id"]
+
+
+def held_ids(thread, stored: list[dict] | None = None) -> tuple[HeldIds, HeldIds]:
     """The message ids and the tool call ids the thread holds (this load's own:
-    adding to them changes no other run's)."""
+    adding to them changes no other run's); given ``stored``, those of these messages."""
     if thread is not None and thread.ids is not None and thread.call_ids is not None:
         return HeldIds.of(thread.ids), HeldIds.of(thread.call_ids)
-    stored = thread.messages if thread is not None else []
+    if stored is None:
+        stored = thread.messages if thread is not None else []
     held = HeldIds.of(m.get("id") for m in stored if isinstance(m.get("id"), str))
     calls = HeldIds.of(
         call.get("id")

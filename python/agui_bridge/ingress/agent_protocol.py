@@ -28,8 +28,9 @@ from urllib.parse import parse_qs
 import orjson
 
 from ..agent_protocol.assistants import graph_of, schemas_of, subgraphs_of
+from ..agent_protocol.branches import history as branch_history
 from ..agent_protocol.messages import MessageError, to_agui
-from ..agent_protocol.objects import assistant, checkpoint, langgraph_state, thread_state
+from ..agent_protocol.objects import assistant, checkpoint, langgraph_state
 from ..agent_protocol.reader import Parts, sse
 from ..agent_protocol.runs import Registry, RunRecord, iso, terminal_event
 from ..agent_protocol.stream import MODES, interrupts_of, values_of
@@ -68,6 +69,15 @@ LANGGRAPH = "/langgraph"
 
 def _unprocessable(message: str, code: str = "invalid_request") -> HttpError:
     return HttpError(422, code, message)
+
+
+def _checkpoint_id(value) -> str | None:
+    """``{"checkpoint_id": ...}`` (a history filter, a state read): the id, else None."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not isinstance(value.get("checkpoint_id"), str):
+        raise _unprocessable("'checkpoint' must be an object with a string 'checkpoint_id'")
+    return value["checkpoint_id"]
 
 
 def _query(conn) -> dict[str, str]:
@@ -150,6 +160,9 @@ class AgentProtocol:
         add("DELETE", "/threads/{thread_id}", self._delete_thread)
         add("POST", "/threads/{thread_id}/state", self._update_state)
         add(("GET", "POST"), "/threads/{thread_id}/history", history)
+        state_at = partial(self._state_at, langgraph=prefix == LANGGRAPH)
+        add("POST", "/threads/{thread_id}/state/checkpoint", state_at)
+        add("GET", "/threads/{thread_id}/state/{checkpoint_id}", state_at)
         add("GET", "/threads/{thread_id}/runs", self._list_runs)
         for kind, suffix in (("background", ""), ("wait", "/wait"), ("stream", "/stream")):
             add("POST", "/threads/{thread_id}/runs" + suffix, partial(self._create_run, kind=kind))
@@ -369,16 +382,35 @@ class AgentProtocol:
         await conn.respond(200, orjson.dumps(langgraph_state(thread)), JSON)
 
     async def _history(self, conn, thread_id: str, langgraph: bool = False) -> None:
-        # No checkpoints are kept: the history is the thread's one current state.
+        # The current state, then the branches the thread left (agent_protocol/branches.py).
+        wanted = None
         if conn.method == "POST":
             identity, body = await self._body(conn, "read")
             limit = bounded(body.get("limit"), "limit", 10, 1, MAX_PAGE)
+            wanted = _checkpoint_id(body.get("checkpoint"))
         else:
             identity, _ = await self._identity(conn, "read")
             limit = bounded(_query(conn).get("limit"), "limit", 10, 1, MAX_PAGE)
         thread = await self._thread(identity, thread_id)
-        states = [(langgraph_state if langgraph else thread_state)(thread)][:limit]
+        states = await branch_history(self.app.store, thread, limit, wanted, langgraph)
         await conn.respond(200, orjson.dumps(states), JSON)
+
+    async def _state_at(
+        self, conn, thread_id: str, checkpoint_id: str | None = None, langgraph: bool = False
+    ) -> None:
+        """A state by its checkpoint id: the current one or a branch the thread left."""
+        if checkpoint_id is None:  # POST …/state/checkpoint {checkpoint: {checkpoint_id}}
+            identity, body = await self._body(conn, "read")
+            checkpoint_id = _checkpoint_id(body.get("checkpoint"))
+            if checkpoint_id is None:
+                raise _unprocessable("'checkpoint.checkpoint_id' must be a string")
+        else:
+            identity, _ = await self._identity(conn, "read")
+        thread = await self._thread(identity, thread_id)
+        states = await branch_history(self.app.store, thread, 1, checkpoint_id, langgraph)
+        if not states:
+            raise HttpError(404, "not_found", f"no checkpoint {checkpoint_id!r}")
+        await conn.respond(200, orjson.dumps(states[0]), JSON)
 
     # -- runs ----------------------------------------------------------------
 

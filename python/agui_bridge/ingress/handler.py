@@ -38,6 +38,7 @@ from ..runs import prelude as shared_prelude
 from ..runs.supersede import reading, supersede
 from ..store import Thread
 from ..turns import carried
+from . import branches
 from .access import refuse_cross_site, require
 from .params import integer, last_event_id
 
@@ -129,6 +130,7 @@ class Handler:
         routes.add("GET", "/threads/{thread_id}/runs/{run_id}/events", self._events)
         # A thread id here may hold '/' (AG-UI threads are any string).
         routes.add("GET", "/threads/{thread_id:path}/state", self._state)
+        branches.register(self, routes)  # GET /threads/{id}/branches[/{n}]
         playground = self.app.playground
         for path, page in playground.files.items() if playground is not None else ():
             routes.add("GET", path, partial(self._page, page=page), literal=True)

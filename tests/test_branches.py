@@ -1,0 +1,110 @@
+"""Branches over HTTP (issue 20): regenerate and edit as chat pages do them, with
+the real @ag-ui/client; the stored thread equals what the page shows after each
+step, and the branches the thread left stay readable."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import uuid
+
+import httpx
+import pytest
+
+from tests.servers import serve
+from tests.test_interop import CLIENT_VERSIONS, INTEROP, node  # noqa: F401
+
+RUNNER = {"authorization": "Bearer runner"}
+
+
+@pytest.fixture(scope="module", params=["rsgi", "asgi"])
+def base_url(request):
+    with serve("tests.convo_apps:app", interface=request.param) as url:
+        yield url
+
+
+@pytest.mark.parametrize("version", CLIENT_VERSIONS)
+def test_regenerate_and_edit_store_what_the_page_shows(node, base_url, version):  # noqa: F811
+    thread = f"branches-{uuid.uuid4().hex[:8]}"
+    proc = subprocess.run(
+        [
+            node,
+            str(INTEROP / "branches.mjs"),
+            version,
+            base_url + "/agui/plain",
+            base_url,
+            thread,
+            json.dumps(RUNNER),
+        ],
+        cwd=INTEROP,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["warnings"] == [], out
+    steps = {s["name"]: s for s in out["steps"]}
+    for s in out["steps"]:
+        assert s["error"] is None, s
+        assert s["stored"] == s["shown"], s  # the stored thread is the page's
+    said = [[m["content"] for m in steps[name]["shown"]] for name in steps]
+    assert said == [
+        ["hello", "You said: hello"],
+        ["hello", "You said: hello"],  # the agent ran on the resent message again
+        ["hi again", "You said: hi again"],
+        ["hi again", "You said: hi again", "more", "You said: more"],
+        ["hi again", "You said: hi again", "instead", "You said: instead"],
+    ]
+    regenerated = steps["regenerate"]["shown"][1]["id"]
+    assert regenerated != steps["send"]["shown"][1]["id"]  # a new answer, not the old one
+
+    # Every branch the thread left stays readable, in the order they were left.
+    listed = httpx.get(f"{base_url}/threads/{thread}/branches", headers=RUNNER).json()
+    assert [(b["branchId"], b["forkedAfter"], b["runId"]) for b in listed["branches"]] == [
+        ("1", "u1", "r2"),
+        ("2", None, "r3"),
+        ("3", steps["follow up"]["shown"][1]["id"], "r5"),
+    ]
+    assert listed["current"]["messageCount"] == 4
+    for number, name in (("1", "send"), ("2", "regenerate"), ("3", "follow up")):
+        branch = httpx.get(f"{base_url}/threads/{thread}/branches/{number}", headers=RUNNER)
+        assert branch.status_code == 200, branch.text
+        assert [
+            {k: m[k] for k in ("id", "role", "content")} for m in branch.json()["messages"]
+        ] == steps[name]["stored"]
+    missing = httpx.get(f"{base_url}/threads/{thread}/branches/9", headers=RUNNER)
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
+
+    # The Agent Protocol: the history is the current state, then the branches
+    # newest first, each under a checkpoint id that reads it back.
+    history = httpx.post(
+        f"{base_url}/threads/{thread}/history", json={"limit": 10}, headers=RUNNER
+    ).json()
+    assert [s["metadata"].get("branch_id") for s in history] == [None, "3", "2", "1"]
+    assert history[0]["messages"] == listed_current(base_url, thread)
+    first = history[-1]
+    assert [m["content"] for m in first["messages"]] == ["hello", "You said: hello"]
+    checkpoint_id = first["checkpoint"]["checkpoint_id"]
+    again = httpx.get(f"{base_url}/threads/{thread}/state/{checkpoint_id}", headers=RUNNER)
+    assert again.status_code == 200 and again.json() == first
+    by_body = httpx.post(
+        f"{base_url}/threads/{thread}/state/checkpoint",
+        json={"checkpoint": {"checkpoint_id": checkpoint_id}},
+        headers=RUNNER,
+    )
+    assert by_body.json() == first
+    only = httpx.post(
+        f"{base_url}/threads/{thread}/history",
+        json={"checkpoint": {"checkpoint_id": checkpoint_id}},
+        headers=RUNNER,
+    ).json()
+    assert only == [first]
+    assert httpx.get(f"{base_url}/threads/{thread}/state/nope", headers=RUNNER).status_code == 404
+    assert len(httpx.post(
+        f"{base_url}/threads/{thread}/history", json={"limit": 2}, headers=RUNNER
+    ).json()) == 2  # fmt: skip
+
+
+def listed_current(base_url: str, thread: str) -> list[dict]:
+    return httpx.get(f"{base_url}/threads/{thread}/state", headers=RUNNER).json()["messages"]
