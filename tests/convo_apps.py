@@ -46,6 +46,16 @@ def make_app(**options) -> App:
         yield crumbs.text_delta(" and the rest")
         yield crumbs.run_end()
 
+    @app.agent("halting")
+    async def halting(ctx):
+        """Two pieces of an answer at once, then nothing for a minute (a page stops
+        after the first one)."""
+        yield crumbs.text_delta("partial ")
+        yield crumbs.text_delta("answer")
+        for _ in range(600):
+            await asyncio.sleep(0.1)
+        yield crumbs.run_end()
+
     return app
 
 

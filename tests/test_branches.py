@@ -13,6 +13,7 @@ import pytest
 
 from tests.servers import serve
 from tests.test_interop import CLIENT_VERSIONS, INTEROP, node  # noqa: F401
+from tests.test_stop_then_type import post_until_admitted
 
 RUNNER = {"authorization": "Bearer runner"}
 
@@ -108,3 +109,51 @@ def test_regenerate_and_edit_store_what_the_page_shows(node, base_url, version):
 
 def listed_current(base_url: str, thread: str) -> list[dict]:
     return httpx.get(f"{base_url}/threads/{thread}/state", headers=RUNNER).json()["messages"]
+
+
+def test_a_resent_answer_cut_short_cuts_the_stored_one_to_it(base_url):
+    """The page shows less of an answer than the thread holds (it stopped
+    reading): resent so, the stored answer is cut to it on a new branch."""
+    thread = f"prefix-{uuid.uuid4().hex[:8]}"
+    u1 = {"id": "u1", "role": "user", "content": "one"}
+    body = {"threadId": thread, "runId": "r1", "messages": [u1]}
+    assert httpx.post(base_url + "/agui/plain", json=body, headers=RUNNER).status_code == 200
+    stored = listed_current(base_url, thread)
+    assert [m["content"] for m in stored] == ["one", "You said: one"]
+    shown = {**stored[1], "content": "You said"}
+    u2 = {"id": "u2", "role": "user", "content": "two"}
+    body = {"threadId": thread, "runId": "r2", "messages": [u1, shown, u2]}
+    assert httpx.post(base_url + "/agui/plain", json=body, headers=RUNNER).status_code == 200
+    after = listed_current(base_url, thread)
+    assert [m["content"] for m in after] == ["one", "You said", "two", "You said: two"]
+    left = httpx.get(f"{base_url}/threads/{thread}/branches/1", headers=RUNNER).json()
+    assert [m["content"] for m in left["messages"]] == ["one", "You said: one"]
+
+
+def test_stop_then_type_stores_what_the_page_showed(base_url):
+    """A Stop without the cancel helper: the run goes on past what the page
+    showed; the next message (it supersedes the run) resends the answer as
+    shown, and the thread holds that, the longer one kept on a branch."""
+    thread = f"stopped-{uuid.uuid4().hex[:8]}"
+    u1 = {"id": "u1", "role": "user", "content": "one"}
+    body = {"threadId": thread, "runId": "r1", "messages": [u1]}
+    shown = None
+    with (
+        httpx.Client(timeout=30) as client,
+        client.stream("POST", base_url + "/agui/halting", json=body, headers=RUNNER) as first,
+    ):
+        for line in first.iter_lines():
+            event = json.loads(line[5:]) if line.startswith("data:") else {}
+            if event.get("type") == "TEXT_MESSAGE_CONTENT":
+                shown = {"id": event["messageId"], "role": "assistant", "content": event["delta"]}
+                break  # the page stops here
+    assert shown is not None and shown["content"] == "partial "
+    u2 = {"id": "u2", "role": "user", "content": "two"}
+    second = post_until_admitted(
+        base_url, {"threadId": thread, "runId": "r2", "messages": [u1, shown, u2]}
+    )
+    assert second.status_code == 200, second.text
+    after = listed_current(base_url, thread)
+    assert [m["content"] for m in after] == ["one", "partial ", "two", "You said: two"]
+    left = httpx.get(f"{base_url}/threads/{thread}/branches/1", headers=RUNNER).json()
+    assert [m["content"] for m in left["messages"]] == ["one", "partial answer"]
