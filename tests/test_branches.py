@@ -157,3 +157,35 @@ def test_stop_then_type_stores_what_the_page_showed(base_url):
     assert [m["content"] for m in after] == ["one", "partial ", "two", "You said: two"]
     left = httpx.get(f"{base_url}/threads/{thread}/branches/1", headers=RUNNER).json()
     assert [m["content"] for m in left["messages"]] == ["one", "partial answer"]
+
+
+def test_a_join_of_a_regenerate_shows_the_new_branch(base_url):
+    """MESSAGES_SNAPSHOT in a join, and the state while the run goes on, show
+    the current branch: the old answer is not in it."""
+    thread = f"join-{uuid.uuid4().hex[:8]}"
+    u1 = {"id": "u1", "role": "user", "content": "one"}
+    body = {"threadId": thread, "runId": "r1", "messages": [u1]}
+    assert httpx.post(base_url + "/agui/plain", json=body, headers=RUNNER).status_code == 200
+    old = listed_current(base_url, thread)[1]["id"]
+    body = {"threadId": thread, "runId": "r2", "messages": [u1]}
+    with (
+        httpx.Client(timeout=30) as client,
+        client.stream("POST", base_url + "/agui/halting", json=body, headers=RUNNER) as run,
+    ):
+        lines = run.iter_lines()
+        for line in lines:
+            if line.startswith("data:") and '"TEXT_MESSAGE_CONTENT"' in line:
+                break
+        assert [m["id"] for m in listed_current(base_url, thread)] == ["u1"]
+        with client.stream("GET", f"{base_url}/threads/{thread}/events", headers=RUNNER) as join:
+            snapshot = None
+            for line in join.iter_lines():
+                event = json.loads(line[5:]) if line.startswith("data:") else {}
+                if event.get("type") == "MESSAGES_SNAPSHOT":
+                    snapshot = event["messages"]
+                    break
+        assert snapshot is not None and snapshot[0]["id"] == "u1"
+        assert old not in [m["id"] for m in snapshot] and len(snapshot) == 2
+        cancel = client.post(f"{base_url}/threads/{thread}/runs/r2/cancel", headers=RUNNER)
+        assert cancel.status_code == 202
+    assert [m["content"] for m in listed_current(base_url, thread)] == ["one", "partial answer"]
