@@ -67,18 +67,22 @@ class Holder:
         t.coalesce(coalesce.max_bytes)
         self._t = t
         self.window = coalesce.window_ms / 1000
-        self._send = send  # called with (events, frames) of a flush
+        self._send = send  # sends what the transformer holds
         self._timer: asyncio.TimerHandle | None = None
 
-    def after_item(self) -> None:
-        """Arms the window when the transformer has just started holding."""
+    def after_item(self, since: float | None = None) -> None:
+        """Arms the window when the transformer has just started holding:
+        ``window`` after ``since`` (the loop's time when the first of the items
+        just encoded came), else from now."""
         if self._timer is None and self._t.holding:
-            self._timer = asyncio.get_running_loop().call_later(self.window, self._due)
+            loop = asyncio.get_running_loop()
+            at = (loop.time() if since is None else since) + self.window
+            self._timer = loop.call_at(at, self._due)
 
     def _due(self) -> None:
         self._timer = None
-        if self._t.holding and not self._t.finished:
-            self._send(*self._t.flush_events_and_frames())
+        if not self._t.finished:
+            self._send()
 
     def cancel(self) -> None:
         if self._timer is not None:

@@ -30,7 +30,7 @@ import orjson
 from .._select import create_agui_repairer, create_agui_transformer, create_agui_translator
 from ..coalesce import FLUSH, Holder
 from ..context import RunContext, RunInfo
-from ..errors import LeaseLost, RunsUnavailable, StoreUnavailable
+from ..errors import CrumbError, LeaseLost, RunsUnavailable, StoreUnavailable
 from ..store.lease import save
 from . import saves
 from .end import ENDINGS, Stop, error_of
@@ -41,6 +41,10 @@ log = logging.getLogger("agui_bridge.runs")
 # An agent that yields without awaiting never lets the readers run; past this
 # many unflushed bytes the run appends them and yields to the loop.
 YIELD_AT = 64 * 1024
+# Text deltas are queued and encoded together (``encode_many``: a third of the
+# per-item cost of ``encode``, benches/RESULTS.md) at the tick's flush, or
+# every this many deltas for an agent that never awaits.
+BATCH = 256
 
 # What opens and closes a span a joining reader must see re-opened.
 _OPENS = {
@@ -144,6 +148,12 @@ class Run:
         self.ended = False
         self._pending: list[bytes] = []
         self._pending_size = 0
+        # The hot path's text deltas not yet encoded (always this one list), and
+        # the CrumbError one of them raised when a flush encoded them: the agent
+        # loop raises it at its next item, as ``encode`` would have at that one.
+        self._items: list = []
+        self._bad: BaseException | None = None
+        self._items_at = 0.0  # the loop's time when the first of them came (coalescing's window)
         self._begun = False
         self._first = _first_item(agent.dialect, ctx)
         self._first_events: list[dict] = []
@@ -243,9 +253,29 @@ class Run:
             return True
         return False
 
+    def _encode_items(self) -> None:
+        """Encodes the queued text deltas in one call; a bad one ends the batch
+        (the deltas before it go out) and is raised by the agent loop."""
+        items = self._items
+        try:
+            frames = self.t.encode_many(items)
+        except CrumbError as error:
+            frames = error.partial or b""
+            if self._bad is None:
+                self._bad = error
+        finally:
+            items.clear()
+        if frames:
+            self._pending.append(frames)
+            self._pending_size += len(frames)
+        if self.holder is not None:
+            self.holder.after_item(self._items_at)
+
     def flush(self, last_id: int | None = None) -> None:
         """Appends the queued frames; ``last_id`` is the last one's (default: the
         transformer's last event)."""
+        if self._items:
+            self._encode_items()
         pending = self._pending
         if not pending:
             return
@@ -280,14 +310,25 @@ class Run:
                 except Exception:
                     log.exception("on_event callback failed")
 
-    def _send_held(self, events: list[dict], frames: bytes) -> None:
-        """What coalescing held, sent at its window's end."""
+    def _send_held(self) -> None:
+        """What coalescing held, sent at its window's end (the deltas queued
+        before it first: they were yielded before the window ended)."""
+        if self._items:
+            self._encode_items()
+        if not self.t.holding:
+            return
+        events, frames = self.t.flush_events_and_frames()
         self._publish(frames)
+        self.flush()  # now, not a loop iteration later: the window has passed
         if self.listeners:
             self._late += events
 
     def _apply(self, item) -> tuple[list[dict], bytes]:
         """Any item: its events (spans noted) and its frames."""
+        if self._items:
+            self._encode_items()
+        if self._bad is not None:
+            raise self._bad
         t = self.t
         if item is FLUSH:
             # The agent asks for what coalescing holds to go out now.
@@ -308,9 +349,11 @@ class Run:
         readers get them when ``end`` publishes them (``_publish_end``), before
         or after the save (``runs.end``). Until then a joining reader gets the
         run as the log holds it: the snapshot from before them."""
+        if self._items:
+            self._encode_items()  # a bad delta no longer matters: the run ends
         if self.t.holding:
             # What coalescing holds goes out now, not with the ending after the save.
-            self._send_held(*self.t.flush_events_and_frames())
+            self._send_held()
         self._before_end = self.t.snapshot()
         events, frames = end()
         self.flush(self.t.last_id - len(events))  # the frames before them
@@ -408,17 +451,34 @@ class Run:
         # The hot path, kept in locals: a text delta while a text message is
         # open needs no events, only its frame (listeners need the events).
         is_text = _text_of(self.agent.dialect, self) if not listeners else None
-        encode = self.t.encode
+        items = self._items
+        loop = asyncio.get_running_loop()
+        call_soon = loop.call_soon
+        flush = self.flush
         apply = self._apply
         publish = self._publish
         holder = self.holder
         try:
             async for item in agen:
                 if is_text is not None and self.text_id is not None and is_text(item):
-                    frame = encode(item)
-                    events = None
-                else:
-                    events, frame = apply(item)
+                    # Queued, encoded with the tick's others at its flush.
+                    if not items:
+                        if self._bad is not None:
+                            raise self._bad
+                        if not self._pending:
+                            call_soon(flush)
+                        if holder is not None:
+                            self._items_at = loop.time()
+                    items.append(item)
+                    if len(items) >= BATCH:
+                        self._encode_items()
+                        if self._bad is not None:
+                            raise self._bad
+                        if self._pending_size > YIELD_AT:
+                            flush()
+                            await asyncio.sleep(0)
+                    continue
+                events, frame = apply(item)
                 if frame and publish(frame):
                     await asyncio.sleep(0)
                 if holder is not None:
@@ -430,6 +490,10 @@ class Run:
                     await self._deliver(events)
                 if self.ended:
                     break
+            if items:
+                self._encode_items()
+            if self._bad is not None:
+                raise self._bad
         finally:
             if holder is not None:
                 holder.cancel()
@@ -494,6 +558,7 @@ class Run:
         if not ending.saves:
             if ending.terminal is None:
                 self._pending = []  # nothing more of this run reaches the log
+                self._items.clear()
             else:
                 self._publish_end()
             await self._released()
