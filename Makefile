@@ -14,7 +14,7 @@ PLAYGROUND := clients/playground
 PYTEST := $(BIN)/python -m pytest -q
 XDIST := -n 2 --dist loadfile
 
-.PHONY: dev build build-dev check test test-rust test-py test-pure test-wheel wheel-smoke native-from-dist dist bench-abi3 postgresql chromium redis copilotkit-example assistant-ui-example node-deps playground lint stubtest bench bench-server demo clean
+.PHONY: dev build build-dev check test test-rust test-py test-pure test-wheel wheel-smoke native-from-dist dist bench-abi3 postgresql chromium redis copilotkit-example assistant-ui-example node-deps playground lint stubtest bench bench-profile bench-server demo clean
 
 dev: $(VENV)/.deps build node-deps
 
@@ -163,17 +163,22 @@ stubtest: $(VENV)/.deps
 	ls python/agui_bridge/_native*.so >/dev/null 2>&1 || $(MAKE) build-dev
 	cd python && ../$(BIN)/python -m mypy.stubtest --mypy-config-file ../pyproject.toml agui_bridge._native
 
-# benches/summary.py: one table of the headline figures (transformer, coalescing)
-# with their targets, PASS/FAIL; BENCH_SERVER=1 adds the server's (minutes).
+# The other benches, then benches/summary.py last: one table of issue 23's headline
+# figures (transformer, coalescing, server) with their targets, PASS/FAIL;
+# BENCH_SERVER=0 leaves the server's out (it takes minutes).
 bench: dev
-	$(BIN)/python benches/summary.py $(if $(BENCH_SERVER),--server)
 	$(BIN)/python benches/ingress.py
 	$(BIN)/python benches/threads.py
 	$(BIN)/python benches/adapters.py
+	$(BIN)/python benches/summary.py $(if $(filter 0,$(BENCH_SERVER)),--no-server)
 
 # abi3 against the cp311 build, side by side: the wheels of `make dist`.
 bench-abi3: dist
 	$(BIN)/python benches/abi3.py --abi3 dist/*-abi3-*.whl --specific dist/*-cp311-cp311-*.whl
+
+# Where a granian worker's time goes (py-spy): the breakdown in benches/RESULTS.md.
+bench-profile: dev
+	$(BIN)/python benches/server_profile.py
 
 bench-server: dev
 	$(BIN)/python benches/server.py

@@ -7,6 +7,10 @@ the runs of ``benches/transformer.py`` through each, interleaved round by
 round: per item ``__call__`` (events as dicts), per item ``encode`` and
 ``encode_many``. Every path must give the pure build's bytes first. On a
 shared machine only the ratios mean much; run it more than once.
+
+``--json FILE`` writes issue 23's recording target for ``make bench``
+(benches/summary.py): each path of each dialect, the second build against
+the first (``--build record=... --build without_recording=...``), ≤ 1.05x.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ import argparse
 import datetime
 import importlib.machinery
 import importlib.util
+import json
+import os
 import platform
 import shutil
 import sys
@@ -45,6 +51,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build", action="append", required=True, help="LABEL=PATH.so")
     parser.add_argument("--rounds", type=int, default=60)
+    parser.add_argument("--json", type=Path, help="the first build against the second, ≤ 1.05x")
     args = parser.parse_args()
     wanted = [spec.split("=", 1) for spec in args.build]
     if len(wanted) < 2 or any(len(pair) != 2 for pair in wanted):
@@ -56,6 +63,8 @@ def main() -> int:
         }
         first = wanted[0][0]
         labels = list(builds)
+        load = os.getloadavg()[0]
+        rows = []
         lines = [
             f"Date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M UTC}",
             "Command: python benches/builds.py "
@@ -79,10 +88,23 @@ def main() -> int:
             for path in ("__call__", "encode", "encode_many"):
                 ns = [medians[f"{label} {path}"] / len(items) for label in labels]
                 ratios = [f"{n / ns[0]:.3f}" for n in ns[1:]]
+                over = ns[0] / ns[1] - 1
+                rows.append(
+                    {
+                        "figure": f"{labels[0]} over {labels[1]}: {dialect} {path}",
+                        "value": f"{over:+.1%}",
+                        "target": "≤ +5 %",
+                        "pass": over <= 0.05,
+                    }
+                )
                 cells = [f"{n:,.0f}" for n in ns] + ratios
                 lines.append(f"| {path} | " + " | ".join(cells) + " |")
             lines.append("")
     print("\n".join(lines))
+    if args.json:
+        command = "python benches/builds.py " + " ".join(f"--build {x}=..." for x in labels)
+        command += f" --rounds {args.rounds}"
+        args.json.write_text(json.dumps({"command": command, "load": load, "rows": rows}))
     return 0
 
 

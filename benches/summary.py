@@ -1,30 +1,69 @@
 """``make bench``'s table: every headline figure with its target and PASS/FAIL.
 
-Runs the benchmarks that hold targets, each writing its rows as JSON
-(``--json``), and prints them as one table, each with the load average at
-its start (a shared machine: only ratios measured side by side count).
-``--server`` adds ``benches/server.py`` (minutes); ``--quick`` runs fewer
-rounds. Exits non-zero when a target fails.
+Runs the benchmarks that hold issue 23's targets (the transformer's,
+coalescing's and the server's), each writing its rows as JSON (``--json``),
+and prints them as one table, each with the load average at its start (a
+shared machine: only ratios measured side by side count). ``--no-server``
+leaves out ``benches/server.py`` (minutes); ``--quick`` runs fewer rounds.
+The snapshot's recording is measured against a build without it (cargo
+feature ``record`` off), made here by ``maturin build --release
+--no-default-features`` in its own target dir (minutes the first time),
+against the installed release build (``benches/builds.py``);
+``--no-recording`` leaves it out. Exits non-zero when a target fails.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
 
 
-def benches(quick: bool, server: bool) -> list[tuple[str, list[str]]]:
+def without_recording(scratch: Path) -> list[str] | str:
+    """builds.py's arguments: the installed build against one without the
+    recording; or why it could not be made."""
+    import agui_bridge
+
+    if agui_bridge.IMPLEMENTATION != "rust":
+        return "no native build installed"
+    installed = Path(agui_bridge._native.__file__)
+    env = {**os.environ, "CARGO_TARGET_DIR": str(ROOT / "target" / "without-recording")}
+    wheels = scratch / "wheels"
+    maturin = [sys.executable, "-m", "maturin", "build", "--release", "--no-default-features"]
+    built = subprocess.run(
+        [*maturin, "-q", "-o", str(wheels)],
+        cwd=ROOT,
+        env=env,
+    )
+    found = sorted(wheels.glob("*.whl")) if built.returncode == 0 else []
+    if not found:
+        return f"maturin build --no-default-features failed (exit {built.returncode})"
+    with zipfile.ZipFile(found[-1]) as wheel:
+        names = wheel.namelist()
+        name = next(n for n in names if Path(n).name.startswith("_native") and n.endswith(".so"))
+        target = scratch / Path(name).name
+        target.write_bytes(wheel.read(name))
+    return ["--build", f"record={installed}", "--build", f"without_recording={target}"]
+
+
+def benches(quick: bool, server: bool, recording) -> list[tuple[str, list[str]]]:
+    """Each bench with its arguments; all but the server's report ratios of runs
+    taken side by side in one process or at the same time."""
     rounds = "10" if quick else "40"
-    out = [
-        ("transformer.py", ["--rounds", rounds]),
-        ("coalesce.py", ["--tokens", "400" if quick else "2000", "--streams", "4"]),
+    out = [("transformer.py", ["--rounds", rounds])]
+    if isinstance(recording, list):
+        out.append(("builds.py", [*recording, "--rounds", rounds]))
+    out += [
+        ("coalesce.py", ["--tokens", "400" if quick else "1000", "--streams", "4"]),
     ]
     if server:
         out.append(("server.py", ["--skip-slow", "--no-pure", "--repeats", "3"]))
@@ -34,11 +73,15 @@ def benches(quick: bool, server: bool) -> list[tuple[str, list[str]]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--server", action="store_true")
+    parser.add_argument("--no-server", action="store_true", help="leave out benches/server.py")
+    parser.add_argument("--no-recording", action="store_true", help="leave out builds.py")
     args = parser.parse_args()
     rows, failed_runs = [], []
     with tempfile.TemporaryDirectory() as scratch:
-        for script, argv in benches(args.quick, args.server):
+        recording = None if args.no_recording else without_recording(Path(scratch))
+        if isinstance(recording, str):
+            failed_runs.append(f"snapshot recording: {recording}")
+        for script, argv in benches(args.quick, not args.no_server, recording):
             out = Path(scratch) / f"{script}.json"
             done = subprocess.run([sys.executable, str(HERE / script), *argv, "--json", str(out)])
             if not out.exists():

@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from contextlib import asynccontextmanager
+from functools import partial
 
 from ..errors import Closed
 from ..parts import legacy_readable
@@ -141,7 +142,10 @@ class Stream:
         "_gone",
         "_lag",
         "_on_left",
+        "_ping",
+        "_ping_due",
         "_wake",
+        "_written_at",
         "conn",
         "keepalive",
         "left",
@@ -159,6 +163,11 @@ class Stream:
         self._on_left = on_left
         self._wake: asyncio.Future | None = None
         self._gone: asyncio.Future | None = None
+        # One keepalive timer per stream, not one per wait: it fires ``keepalive``
+        # after the last write and re-arms itself while writes go on.
+        self._ping: asyncio.TimerHandle | None = None
+        self._ping_due = False
+        self._written_at = 0.0
         # The ops layer's hook (metrics on): how many events behind the run's
         # newest each write of a run log leaves this reader.
         self._lag = getattr(conn, "lag", None)
@@ -193,6 +202,24 @@ class Stream:
         task.cancel()
         return False
 
+    def _keepalive(self) -> None:
+        """The stream's keepalive timer: a ping once the cursor has waited
+        ``keepalive`` seconds; re-armed while it writes or waits less."""
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        wake = self._wake
+        if wake is None:  # writing: the silence has not begun
+            self._ping = loop.call_at(now + self.keepalive, self._keepalive)
+            return
+        due = self._written_at + self.keepalive
+        if now < due:
+            self._ping = loop.call_at(due, self._keepalive)
+            return
+        self._ping = None
+        self._ping_due = True
+        if not wake.done():
+            wake.set_result(None)
+
     async def follow(self, run_log: RunLog, position: int, transform=None) -> None:
         """Writes the log's frames after event ``position`` until the run ends.
 
@@ -204,9 +231,19 @@ class Stream:
         longer held (``held``: the oldest held id): where it goes on, or None
         to end after writing the bytes.
         """
+        try:
+            await self._follow(run_log, position, transform)
+        finally:
+            if self._ping is not None:
+                self._ping.cancel()
+                self._ping = None
+
+    async def _follow(self, run_log: RunLog, position: int, transform) -> None:
         conn = self.conn
-        timeout = self.timeout
         max_write = self.max_write
+        loop = asyncio.get_running_loop()
+        # RSGI's send never waits: no timeout to arm, one await less per write.
+        send = partial(_send, conn, timeout=self.timeout) if conn.sends_wait else conn.send
         while not self.left:
             try:
                 data, last = run_log.read(position, max_write)
@@ -215,7 +252,7 @@ class Stream:
                     (None, b"") if transform is None else transform.trimmed(position, run_log.first)
                 )
                 if told:
-                    await _send(conn, told, timeout)
+                    await send(told)
                 if resumed is not None:
                     position = resumed
                     continue
@@ -233,22 +270,25 @@ class Stream:
                     position = last
                     if not data:
                         continue
-                    await _send(conn, data, timeout)
+                    await send(data)
                     continue
-                await _send(conn, data, timeout)
+                await send(data)
                 position = last
                 continue
             if run_log.ended:
                 return
+            self._written_at = loop.time()  # the silence begins
+            if self._ping is None:
+                self._ping = loop.call_at(self._written_at + self.keepalive, self._keepalive)
             future = self._wake = run_log.waiter()
             try:
-                async with asyncio.timeout(self.keepalive):
-                    await future
-            except TimeoutError:
-                await _send(conn, PING, timeout)
+                await future
             finally:
                 self._wake = None
                 run_log.waiters.discard(future)
+            if self._ping_due:
+                self._ping_due = False
+                await send(PING)
 
 
 @asynccontextmanager

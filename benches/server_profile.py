@@ -1,4 +1,6 @@
-"""Where a granian worker's time goes while it streams (issue 23): ``python benches/profile.py``.
+"""Where a granian worker's time goes while it streams (issue 23).
+
+``python benches/server_profile.py`` (``make bench-profile``).
 
 One granian worker serves ``benches/bench_app.py`` (the App on a memory
 store, event ids on) as in ``benches/server.py``; the same load client runs
@@ -165,7 +167,7 @@ def main() -> int:
     rust_cpu = sum(after[t] - before.get(t, 0.0) for t in after if t != main_thread)
     total = sum(parts.values()) or 1
     per_event = python_cpu / frames * 1e6
-    command = "python benches/profile.py " + " ".join(sys.argv[1:])
+    command = "python benches/server_profile.py " + " ".join(sys.argv[1:])
     lines = [
         f"Command: `{command}`; load average {loadavg:.1f} at the start; "
         f"{args.rounds} rounds of {args.streams} streams x 10,000 deltas, "
