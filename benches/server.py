@@ -87,6 +87,7 @@ class Server:
     argv: list[str]
     env: dict = field(default_factory=dict)
     worker_is_child: bool = False
+    root: Path = ROOT  # the checkout it serves from (benches/server_ab.py)
     port: int = 0
     proc: subprocess.Popen | None = None
     worker: int = 0
@@ -96,13 +97,13 @@ class Server:
         argv = [a.replace("{port}", str(self.port)) for a in self.argv]
         env = {**os.environ, **self.env}
         env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(ROOT / "python"), str(ROOT), env.get("PYTHONPATH")) if p
+            p for p in (str(self.root / "python"), str(self.root), env.get("PYTHONPATH")) if p
         )
         self.command = shlex.join(argv)
         pin = ["taskset", "-c", str(SERVER_CPU)] if PIN else []
         self.proc = subprocess.Popen(
             [*pin, *argv],
-            cwd=ROOT,
+            cwd=self.root,
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

@@ -1,0 +1,83 @@
+"""Two checkouts' servers side by side: did a change cost the server speed?
+
+``python benches/server_ab.py --checkout before=DIR --checkout after=DIR``
+serves ``benches/bench_app.py`` from each checkout (its ``python/`` and its
+``benches/``; each needs its own built extension in ``python/agui_bridge``,
+e.g. a copy of the other's when the Rust code is the same) on granian as
+``benches/server.py`` does, and runs the same load client against each in
+turn, round by round: ``--streams`` streams of 10,000 deltas. Per checkout:
+the worker's CPU time (all its threads, from ``/proc``) per event received,
+which a loaded machine moves much less than the rates, and the median rate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import server as bench  # noqa: E402
+
+
+def worker_cpu(pid: int) -> float:
+    total = 0.0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        fields = Path(f"/proc/{pid}/task/{task}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+async def measure(servers: dict, streams: int, rounds: int) -> dict:
+    out = {label: {"cpu": 0.0, "events": 0, "rates": []} for label in servers}
+    for server in servers.values():  # warm up
+        await bench.run_streams(server.port, 4, 2000, 0.0, timeout=120)
+    for _ in range(rounds):
+        for label, server in servers.items():
+            before = worker_cpu(server.worker)
+            result = await bench.run_streams(server.port, streams, 10_000, 0.0, timeout=300)
+            if result["complete"] != streams:
+                raise RuntimeError(f"{label}: a stream was incomplete")
+            out[label]["cpu"] += worker_cpu(server.worker) - before
+            out[label]["events"] += result["frames"]
+            out[label]["rates"].append(result["events_per_s"])
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--checkout", action="append", required=True, help="LABEL=DIR")
+    parser.add_argument("--streams", type=int, default=16)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    wanted = [spec.split("=", 1) for spec in args.checkout]
+    if len(wanted) < 2 or any(len(pair) != 2 for pair in wanted):
+        sys.exit("give at least two --checkout LABEL=DIR")
+    import uvloop
+
+    servers = {}
+    try:
+        for label, root in wanted:
+            server = bench.granian_server(label, {})
+            server.root = Path(root).resolve()  # it runs from, and imports, this checkout
+            server.start()
+            servers[label] = server
+        load = os.getloadavg()[0]
+        got = uvloop.run(measure(servers, args.streams, args.rounds))
+    finally:
+        for server in servers.values():
+            server.stop()
+    print(f"load average {load:.1f}; {args.rounds} rounds of {args.streams} x 10,000 deltas")
+    print("| checkout | worker CPU per event | median events/s |\n|---|---:|---:|")
+    for label, side in got.items():
+        per_event = side["cpu"] / side["events"] * 1e6
+        print(f"| {label} | {per_event:.2f} µs | {statistics.median(side['rates']):,.0f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
