@@ -330,3 +330,26 @@ async def test_each_guard_is_a_json_4xx_naming_the_part(part, status, code):
     assert error["code"] == code
     assert "messages[0] (user).content[1]" in error["message"]
     assert seen == []
+
+
+async def test_a_large_body_is_checked_off_the_event_loop(monkeypatch):
+    """Checking 1 MiB of base64 takes milliseconds: never on the event loop."""
+    import threading
+
+    from agui_bridge.ingress import handler
+
+    threads = []
+    real = handler.map_run_input
+
+    def recording(body, policy):
+        threads.append(threading.current_thread() is threading.main_thread())
+        return real(body, policy)
+
+    monkeypatch.setattr(handler, "map_run_input", recording)
+    app, seen = recording_app()
+    big = base64.b64encode(b"\x02" * (1 << 20)).decode()
+    async with client(app) as http:
+        small = await http.post("/ag-ui/run", json=body_of("hi", thread_id="s"))
+        large = await http.post("/ag-ui/run", json=body_of([image(big)], thread_id="l"))
+    assert small.status_code == large.status_code == 200
+    assert threads == [True, False]  # the small body on the loop, the large one not

@@ -183,6 +183,11 @@ def map_run_input(body, policy: PartPolicy = DEFAULT_POLICY) -> RunInput:
     )
 
 
+# A run's body past this many bytes is parsed and checked in a thread (the
+# ingress): its inline attachments' base64 takes milliseconds per MiB to check.
+OFF_LOOP_BYTES = 256 << 10
+
+
 def _protocol_version(body: dict) -> str | None:
     declared = body.get("protocolVersion")
     if declared is not None and not isinstance(declared, str):
