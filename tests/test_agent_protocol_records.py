@@ -291,3 +291,22 @@ def _wait(done, timeout: float = 20.0) -> None:
     while not done():
         assert time.monotonic() < deadline
         time.sleep(0.05)
+
+
+async def test_a_run_queued_on_one_node_cancelled_through_the_other(clients):
+    a, b = clients
+    thread_id = await _thread(a)
+    first = await a.runs.create(thread_id, "slow", input={"messages": ["count 40"]})
+    queued = await b.runs.create(
+        thread_id, "slow", input={"messages": ["count 2"]}, multitask_strategy="enqueue"
+    )
+    await a.runs.cancel(thread_id, queued["run_id"])
+    # Only node a is asked from here on: node b learns of the cancel by itself.
+    assert (await a.runs.get(thread_id, queued["run_id"]))["status"] == "interrupted"
+    await a.runs.join(thread_id, first["run_id"])
+    # The thread stays free: the queued run never starts.
+    await asyncio.sleep(2)
+    values = (await a.threads.get(thread_id))["values"]
+    assert values["messages"][-1]["content"].strip().endswith("tick 39")
+    assert (await a.threads.get(thread_id))["status"] == "idle"
+    assert (await b.runs.get(thread_id, queued["run_id"]))["status"] == "interrupted"

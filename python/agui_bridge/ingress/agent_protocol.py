@@ -63,6 +63,7 @@ _NOT_SERVED = (
     "after_seconds",
 )
 MAX_PAGE = 1000
+QUEUED_LOOK = 0.5  # seconds between two looks at a queued run's shared record
 # Where the Agent Protocol is served as LangGraph's server serves it (see register).
 LANGGRAPH = "/langgraph"
 
@@ -627,6 +628,16 @@ class AgentProtocol:
         )
         self._queued[record] = queued
         self.gate.enqueue(record.thread_id, queued, first)
+        if self.registry.shared is not None:
+            self.gate.spawn(self._watch_queued(record))
+
+    async def _watch_queued(self, record: RunRecord) -> None:
+        """A queued run cancelled through another node (shared run logs) leaves the queue."""
+        while record in self._queued and not record.cancelled:
+            await asyncio.sleep(QUEUED_LOOK)
+            fields = await self.registry.shared.get(record.thread_id, record.run_id)
+            if fields is not None and fields.get("cancelled") and record in self._queued:
+                self._unqueue(record)
 
     async def _ended(self, record: RunRecord) -> None:
         await record.started.wait()
