@@ -245,50 +245,34 @@ def test_send_reasoning_and_reload_with_an_approval_pending(page, shots, example
     shots("reloaded")
 
 
-def stop_then_type(page, shots, base_url: str) -> list[tuple[str, str]]:
-    """Stops an answer in its middle (assistant-ui aborts the request; stop.mjs
-    cancels the run), then types at once; what the page shows after the answer."""
+def test_stop_then_type(page, shots, example):
+    """Stop in the middle of an answer (assistant-ui aborts the request; the
+    page's agent is wrapped by clients/js stop.mjs, which cancels the run), then
+    type at once: the new message is taken (no 409 run_active), and the stored
+    thread is what the page shows, the stopped answer as the page left it (the
+    page resends it, a prefix of what the server kept: the server cuts its copy
+    to it, the longer one kept on a branch)."""
     from playwright.sync_api import expect
 
-    open_chat(page, base_url)
+    open_chat(page, example)
     assistant = page.get_by_test_id("assistant-message")
     send(page, "count to 400")
     expect(assistant.last).to_contain_text("1 2 3")
     page.get_by_role("button", name="Stop").click()
     idle(page)
-    assert not assistant.last.inner_text().endswith("400."), "stopped before its end"
+    stopped = shown(page)[-1]
+    assert stopped[0] == "assistant" and not stopped[1].endswith("400."), stopped
     shots("stopped")
 
-    # At once: the run was cancelled (and one without readers is superseded), so
-    # the new message is taken, not refused with 409 run_active.
     send(page, "hello again")
     expect(assistant.last).to_contain_text("You said: 'hello again'. This is turn 2")
-    idle(page)
+    now = assert_stored_is_shown(page, example)
+    assert now[1] == stopped
     shots("typed")
-    return shown(page)
 
-
-def test_stop_then_type(page, shots, example):
-    """The message typed right after a Stop is answered, and the stored thread
-    holds the stopped answer no longer than the server streamed it."""
-    now = stop_then_type(page, shots, example)
-    kept = stored(example, thread_of(page))
-    assert [role for role, _ in kept] == [role for role, _ in now]
-    assert kept[2:] == now[2:]
-    stopped = kept[1][1]
-    assert stopped.startswith(now[1][1]) and stopped.startswith("1 2 3")
-    assert not stopped.endswith("400.")
-
-
-@pytest.mark.xfail(
-    reason="the prefix cut of a resent stopped assistant message (issue 20, engineer"
-    " convo) is not built: the cancel keeps the words the server streamed after the"
-    " page stopped reading, and the resent shorter copy does not cut them",
-    strict=False,
-)
-def test_stop_then_type_stores_what_the_page_shows(page, shots, example):
-    now = stop_then_type(page, shots, example)
-    assert now == stored(example, thread_of(page))
+    page.reload()
+    expect(assistant).to_have_count(2)
+    assert shown(page) == now
 
 
 def test_image_attachment(page, shots, example):
@@ -319,18 +303,6 @@ def test_image_attachment(page, shots, example):
     shots("reloaded")
 
 
-# Branches (issue 20, engineer convo) are not on main yet: today a regenerate's
-# agent gets an empty input and its answer is appended after the old one, and an
-# edit (a new message after held ones) is appended after the whole thread.
-BRANCHES_MISSING = pytest.mark.xfail(
-    reason="branches (issue 20: regenerate and edit start a new branch of the stored"
-    " thread) are not built: the regenerated answer is appended to the old one for an"
-    " empty input, the edited message after the whole thread",
-    strict=True,
-)
-
-
-@BRANCHES_MISSING
 def test_regenerate(page, shots, example):
     """Regenerate resends the history up to the answered user message under a
     new runId: the agent answers that message again, the new answer replaces the
@@ -364,7 +336,6 @@ def test_regenerate(page, shots, example):
     shots("continued")
 
 
-@BRANCHES_MISSING
 def test_edit(page, shots, example):
     """Edit resends the history up to the edited message, which gets a new id:
     the thread's current branch becomes the edited message and its answer (the
