@@ -189,3 +189,26 @@ def test_a_join_of_a_regenerate_shows_the_new_branch(base_url):
         cancel = client.post(f"{base_url}/threads/{thread}/runs/r2/cancel", headers=RUNNER)
         assert cancel.status_code == 202
     assert [m["content"] for m in listed_current(base_url, thread)] == ["one", "partial answer"]
+
+
+def test_parent_run_id_names_the_branch_point(base_url):
+    """AG-UI 1.0 parentRunId: a client that sends only its new message names
+    the run the new branch follows (without it, the message would append)."""
+    thread = f"parent-{uuid.uuid4().hex[:8]}"
+
+    def post(run_id: str, messages, **extra) -> httpx.Response:
+        body = {"threadId": thread, "runId": run_id, "messages": messages, **extra}
+        return httpx.post(base_url + "/agui/plain", json=body, headers=RUNNER, timeout=30)
+
+    assert post("r1", [{"id": "u1", "role": "user", "content": "one"}]).status_code == 200
+    assert post("r2", [{"id": "u2", "role": "user", "content": "two"}]).status_code == 200
+    assert len(listed_current(base_url, thread)) == 4
+    u3 = {"id": "u3", "role": "user", "content": "three"}
+    assert post("r3", [u3], parentRunId="r1").status_code == 200
+    after = listed_current(base_url, thread)
+    assert [m["content"] for m in after] == ["one", "You said: one", "three", "You said: three"]
+    listed = httpx.get(f"{base_url}/threads/{thread}/branches", headers=RUNNER).json()
+    [left] = listed["branches"]
+    assert (left["forkedAfter"], left["runId"], left["messageCount"]) == (after[1]["id"], "r3", 4)
+    refused = post("r4", [u3], parentRunId=7)
+    assert refused.status_code == 400 and "parentRunId" in refused.json()["error"]["message"]

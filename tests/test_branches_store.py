@@ -112,3 +112,21 @@ async def test_a_branch_with_an_attachment_reads_back_whole(make_store):
     assert (await reopened.branch("t", 1)).messages == [asked, msg("a1", "assistant")]
     assert (await reopened.load("t")).messages == [asked, msg("a2", "assistant")]
     await reopened.close()
+
+
+async def test_a_runs_head_is_the_branchs_last_message_after_its_save(make_store):
+    """What a later parentRunId names (turns.named_point): kept per run, moved by
+    each of its saves, gone with the thread."""
+    store = make_store()
+    await store.save("t", "agent", FIRST[:1], {}, [], run_id="r1")
+    assert await store.head("t", "r1") == "u1"
+    await store.save("t", "agent", FIRST[1:2], {}, [], run_id="r1")
+    await store.save("t", "agent", FIRST[2:], {}, [], run_id="r2")
+    assert (await store.head("t", "r1"), await store.head("t", "r2")) == ("a1", "a2")
+    assert await store.head("t", "r9") is None and await store.head("nope", "r1") is None
+    await store.close()
+    if make_store.kind != "memory":
+        reopened = make_store()
+        assert await reopened.head("t", "r1") == "a1"
+        assert await reopened.delete("t") and await reopened.head("t", "r1") is None
+        await reopened.close()

@@ -38,7 +38,7 @@ async def test_schema_created_on_first_use_and_versioned(pg_url):
         assert await schema_version(conn) == 0
         store = PostgresStore(pg_url)
         assert await store.load("t") is None  # the first call creates the schema
-        assert await schema_version(conn) == SCHEMA_VERSION == 5
+        assert await schema_version(conn) == SCHEMA_VERSION == 6
         assert await conn.fetchval("SELECT count(*) FROM agui_schema") == 1
         await store.close()
         assert await migrate(conn) == SCHEMA_VERSION  # again: nothing to do
@@ -101,7 +101,7 @@ async def test_an_older_schema_with_data_is_migrated(pg_url):
         await store.close()
         assert thread.messages == [message] and thread.state == {"k": 1}
         assert thread.metadata == {} and thread.created_at is not None
-        assert await schema_version(conn) == SCHEMA_VERSION == 5 and await columns(conn) == 2
+        assert await schema_version(conn) == SCHEMA_VERSION == 6 and await columns(conn) == 2
         assert await conn.fetchval("SELECT count(*) FROM agui_schema") == 1
     finally:
         await conn.close()

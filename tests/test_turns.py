@@ -216,3 +216,17 @@ def test_a_resent_unanswered_user_message_is_the_input_again():
 def test_a_store_without_branches_always_appends():
     turn = merge(stored(CONVERSATION), request(CONVERSATION[:3]), branches=False)
     assert turn.cut is None and turn.new == [] and turn.history == CONVERSATION
+
+
+def test_parent_run_id_names_the_branch_point():
+    """The store's head of the request's parentRunId: the branch keeps what the
+    thread held when that run ended, whatever the client's list says."""
+    sent = [*CONVERSATION, user("u3")]
+    turn = merge(stored(CONVERSATION), request(sent), parent_head="a1")
+    assert turn.cut.after == "a1" and turn.new == [user("u2"), assistant("a2"), user("u3")]
+    # the head at the branch's end: it appends, even where the ids would cut
+    turn = merge(stored(CONVERSATION), request(CONVERSATION[:3]), parent_head="a2")
+    assert turn.cut is None
+    # a head off the current branch names nothing: the id rule applies
+    turn = merge(stored(CONVERSATION), request(CONVERSATION[:3]), parent_head="gone")
+    assert turn.cut.after == "u2"

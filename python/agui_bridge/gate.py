@@ -33,7 +33,7 @@ from typing import Any
 from .context import RunContext
 from .errors import HttpError, LeaseLost
 from .runs.run import Run, RunSettings
-from .store.lease import keep, keeps_branches, save
+from .store.lease import head_of, keep, keeps_branches, save
 from .store.owner import owner_of
 from .turns import carried, merge
 
@@ -206,7 +206,11 @@ class Gate:
         try:
             thread = await self._store().load(thread_id)
             await authorize(thread)
-            turn = merge(thread, run_input, branches=keeps_branches(self._store()))
+            store = self._store()
+            parent_head = None
+            if run_input.parent_run_id is not None and thread is not None:
+                parent_head = await head_of(store, thread_id, run_input.parent_run_id)
+            turn = merge(thread, run_input, keeps_branches(store), parent_head)
             ctx = RunContext(
                 thread_id=thread_id,
                 run_id=run_input.run_id,
@@ -277,6 +281,7 @@ class Gate:
                     lease,
                     owner=owner_of(identity),
                     cut=turn.cut,
+                    run_id=run_input.run_id,
                 )
         except BaseException as error:
             # Readers may have joined: they get RUN_ERROR, and nothing was stored.

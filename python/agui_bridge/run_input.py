@@ -49,6 +49,8 @@ class RunInput:
     resume: Resume | None = None
     # What the client declared (contract section 8): absent for 0.0.x clients.
     protocol_version: str | None = None
+    # AG-UI 1.0 ``parentRunId``: the run whose end the new branch starts from (turns.py).
+    parent_run_id: str | None = None
 
 
 def _text_of(content) -> str:
@@ -180,7 +182,16 @@ def map_run_input(body, policy: PartPolicy = DEFAULT_POLICY) -> RunInput:
         forwarded_props=body.get("forwardedProps"),
         resume=_resume(body),
         protocol_version=_protocol_version(body),
+        parent_run_id=_parent_run_id(body),
     )
+
+
+def _parent_run_id(body: dict) -> str | None:
+    parent = body.get("parentRunId")
+    if parent is None or parent == "":
+        return None
+    check_id(parent, "'parentRunId'")
+    return parent
 
 
 # A run's body past this many bytes is parsed and checked in a thread (the

@@ -50,9 +50,11 @@ class Turn:
     cut: Cut | None = None  # the new branch the run starts (None: it appends)
 
 
-def merge(thread, run_input, branches: bool = True) -> Turn:
+def merge(thread, run_input, branches: bool = True, parent_head: str | None = None) -> Turn:
     """The turn a request makes on ``thread`` (None: a new thread); without
-    ``branches`` (a store that keeps none) the turn always appends."""
+    ``branches`` (a store that keeps none) the turn always appends.
+    ``parent_head``: the last message of the branch when the request's
+    ``parentRunId`` ended (the store's ``head``), the branch point it names."""
     stored = thread.messages if thread is not None else []
     pending = thread.interrupts if thread is not None else []
     resume = resumption(run_input.resume, pending)
@@ -61,8 +63,10 @@ def merge(thread, run_input, branches: bool = True) -> Turn:
     left = (held, known_calls)  # ids made by the run skip the branch it leaves too
     cut = None
     if branches and resume is None:  # a resume goes on with the branch it interrupted
-        kept = branch_point(run_input.messages, stored, held)
-        if kept is not None:
+        kept = named_point(stored, parent_head)
+        if kept is None:
+            kept = branch_point(run_input.messages, stored, held)
+        if kept is not None and kept < len(stored):
             cut = Cut(stored[kept - 1]["id"] if kept else None, run_input.run_id)
             stored = stored[:kept]
             held, known_calls = held_ids(None, stored)
@@ -140,6 +144,16 @@ def branch_point(messages, stored, held) -> int | None:
     while end > last + 1 and stored[end - 1].get("role") in UNSENT_ROLES:
         end -= 1
     return last + 1 if last + 1 < end else None
+
+
+def named_point(stored: list[dict], head: str | None) -> int | None:
+    """How many messages the branch point a ``parentRunId`` names keeps: those
+    up to the one its run ended on (all of them: the run appends). None: none
+    named, or its head is not on the current branch (the id rule applies)."""
+    if head is None:
+        return None
+    position = _position(stored, head, len(stored))
+    return None if position is None else position + 1
 
 
 def _position(stored: list[dict], message_id: str, after: int) -> int | None:

@@ -620,6 +620,7 @@ class Run:
                         interrupts,
                         self.lease,
                         errored=self.errored,  # the thread's status: "error" (store/keep.py)
+                        run_id=self.ctx.run_id,  # its head: a later parentRunId's branch point
                     ),
                 )
                 return

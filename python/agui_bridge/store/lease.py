@@ -73,6 +73,7 @@ def save(
     owner=None,
     errored=False,
     cut=None,
+    run_id=None,
 ):
     """``store.save``, fenced by ``lease`` when the run holds one (a store
     without leases takes no ``lease`` argument), with the thread's creator
@@ -81,6 +82,8 @@ def save(
     extra = {}
     if cut is not None:
         extra["cut"] = cut  # only where keeps_branches(store)
+    if run_id is not None and _takes(store.save, "run_id"):
+        extra["run_id"] = run_id  # the run's head (branches.py): a later parentRunId's
     if lease is not None:
         extra["lease"] = lease
     if owner is not None and _takes(store.save, "owner"):
@@ -94,6 +97,14 @@ def keeps_branches(store) -> bool:
     """Whether the store keeps branches (``branches.py``): a store of one's own
     without them appends every run, as before branches."""
     return _takes(store.save, "cut")
+
+
+async def head_of(store, thread_id: str, run_id: str) -> str | None:
+    """The id of the last message of the thread's branch when run ``run_id``'s
+    last save was done (None: unknown, or a store that keeps no heads)."""
+    if not hasattr(store, "head"):
+        return None
+    return await store.head(thread_id, run_id)
 
 
 def create(store, thread_id, metadata, owner=None):

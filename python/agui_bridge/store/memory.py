@@ -64,6 +64,7 @@ class MemoryStore:
             "owner": owner,
             "status": "idle",
             "branches": [],  # the branches it left (branches.py), oldest first
+            "heads": {},  # run id -> the branch's last message id after its save
         }
         if owner is not None:
             self._owned.setdefault(owner, {})[thread_id] = record
@@ -107,6 +108,7 @@ class MemoryStore:
         owner=None,
         errored=False,
         cut: Cut | None = None,
+        run_id: str | None = None,
     ) -> None:
         check_thread(thread_id)
         check_messages(new_messages)
@@ -149,6 +151,8 @@ class MemoryStore:
         record["state"] = copy.deepcopy(state)
         record["interrupts"] = copy.deepcopy(interrupts)
         record["status"] = status_of(interrupts, errored)
+        if run_id is not None and record["tail"].messages:
+            record["heads"][run_id] = record["tail"].messages[-1]["id"]
 
     def _interned(self, thread_id: str, row: dict, texts: dict) -> dict:
         """A message's row whole again, its inline data kept once in the blob
@@ -176,6 +180,10 @@ class MemoryStore:
         fresh = Tail()
         fresh.extend(tail.messages[:count], count)
         record["tail"] = fresh
+
+    async def head(self, thread_id: str, run_id: str) -> str | None:
+        record = self._threads.get(thread_id) if storable_id(thread_id) else None
+        return None if record is None else record["heads"].get(run_id)
 
     async def branches(self, thread_id: str) -> list[Branch] | None:
         record = self._threads.get(thread_id) if storable_id(thread_id) else None

@@ -165,10 +165,23 @@ async def _v5(conn) -> None:
     """)
 
 
+async def _v6(conn) -> None:
+    """Run heads (branches.py): the branch's last message after each run's save,
+    where a later run's ``parentRunId`` naming it branches."""
+    await conn.execute("""
+    CREATE TABLE agui_run_heads (
+        thread_id text NOT NULL,
+        run_id text NOT NULL,
+        message_id text NOT NULL,
+        PRIMARY KEY (thread_id, run_id)
+    );
+    """)
+
+
 # MIGRATIONS[n] upgrades a database from version n to n + 1: an async function
 # of the connection, run in the migration's transaction (so a step may move
 # data as well as change tables). Append; never edit a released step.
-MIGRATIONS: list[Callable[[Any], Awaitable[None]]] = [_v1, _v2, _v3, _v4, _v5]
+MIGRATIONS: list[Callable[[Any], Awaitable[None]]] = [_v1, _v2, _v3, _v4, _v5, _v6]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # pg_advisory_xact_lock key: "agui" in ASCII.
@@ -364,6 +377,7 @@ class PostgresStore:
         owner=None,
         errored=False,
         cut: Cut | None = None,
+        run_id: str | None = None,
     ) -> None:
         check_thread(thread_id)
         check_messages(new_messages)
@@ -425,6 +439,16 @@ class PostgresStore:
                     ids,
                     bodies,
                 )
+            if run_id is not None:
+                # The run's head: where a later parentRunId naming it branches (branches.py).
+                await conn.execute(
+                    "INSERT INTO agui_run_heads (thread_id, run_id, message_id)"
+                    " SELECT $1, $2, message_id FROM agui_messages WHERE thread_id = $1"
+                    " ORDER BY seq DESC LIMIT 1 ON CONFLICT (thread_id, run_id)"
+                    " DO UPDATE SET message_id = excluded.message_id",
+                    thread_id,
+                    run_id,
+                )
 
     @staticmethod
     async def _cut(conn, thread_id: str, cut: Cut) -> None:
@@ -467,6 +491,16 @@ class PostgresStore:
         )
 
     # -- branches (branches.py) ------------------------------------------------
+
+    async def head(self, thread_id: str, run_id: str) -> str | None:
+        if not storable_id(thread_id):
+            return None
+        pool = await self._conns()
+        return await pool.fetchval(
+            "SELECT message_id FROM agui_run_heads WHERE thread_id = $1 AND run_id = $2",
+            thread_id,
+            run_id,
+        )
 
     async def branches(self, thread_id: str) -> list[Branch] | None:
         if not storable_id(thread_id):
@@ -538,6 +572,7 @@ class PostgresStore:
             await conn.execute("DELETE FROM agui_messages WHERE thread_id = $1", thread_id)
             await _drop_refs(conn, [thread_id])
             await conn.execute("DELETE FROM agui_branches WHERE thread_id = $1", thread_id)
+            await conn.execute("DELETE FROM agui_run_heads WHERE thread_id = $1", thread_id)
         return status == "DELETE 1"
 
     async def search(
@@ -591,7 +626,7 @@ class PostgresStore:
                 batch,
             )
             gone = [row["thread_id"] for row in rows]
-            for table in ("agui_messages", "agui_branches"):
+            for table in ("agui_messages", "agui_branches", "agui_run_heads"):
                 await conn.execute(f"DELETE FROM {table} WHERE thread_id = ANY($1::text[])", gone)
             await _drop_refs(conn, gone)
         return gone

@@ -70,6 +70,12 @@ CREATE TABLE IF NOT EXISTS branches (
     messages BLOB NOT NULL,
     PRIMARY KEY (thread_id, number)
 );
+CREATE TABLE IF NOT EXISTS run_heads (
+    thread_id TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    PRIMARY KEY (thread_id, run_id)
+);
 CREATE TABLE IF NOT EXISTS leases (
     thread_id TEXT PRIMARY KEY,
     token TEXT NOT NULL,
@@ -277,8 +283,9 @@ class SqliteStore:
         )
 
     def _save(
-        self, thread_id, agent_id, new_messages, state, interrupts, lease, owner, status, cut
-    ) -> None:
+        self, thread_id, agent_id, new_messages, state, interrupts, lease, owner, status, cut,
+        run_id,
+    ) -> None:  # fmt: skip
         conn = self._write
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -328,6 +335,15 @@ class SqliteStore:
                     " VALUES (?, ?, ?, ?)",
                     (thread_id, seq, message["id"], orjson.dumps(message)),
                 )
+            if run_id is not None:
+                # The run's head: where a later parentRunId naming it branches (branches.py).
+                conn.execute(
+                    "INSERT INTO run_heads (thread_id, run_id, message_id) SELECT ?, ?,"
+                    " message_id FROM messages WHERE thread_id = ? ORDER BY seq DESC LIMIT 1"
+                    " ON CONFLICT (thread_id, run_id)"
+                    " DO UPDATE SET message_id = excluded.message_id",
+                    (thread_id, run_id, thread_id),
+                )
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -374,14 +390,33 @@ class SqliteStore:
         owner=None,
         errored=False,
         cut: Cut | None = None,
+        run_id: str | None = None,
     ) -> None:
         check_thread(thread_id)
         check_messages(new_messages)
         status = status_of(interrupts, errored)
         await self._on_writer(
             self._save, thread_id, agent_id, list(new_messages), state, interrupts, lease, owner,
-            status, cut,
+            status, cut, run_id,
         )  # fmt: skip
+
+    def _head(self, thread_id: str, run_id: str) -> str | None:
+        row = (
+            self._reader()
+            .execute(
+                "SELECT message_id FROM run_heads WHERE thread_id = ? AND run_id = ?",
+                (thread_id, run_id),
+            )
+            .fetchone()
+        )
+        return None if row is None else row[0]
+
+    async def head(self, thread_id: str, run_id: str) -> str | None:
+        if not storable_id(thread_id):
+            return None
+        return await asyncio.get_running_loop().run_in_executor(
+            self._readers, self._head, thread_id, run_id
+        )
 
     # -- branches (branches.py) ------------------------------------------------
 
@@ -476,6 +511,7 @@ class SqliteStore:
             conn.execute("DELETE FROM messages WHERE thread_id = ?", (thread_id,))
             _drop_refs(conn, [thread_id])
             conn.execute("DELETE FROM branches WHERE thread_id = ?", (thread_id,))
+            conn.execute("DELETE FROM run_heads WHERE thread_id = ?", (thread_id,))
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -543,7 +579,7 @@ class SqliteStore:
                     (idle_before, time.time(), batch),
                 ).fetchall()
             ]
-            for table in ("messages", "branches"):
+            for table in ("messages", "branches", "run_heads"):
                 conn.execute(
                     f"DELETE FROM {table} WHERE thread_id IN (SELECT value FROM json_each(?))",
                     (orjson.dumps(gone).decode(),),
