@@ -167,7 +167,7 @@ def main() -> int:
     rust_cpu = sum(after[t] - before.get(t, 0.0) for t in after if t != main_thread)
     total = sum(parts.values()) or 1
     per_event = python_cpu / frames * 1e6
-    command = "python benches/server_profile.py " + " ".join(sys.argv[1:])
+    command = " ".join(["python", "benches/server_profile.py", *sys.argv[1:]])
     lines = [
         f"Command: `{command}`; load average {loadavg:.1f} at the start; "
         f"{args.rounds} rounds of {args.streams} streams x 10,000 deltas, "

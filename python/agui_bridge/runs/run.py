@@ -43,8 +43,9 @@ log = logging.getLogger("agui_bridge.runs")
 YIELD_AT = 64 * 1024
 # Text deltas are queued and encoded together (``encode_many``: a third of the
 # per-item cost of ``encode``, benches/RESULTS.md) at the tick's flush, or
-# every this many deltas for an agent that never awaits.
-BATCH = 256
+# every this many deltas for an agent that never awaits (about YIELD_AT of
+# one-token frames: one batch is one write, no join).
+BATCH = 1024
 
 # What opens and closes a span a joining reader must see re-opened.
 _OPENS = {
