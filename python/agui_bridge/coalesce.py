@@ -13,6 +13,12 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+# The event loops' timers fire up to a millisecond late on an idle loop (uvloop's
+# are libuv's, in whole milliseconds rounded up; asyncio's wait is an epoll
+# timeout in whole milliseconds): a window's timer aims that much early, so what
+# it held goes out within the window, not just after it.
+TIMER_SLACK = 0.001
+
 
 @dataclass(frozen=True)
 class Coalesce:
@@ -76,7 +82,7 @@ class Holder:
         just encoded came), else from now."""
         if self._timer is None and self._t.holding:
             loop = asyncio.get_running_loop()
-            at = (loop.time() if since is None else since) + self.window
+            at = (loop.time() if since is None else since) + self.window - TIMER_SLACK
             self._timer = loop.call_at(at, self._due)
 
     def _due(self) -> None:
