@@ -106,11 +106,11 @@ def example(built, tmp_path_factory):
         assert "Traceback" not in logged and "[ERROR]" not in logged, logged
 
 
-def open_chat(page, base_url: str) -> str:
+def open_chat(page, base_url: str, query: str = "") -> str:
     """A new chat; its thread id (the page puts it in the URL)."""
     from playwright.sync_api import expect
 
-    page.goto(base_url + "/")
+    page.goto(base_url + "/" + query)
     expect(page.get_by_label("Message")).to_be_editable()
     return thread_of(page)
 
@@ -245,16 +245,25 @@ def test_send_reasoning_and_reload_with_an_approval_pending(page, shots, example
     shots("reloaded")
 
 
-def test_stop_then_type(page, shots, example):
-    """Stop in the middle of an answer (assistant-ui aborts the request; the
-    page's agent is wrapped by clients/js stop.mjs, which cancels the run), then
-    type at once: the new message is taken (no 409 run_active), and the stored
-    thread is what the page shows, the stopped answer as the page left it (the
-    page resends it, a prefix of what the server kept: the server cuts its copy
-    to it, the longer one kept on a branch)."""
+@pytest.mark.parametrize(
+    "query",
+    [
+        pytest.param("", id="cancel-helper"),
+        pytest.param("?stop=abort", id="abort-only"),
+    ],
+)
+def test_stop_then_type(page, shots, example, query):
+    """Stop in the middle of an answer, then type at once: the new message is
+    taken (no 409 run_active), and the stored thread is what the page shows, the
+    stopped answer as the page left it (the page resends it, a prefix of what the
+    server kept: the server cuts its copy to it, the longer one kept on a branch).
+
+    With clients/js stop.mjs (cancel-helper) the Stop cancels the run; with
+    assistant-ui's Stop alone (abort-only: the request is aborted) the run has no
+    reader left and the next run supersedes it."""
     from playwright.sync_api import expect
 
-    open_chat(page, example)
+    open_chat(page, example, query)
     assistant = page.get_by_test_id("assistant-message")
     send(page, "count to 400")
     expect(assistant.last).to_contain_text("1 2 3")

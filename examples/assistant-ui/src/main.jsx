@@ -208,11 +208,15 @@ function Composer() {
   );
 }
 
+// ?stop=abort: assistant-ui's Stop alone (the request aborted, no cancel): the
+// server then supersedes the run that lost its reader when the next one comes.
+const CANCEL_ON_STOP = new URL(location.href).searchParams.get("stop") !== "abort";
+
 function Chat({ threadId, stored }) {
-  const agent = useMemo(
-    () => cancelOnStop(new HttpAgent({ url: `${API}/ag-ui/run`, threadId }), { streamsUrl: API }),
-    [threadId],
-  );
+  const agent = useMemo(() => {
+    const agent = new HttpAgent({ url: `${API}/ag-ui/run`, threadId });
+    return CANCEL_ON_STOP ? cancelOnStop(agent, { streamsUrl: API }) : agent;
+  }, [threadId]);
   const adapters = useMemo(
     () => ({
       ...(stored ? { history: serverHistory(threadId) } : {}),
