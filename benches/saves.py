@@ -3,7 +3,8 @@
 N runs of 4 MiB each end together on one App with a SQLite store (their saves
 queue at the store); a quick run is posted just after the first of them is
 saved. Measured on the ASGI app in this process (no HTTP client between): the
-quick run's first body byte and its RUN_FINISHED, from its POST. Two columns:
+quick run's first body byte, its RUN_FINISHED and the response's end (once its
+save is done), from its POST. Two rows:
 the saves in their lanes by size (``runs.saves``, what the App does) and in
 the store's own order (the lanes made wide enough to hold every save at once,
 i.e. what it did before). The attack run's figure, for scale: 200 runs of
@@ -56,8 +57,8 @@ def make_app(path: str) -> tuple[App, asyncio.Event, list]:
     return app, gate, saved
 
 
-async def post(app: App, agent: str, thread_id: str) -> tuple[float, float]:
-    """Seconds to the first body byte and to RUN_FINISHED."""
+async def post(app: App, agent: str, thread_id: str) -> tuple[float, float, float]:
+    """Seconds to the first body byte, to RUN_FINISHED and to the response's end."""
     body = orjson.dumps(
         {
             "threadId": thread_id,
@@ -100,26 +101,26 @@ async def post(app: App, agent: str, thread_id: str) -> tuple[float, float]:
         "client": ("127.0.0.1", 1),
     }
     await app(scope, receive, send)
-    return marks["first"], marks["finished"]
+    return marks["first"], marks["finished"], time.perf_counter() - start
 
 
-async def once(runs: int, lanes: bool) -> tuple[float, float]:
+async def once(runs: int, lanes: bool) -> tuple[float, float, float]:
     wide = 10**9
     saves.SMALL_WIDTH = 4 if lanes else wide
     saves.LARGE_WIDTH = 1 if lanes else wide
     with tempfile.TemporaryDirectory() as path:
         app, gate, saved = make_app(path)
         large = [asyncio.create_task(post(app, "bulk", f"large-{i}")) for i in range(runs)]
-        while sum(run is not None for run in app._active.values()) < runs:
+        while sum(run is not None for run in app.gate.active.values()) < runs:
             await asyncio.sleep(0.01)
         await asyncio.sleep(0.5)
         gate.set()
         while not saved:
             await asyncio.sleep(0.001)
-        first, finished = await post(app, "quick", "quick")
+        quick = await post(app, "quick", "quick")
         await asyncio.gather(*large)
         await app.aclose()
-    return first, finished
+    return quick
 
 
 def main() -> None:
@@ -132,14 +133,14 @@ def main() -> None:
         for lanes in (False, True):
             figures[lanes].append(asyncio.run(once(args.runs, lanes)))
     print(f"quick run while {args.runs} runs of 4 MiB save (SQLite), median of {args.repeats}:")
-    print("| saves | first byte | RUN_FINISHED |")
-    print("|---|---|---|")
+    print("| saves | first byte | RUN_FINISHED | response end (saved) |")
+    print("|---|---|---|---|")
     for lanes, name in ((False, "store order (before)"), (True, "lanes by size")):
-        first = statistics.median(f for f, _ in figures[lanes])
-        finished = statistics.median(f for _, f in figures[lanes])
-        print(f"| {name} | {first * 1000:.0f} ms | {finished * 1000:.0f} ms |")
-    before = statistics.median(f for _, f in figures[False])
-    after = statistics.median(f for _, f in figures[True])
+        first, finished, end = (statistics.median(f[k] for f in figures[lanes]) for k in range(3))
+        times = " | ".join(f"{t * 1000:.0f} ms" for t in (first, finished, end))
+        print(f"| {name} | {times} |")
+    before = statistics.median(f[1] for f in figures[False])
+    after = statistics.median(f[1] for f in figures[True])
     print(f"RUN_FINISHED: {before / after:.1f}x sooner with lanes")
 
 

@@ -13,8 +13,11 @@ every search walk every log before). Timed: ``POST /threads/search`` with no
 filter, with the caller's owner (``authenticate`` gives an ``id``), a status,
 a metadata filter, and an offset near the end (median and p95 of
 ``--repeats``, request to end of body). Then runs alone versus runs while
-four tasks search back to back (median run time, side by side): a search
-must never slow runs.
+four tasks search back to back (median run time, side by side), and
+beside four tasks reading one thread back to back (a request that is no
+search, for comparison): a search must never slow runs. "Loop held" is the
+longest the event loop went without a turn while one search ran beside a
+probe task (median of the repeats): how long a search keeps runs waiting.
 """
 
 from __future__ import annotations
@@ -128,6 +131,28 @@ async def timed_search(app: App, body: dict, user: str | None) -> float:
     return elapsed
 
 
+async def held_loop(app: App, body: dict, user: str | None) -> float:
+    """The longest gap between two turns of a probe task while one search runs."""
+    done = False
+    longest = 0.0
+
+    async def probe():
+        nonlocal longest
+        last = time.perf_counter()
+        while not done:
+            await asyncio.sleep(0)
+            now = time.perf_counter()
+            longest = max(longest, now - last)
+            last = now
+
+    task = asyncio.create_task(probe())
+    await asyncio.sleep(0)
+    await timed_search(app, body, user)
+    done = True
+    await task
+    return longest
+
+
 def ms(seconds: float) -> str:
     return f"{seconds * 1000:.2f} ms"
 
@@ -158,26 +183,36 @@ async def bench_store(name: str, store, args) -> list[tuple]:
             times = [await timed_search(app, body, user) for _ in range(args.repeats)]
             times.sort()
             p95 = times[min(len(times) - 1, int(len(times) * 0.95))]
-            rows.append((name, label, statistics.median(times), p95))
+            held = [await held_loop(app, body, user) for _ in range(args.repeats)]
+            rows.append((name, label, statistics.median(times), p95, statistics.median(held)))
 
-        # Runs alone, then runs while four tasks search back to back, alternating.
-        alone, beside = [], []
+        # Runs alone, then runs while four tasks search back to back, and, for
+        # comparison, while four tasks read a thread back to back (a request
+        # that is no search), alternating.
+        alone, beside, reading = [], [], []
         stop = asyncio.Event()
 
         async def searching():
             while not stop.is_set():
                 await timed_search(app, {"limit": 10, "status": "idle"}, "user1")
-                await asyncio.sleep(0)  # the memory store's search never waits on anything
+                await asyncio.sleep(0)  # the memory store's search may never wait on anything
+
+        async def thread_reads():
+            while not stop.is_set():
+                await request(app, "GET", "/threads/t000001", b"", "user1")
+                await asyncio.sleep(0)
 
         for round_ in range(args.rounds):
             alone += [await one_run(app, f"a{round_}", n) for n in range(args.run_samples)]
-            stop.clear()
-            searchers = [asyncio.create_task(searching()) for _ in range(4)]
-            beside += [await one_run(app, f"b{round_}", n) for n in range(args.run_samples)]
-            stop.set()
-            await asyncio.gather(*searchers)
-        rows.append((name, "run alone (median)", statistics.median(alone), None))
-        rows.append((name, "run beside 4 searchers", statistics.median(beside), None))
+            for busy, times, tag in ((searching, beside, "b"), (thread_reads, reading, "g")):
+                stop.clear()
+                others = [asyncio.create_task(busy()) for _ in range(4)]
+                times += [await one_run(app, f"{tag}{round_}", n) for n in range(args.run_samples)]
+                stop.set()
+                await asyncio.gather(*others)
+        rows.append((name, "run alone (median)", statistics.median(alone), None, None))
+        rows.append((name, "run beside 4 searchers", statistics.median(beside), None, None))
+        rows.append((name, "run beside 4 thread readers", statistics.median(reading), None, None))
     finally:
         await app.aclose()
     return rows
@@ -208,10 +243,12 @@ async def main() -> None:
         f"{args.threads:,} threads, {args.runs} retained runs; python {platform.python_version()},"
         f" {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}"
     )
-    print("| store | search | median | p95 |")
-    print("|---|---|---|---|")
-    for name, label, median, p95 in rows:
-        print(f"| {name} | {label} | {ms(median)} | {ms(p95) if p95 is not None else ''} |")
+    print("| store | search | median | p95 | loop held |")
+    print("|---|---|---|---|---|")
+    for name, label, median, p95, held in rows:
+        p95_ms = ms(p95) if p95 is not None else ""
+        held_ms = ms(held) if held is not None else ""
+        print(f"| {name} | {label} | {ms(median)} | {p95_ms} | {held_ms} |")
 
 
 if __name__ == "__main__":

@@ -1,10 +1,21 @@
-"""The in-process thread store (``memory://``): for tests and demos."""
+"""The in-process thread store (``memory://``): for tests and demos.
+
+It runs on the event loop (there is no thread to hand its work to), so none
+of its calls keeps the loop long: a load takes a turn of the loop of its own
+and a search walks at most ``SLICE`` threads per turn. A searcher's request
+is then many short steps, and a run waits between them for one step, not
+for a whole search and its page of loads (issue 24 item 3: four searchers
+back to back made runs 14x slower; ``benches/search.py``).
+"""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import time
 import uuid
+from collections.abc import Iterator
+from itertools import islice
 
 from . import blobs as blob_rows
 from .branches import Branch, Cut, kept
@@ -13,6 +24,9 @@ from .lease import TAKEN, Lease, claimed, lease_lost
 from .tail import Tail
 
 _ABSENT = object()
+
+# The threads a search looks at per turn of the event loop.
+SLICE = 256
 
 
 class MemoryStore:
@@ -32,6 +46,7 @@ class MemoryStore:
     async def load(self, thread_id: str):
         from . import Thread
 
+        await asyncio.sleep(0)  # a turn of its own (see the module)
         record = self._threads.get(thread_id) if storable_id(thread_id) else None
         if record is None:
             return None
@@ -45,6 +60,29 @@ class MemoryStore:
             ids=tail.ids.fork(),
             call_ids=tail.call_ids.fork(),
             metadata=copy.deepcopy(record["metadata"]) if record["metadata"] else {},
+            created_at=record["created_at"],
+            updated_at=record["updated_at"],
+            owner=record["owner"],
+            status=record["status"],
+        )
+
+    async def load_listed(self, thread_id: str):
+        """``load`` for a search's page, shown at once: it shares the store's
+        state, interrupts and metadata (read them, never change them) and
+        holds no ids, so showing a thread copies nothing but its list."""
+        from . import Thread
+
+        await asyncio.sleep(0)  # a turn of its own (see the module)
+        record = self._threads.get(thread_id) if storable_id(thread_id) else None
+        if record is None:
+            return None
+        return Thread(
+            thread_id=thread_id,
+            agent_id=record["agent_id"],
+            messages=list(record["tail"].messages),
+            state=record["state"],
+            interrupts=record["interrupts"],
+            metadata=record["metadata"],
             created_at=record["created_at"],
             updated_at=record["updated_at"],
             owner=record["owner"],
@@ -239,23 +277,36 @@ class MemoryStore:
             order = sorted((i for i in ids if i in threads), key=lambda i: threads[i]["updated_at"])
         else:
             order = threads  # newest last
-        found = []
-        for thread_id in reversed(order):
-            record = threads[thread_id]
-            if ids is not None and thread_id not in ids:
-                continue
-            if any(record["metadata"].get(k, _ABSENT) != v for k, v in metadata.items()):
-                continue
-            shown = "busy" if self._busy(thread_id, now) else record["status"]
-            if status is not None and shown != status:
-                continue
-            if offset:
-                offset -= 1
-                continue
-            found.append(Listed(thread_id, record["agent_id"], shown))
-            if len(found) >= limit:
-                break
-        return found
+        walk: Iterator[str] = reversed(order)
+        found: list = []
+        while True:
+            walked = 0
+            for thread_id in islice(walk, SLICE):
+                walked += 1
+                record = self._threads.get(thread_id)
+                if record is None or (owner is not None and record["owner"] != owner):
+                    continue  # deleted meanwhile
+                if ids is not None and thread_id not in ids:
+                    continue
+                if any(record["metadata"].get(k, _ABSENT) != v for k, v in metadata.items()):
+                    continue
+                shown = "busy" if self._busy(thread_id, now) else record["status"]
+                if status is not None and shown != status:
+                    continue
+                if offset:
+                    offset -= 1
+                    continue
+                found.append(Listed(thread_id, record["agent_id"], shown))
+                if len(found) >= limit:
+                    return found
+            if walked < SLICE:
+                return found
+            if order is threads:
+                # The rest, copied before the loop turns (saves go on meanwhile):
+                # a search that ends within its first slice copies nothing.
+                rest = list(walk)
+                order, walk = rest, iter(rest)
+            await asyncio.sleep(0)
 
     async def sweep(self, idle_before: float, batch: int) -> list[str]:
         now = time.time()
