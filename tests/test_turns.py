@@ -230,3 +230,10 @@ def test_parent_run_id_names_the_branch_point():
     # a head off the current branch names nothing: the id rule applies
     turn = merge(stored(CONVERSATION), request(CONVERSATION[:3]), parent_head="gone")
     assert turn.cut.after == "u2"
+
+
+def test_a_fresh_system_message_first_does_not_hide_a_regenerate():
+    """Clients put instructions first, often under a new id each run."""
+    system = {"id": "s-new", "role": "system", "content": "be brief"}
+    turn = merge(stored(CONVERSATION), request([system, *CONVERSATION[:3]], run_id="r2"))
+    assert turn.cut.after == "u2" and turn.new_user == user("u2")

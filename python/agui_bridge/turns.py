@@ -121,6 +121,8 @@ def branch_point(messages, stored, held) -> int | None:
         if message.get("role") == "activity" or not isinstance(message_id, str):
             continue
         if message_id not in held:
+            if message.get("role") in ("system", "developer"):
+                continue  # instructions a client puts first, often under fresh ids
             if message.get("role") == "tool":
                 # A result follows its call (a client may send it without the call).
                 last = max(last, _caller(stored, message.get("toolCallId")))
