@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..errors import CrumbError
 from .fields import parse_fields
-from .framing import Framer, check_text
+from .framing import check_text
 from .json_values import compact, copy_json, is_unicode
 from .messages import chunk_interrupt
 from .stream import EventStream
@@ -26,31 +26,11 @@ def _named(value) -> bool:
 class ChunkTranslator(EventStream):
     __slots__ = ("_custom_prefix", "_interrupts")
 
-    def __init__(
-        self,
-        thread_id,
-        run_id,
-        state=None,
-        custom_prefix="dawn",
-        *,
-        held_ids=None,
-        event_ids=False,
-        first_id=1,
-        protocol_version=None,
-    ):
+    close_text_always = True
+
+    def __init__(self, thread_id, run_id, state=None, custom_prefix="dawn", **framing):
         check_text(custom_prefix, "custom_prefix")
-        super().__init__(
-            Framer(
-                thread_id,
-                run_id,
-                state,
-                close_text_always=True,
-                held_ids=held_ids,
-                event_ids=event_ids,
-                first_id=first_id,
-                protocol_version=protocol_version,
-            )
-        )
+        super().__init__(thread_id, run_id, state, **framing)
         self._custom_prefix = custom_prefix
         # One pending interrupt per interrupt chunk, for snapshot().
         self._interrupts: list[dict] = []
@@ -142,24 +122,5 @@ class ChunkTranslator(EventStream):
         self._framer.run_finished()
 
 
-def create_agui_translator(
-    thread_id=None,
-    run_id=None,
-    state=None,
-    custom_prefix="dawn",
-    *,
-    held_ids=None,
-    event_ids=False,
-    first_id=1,
-    protocol_version=None,
-) -> ChunkTranslator:
-    return ChunkTranslator(
-        thread_id,
-        run_id,
-        state,
-        custom_prefix,
-        held_ids=held_ids,
-        event_ids=event_ids,
-        first_id=first_id,
-        protocol_version=protocol_version,
-    )
+def create_agui_translator(thread_id=None, run_id=None, *args, **framing) -> ChunkTranslator:
+    return ChunkTranslator(thread_id, run_id, *args, **framing)

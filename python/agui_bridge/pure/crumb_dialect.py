@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..errors import CrumbError
 from .fields import check_error_object, parse_fields
-from .framing import Framer, check_subtype
+from .framing import check_subtype
 from .json_values import compact, copy_json, is_unicode
 from .stream import EventStream
 from .table import CRUMBS, LOOP_REQUIRED
@@ -41,29 +41,8 @@ def _file_value(fields: dict) -> dict:
 class CrumbTransformer(EventStream):
     __slots__ = ("_files", "_interrupt_ids", "_interrupts", "_loop", "_streamed")
 
-    def __init__(
-        self,
-        thread_id=None,
-        run_id=None,
-        state=None,
-        *,
-        held_ids=None,
-        event_ids=False,
-        first_id=1,
-        protocol_version=None,
-    ):
-        super().__init__(
-            Framer(
-                thread_id,
-                run_id,
-                state,
-                close_text_always=False,
-                held_ids=held_ids,
-                event_ids=event_ids,
-                first_id=first_id,
-                protocol_version=protocol_version,
-            )
-        )
+    def __init__(self, *args, **framing):
+        super().__init__(*args, **framing)
         self._streamed: set[str] = set()
         self._interrupts: list[dict] = []
         self._interrupt_ids: set[str] = set()
@@ -290,22 +269,5 @@ _HANDLERS = {
 }
 
 
-def create_agui_transformer(
-    thread_id=None,
-    run_id=None,
-    state=None,
-    *,
-    held_ids=None,
-    event_ids=False,
-    first_id=1,
-    protocol_version=None,
-) -> CrumbTransformer:
-    return CrumbTransformer(
-        thread_id,
-        run_id,
-        state,
-        held_ids=held_ids,
-        event_ids=event_ids,
-        first_id=first_id,
-        protocol_version=protocol_version,
-    )
+# The class is its own factory: one signature, EventStream's.
+create_agui_transformer = CrumbTransformer

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..errors import CrumbError
 from ..event_models import event_dict
 from .fields import parse_fields
-from .framing import Framer, check_subtype
+from .framing import check_subtype
 from .json_patch import apply_patch
 from .json_values import copy_json, is_unicode
 from .reasoning import Repair
@@ -26,29 +26,8 @@ class EventRepairer(EventStream):
     # _messages: the agent's message id -> the id it streams under (None: started, no content yet).
     __slots__ = ("_ended", "_interrupts", "_messages", "_reasoning")
 
-    def __init__(
-        self,
-        thread_id=None,
-        run_id=None,
-        state=None,
-        *,
-        held_ids=None,
-        event_ids=False,
-        first_id=1,
-        protocol_version=None,
-    ):
-        super().__init__(
-            Framer(
-                thread_id,
-                run_id,
-                state,
-                close_text_always=False,
-                held_ids=held_ids,
-                event_ids=event_ids,
-                first_id=first_id,
-                protocol_version=protocol_version,
-            )
-        )
+    def __init__(self, *args, **framing):
+        super().__init__(*args, **framing)
         # The agent's reasoning and activity (contract section 8).
         self._reasoning = Repair()
         self._messages: dict[str, str | None] = {}
@@ -281,22 +260,5 @@ _HANDLERS = {
 }
 
 
-def create_agui_repairer(
-    thread_id=None,
-    run_id=None,
-    state=None,
-    *,
-    held_ids=None,
-    event_ids=False,
-    first_id=1,
-    protocol_version=None,
-) -> EventRepairer:
-    return EventRepairer(
-        thread_id,
-        run_id,
-        state,
-        held_ids=held_ids,
-        event_ids=event_ids,
-        first_id=first_id,
-        protocol_version=protocol_version,
-    )
+# The class is its own factory: one signature, EventStream's.
+create_agui_repairer = EventRepairer

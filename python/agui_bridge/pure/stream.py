@@ -14,8 +14,30 @@ class EventStream:
 
     __slots__ = ("_framer",)
 
-    def __init__(self, framer: Framer):
-        self._framer = framer
+    # Whether every other event closes the open text message (contract section 1).
+    close_text_always = False
+
+    def __init__(
+        self,
+        thread_id=None,
+        run_id=None,
+        state=None,
+        *,
+        held_ids=None,
+        event_ids=False,
+        first_id=1,
+        protocol_version=None,
+    ):
+        self._framer = Framer(
+            thread_id,
+            run_id,
+            state,
+            close_text_always=self.close_text_always,
+            held_ids=held_ids,
+            event_ids=event_ids,
+            first_id=first_id,
+            protocol_version=protocol_version,
+        )
 
     def _parse(self, item):
         raise NotImplementedError
