@@ -3,7 +3,9 @@
 Each vector was written from CONTRACT.md; the files are shared with the Rust
 engineer's ``cargo test``. A vector replays its steps on a fresh transformer
 (crumbs), translator (chunks) or repairer (events) and checks the events, the SSE bytes, the
-error raised by each bad step, and the counters.
+error raised by each bad step, and the counters. A ``coalesce`` step turns
+coalescing on (``t.coalesce(max_bytes)``), a ``flush`` step sends what it
+holds (docs/coalescing.md).
 """
 
 from __future__ import annotations
@@ -74,6 +76,10 @@ def test_vector_events(impl, path):
             snapshot = t.snapshot()
             assert snapshot == step["snapshot"], f"step {index}"
             assert json.dumps(snapshot) == json.dumps(step["snapshot"]), f"step {index}: key order"
+        elif "coalesce" in step:
+            t.coalesce(step["coalesce"])
+        elif "flush" in step:
+            events += t.flush()
         elif "finish" in step:
             events += t.finish()
         elif "cancel" in step:
@@ -111,6 +117,10 @@ def test_vector_encode_bytes(impl, path):
     for step in vector["steps"]:
         if "snapshot" in step:
             assert t.snapshot() == step["snapshot"]
+        elif "coalesce" in step:
+            t.coalesce(step["coalesce"])
+        elif "flush" in step:
+            out += t.flush_encoded()
         elif "finish" in step:
             out += t.finish_encoded()
         elif "cancel" in step:
@@ -134,14 +144,23 @@ def test_vector_encode_many_matches_per_item(impl, path):
     """encode_many over every good input gives the bytes of t(item) per step."""
     vector = load(path)
     inputs = [s["input"] for s in vector["steps"] if "input" in s and "error" not in s]
-    per_item = create(impl, vector)
+    # Coalescing on from the start where a vector turns it on (flushes left out).
+    caps = [s["coalesce"] for s in vector["steps"] if "coalesce" in s]
+
+    def fresh():
+        t = create(impl, vector)
+        for cap in caps:
+            t.coalesce(cap)
+        return t
+
+    per_item = fresh()
     expected = b"".join(per_item.encode(item) for item in inputs)
-    batched = create(impl, vector)
+    batched = fresh()
     assert batched.encode_many(inputs) == expected
     assert batched.encode_many([]) == b""
     # Any iterable is a batch: a tuple and a generator give the same bytes.
-    assert create(impl, vector).encode_many(tuple(inputs)) == expected
-    assert create(impl, vector).encode_many(item for item in inputs) == expected
+    assert fresh().encode_many(tuple(inputs)) == expected
+    assert fresh().encode_many(item for item in inputs) == expected
     assert (batched.dropped, batched.ignored, batched.finished) == (
         per_item.dropped,
         per_item.ignored,

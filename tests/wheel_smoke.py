@@ -270,6 +270,10 @@ def check_vectors() -> None:
         for step in vector["steps"]:
             if "snapshot" in step:
                 check(t.snapshot() == step["snapshot"], f"{path.stem}: the snapshot differs")
+            elif "coalesce" in step:
+                t.coalesce(step["coalesce"])
+            elif "flush" in step:
+                out += t.flush_encoded()
             elif "finish" in step:
                 out += t.finish_encoded()
             elif "cancel" in step:

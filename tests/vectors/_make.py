@@ -45,6 +45,13 @@ FINISH = {"finish": True}
 CANCEL = {"cancel": True}
 # Filled in with t.snapshot() at that point.
 SNAPSHOT = {"snapshot": None}
+# Coalescing (docs/coalescing.md): t.flush() at that point.
+FLUSH = {"flush": True}
+
+
+def coalesce(max_bytes):
+    """t.coalesce(max_bytes) at that point."""
+    return {"coalesce": max_bytes}
 
 
 def fail(name, message):
@@ -1723,6 +1730,144 @@ SPECS = [
         IDS,
         [ev("RUN_FINISHED", usage=[{"model": "m", "outputTokens": 4}])],
     ),
+    # ---- coalescing (docs/coalescing.md): opt-in, consecutive deltas merged ----
+    (
+        C,
+        "coalescing merges consecutive text deltas up to the cap",
+        IDS,
+        [
+            coalesce(8),
+            td("Hel"),
+            td("lo"),
+            td(" wor"),
+            td("ld!"),
+            td("12345678"),
+            td("too long for one"),
+            td("x"),
+            FINISH,
+        ],
+    ),
+    (
+        C,
+        "coalescing counts the cap in utf-8 bytes",
+        IDS,
+        [coalesce(4), td("é"), td("é"), td("東"), td("a"), td("b"), FINISH],
+    ),
+    (
+        C,
+        "coalescing never merges across another event",
+        IDS,
+        [
+            coalesce(64),
+            td("a"),
+            td("b"),
+            inp("pipeline:step:start", stepName="s"),
+            td("c"),
+            inp("tool:input:start", toolCallId="c1", toolName="f"),
+            inp("tool:input:delta", toolCallId="c1", delta='{"q":'),
+            inp("tool:input:delta", toolCallId="c1", delta='"x"}'),
+            inp("tool:input:end", toolCallId="c1"),
+            td("d"),
+            td("e"),
+            inp("pipeline:step:end", stepName="s"),
+            td("f"),
+            FINISH,
+        ],
+    ),
+    (
+        C,
+        "coalescing merges arguments per call and never across calls",
+        IDS,
+        [
+            coalesce(64),
+            inp("tool:input:start", toolCallId="c1", toolName="f"),
+            inp("tool:input:start", toolCallId="c2", toolName="g"),
+            inp("tool:input:delta", toolCallId="c1", delta="{"),
+            inp("tool:input:delta", toolCallId="c1", delta="}"),
+            inp("tool:input:delta", toolCallId="c2", delta="["),
+            inp("tool:input:delta", toolCallId="c2", delta="]"),
+            inp("tool:input:delta", toolCallId="c9", delta="dropped"),
+            inp("tool:input:end", toolCallId="c2"),
+            inp("tool:input:delta", toolCallId="c1", delta=" "),
+            FINISH,
+        ],
+    ),
+    (
+        C,
+        "coalescing flush sends what is held and nothing else",
+        IDS,
+        [
+            coalesce(64),
+            FLUSH,
+            td("a"),
+            td("b"),
+            SNAPSHOT,
+            FLUSH,
+            FLUSH,
+            SNAPSHOT,
+            td("c"),
+            FLUSH,
+            td(""),
+            FLUSH,
+            FINISH,
+            FLUSH,
+        ],
+    ),
+    (
+        C,
+        "coalescing sends what is held before an interrupt and a run error",
+        {**IDS, "event_ids": True},
+        [
+            coalesce(64),
+            td("a"),
+            td("b"),
+            inp("human:required", message="ok?"),
+            td("c"),
+            td("d"),
+            fail("ValueError", "boom"),
+        ],
+    ),
+    (
+        C,
+        "coalescing sends what is held before the run end",
+        IDS,
+        [coalesce(64), td("a"), td("b"), inp("agent:run:end", result="ok")],
+    ),
+    (
+        K,
+        "chunks coalescing merges strings and tokens of one message",
+        IDS,
+        [
+            coalesce(64),
+            raw("a"),
+            raw({"type": "token", "content": "b"}),
+            raw("c"),
+            raw({"type": "tool_call", "id": "c1", "name": "f", "input": {}}),
+            raw("d"),
+            raw("e"),
+            raw({"type": "done", "output": "ok"}),
+        ],
+    ),
+    (
+        E,
+        "events coalescing merges content and arguments",
+        {**IDS, "event_ids": True, "first_id": 5},
+        [
+            coalesce(64),
+            ev("TEXT_MESSAGE_START", messageId="m1", role="assistant"),
+            ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="Hel"),
+            ev("TEXT_MESSAGE_CONTENT", messageId="m1", delta="lo"),
+            ev("TEXT_MESSAGE_END", messageId="m1"),
+            ev("TOOL_CALL_START", toolCallId="c1", toolCallName="f", parentMessageId="m1"),
+            ev("TOOL_CALL_ARGS", toolCallId="c1", delta='{"a":'),
+            ev("TOOL_CALL_ARGS", toolCallId="c1", delta="1}"),
+            ev("TOOL_CALL_END", toolCallId="c1"),
+            ev("TEXT_MESSAGE_CHUNK", messageId="m2", delta="x"),
+            ev("TEXT_MESSAGE_CHUNK", messageId="m2", delta="y"),
+            SNAPSHOT,
+            ev("RUN_FINISHED"),
+        ],
+    ),
 ]
 
 
@@ -1754,7 +1899,13 @@ def run(dialect, create, steps):
             step["snapshot"] = t.snapshot()
             out_steps.append(step)
             continue
-        if "finish" in step:
+        if "coalesce" in step:
+            t.coalesce(step["coalesce"])
+            out_steps.append(step)
+            continue
+        if "flush" in step:
+            got = t.flush()
+        elif "finish" in step:
             got = t.finish()
         elif "cancel" in step:
             got = t.cancel()

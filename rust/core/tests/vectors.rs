@@ -43,12 +43,27 @@ struct Outcome {
     finished: bool,
 }
 
+/// Coalescing on (`t.coalesce(max_bytes)`, docs/coalescing.md) for a `coalesce` step.
+fn coalesce<D: Dialect>(dialect: &mut D, step: &Value) -> bool {
+    let Some(max_bytes) = step.get("coalesce").and_then(Value::as_u64) else {
+        return false;
+    };
+    dialect.framer_mut().coalesce_bytes = usize::try_from(max_bytes).unwrap();
+    true
+}
+
 /// The frames of the steps through `call_into`, `finish_into` and `fail_into`.
 fn frames_of<D: Dialect>(mut dialect: D, steps: &[Value]) -> Vec<u8> {
     let mut out = Vec::new();
     for step in steps {
+        if coalesce(&mut dialect, step) {
+            continue;
+        }
         if let Some(input) = step.get("input") {
             let _ = dialect.call_into(Input::from_json(input), &mut out);
+        } else if step.get("flush").is_some() {
+            dialect.flush();
+            dialect.framer_mut().write_out(&mut out);
         } else if step.get("finish").is_some() {
             dialect.finish_into(&mut out);
         } else if step.get("cancel").is_some() {
@@ -85,6 +100,10 @@ fn run<D: Dialect + Clone>(mut dialect: D, steps: &[Value], name: &str) -> Outco
                 (Ok(_), Some(expected)) => panic!("{name}: step {index} should raise {expected}"),
                 (Err(error), None) => panic!("{name}: step {index} raised {error}"),
             }
+        } else if coalesce(&mut dialect, step) {
+        } else if step.get("flush").is_some() {
+            dialect.flush();
+            events.extend(dialect.framer_mut().take_out());
         } else if step.get("finish").is_some() {
             events.extend(dialect.finish());
         } else if step.get("cancel").is_some() {
@@ -159,6 +178,7 @@ fn check(path: &Path) {
         Some("events") => {
             let mut events = Events::new(thread_id, run_id, state);
             events.framer_mut().hold(held);
+            events.framer_mut().event_ids = event_ids;
             events.framer_mut().protocol_v1 = v1;
             run(events, &steps, name)
         }
