@@ -16,7 +16,7 @@ import httpx
 import orjson
 import pytest
 from langgraph_sdk import get_client
-from langgraph_sdk.errors import NotFoundError
+from langgraph_sdk.errors import NotFoundError, UnprocessableEntityError
 
 from tests.servers import serve
 
@@ -224,3 +224,24 @@ async def test_the_langgraph_surface_has_the_messages_in_the_values(base_url):
     assert [m["id"] for m in messages] == [m["id"] for m in root["messages"]]
     assert langgraph["checkpoint"] == root["checkpoint"] and langgraph["next"] == []
     assert history[0]["values"]["messages"] == messages
+
+
+async def test_update_state_from_another_checkpoint_is_refused_not_applied(client):
+    """@ag-ui/langgraph's regenerate forks with ``updateState(checkpointId, asNode)``:
+    with no checkpoints but the current one kept, an update of another is a 422,
+    never applied to the current state."""
+    thread_id = (await client.threads.create())["thread_id"]
+    await client.runs.wait(thread_id, "demo", input=ASK)
+    current = (await client.threads.get_state(thread_id))["checkpoint"]["checkpoint_id"]
+    with pytest.raises(UnprocessableEntityError):
+        await client.threads.update_state(thread_id, {"x": 1}, checkpoint_id=str(uuid.uuid4()))
+    with pytest.raises(UnprocessableEntityError):
+        stale = {"checkpoint_id": str(uuid.uuid4()), "checkpoint_ns": ""}
+        await client.threads.update_state(thread_id, {"x": 1}, checkpoint=stale)
+    assert "x" not in (await client.threads.get_state(thread_id))["values"]
+    # The current checkpoint, and as_node (the agent is the graph's one node), are taken.
+    done = await client.threads.update_state(
+        thread_id, {"x": 2}, checkpoint_id=current, as_node="demo"
+    )
+    assert (await client.threads.get_state(thread_id))["values"]["x"] == 2
+    assert done["checkpoint"]["checkpoint_id"] != current

@@ -352,9 +352,13 @@ class AgentProtocol:
 
     async def _update_state(self, conn, thread_id: str) -> None:
         """``POST /threads/{id}/state``: ``values`` update the state (``messages`` in it
-        are appended, as new input messages); refused (409) while a run is active."""
+        are appended, as new input messages); refused (409) while a run is active.
+        ``as_node`` is taken (the agent is the graph's one node); a ``checkpoint`` /
+        ``checkpoint_id`` other than the thread's current one is a fork (422: only
+        the current state is kept), never an update of the current state."""
         app = self.app
         identity, body = await self._body(conn, "run")
+        wanted = _checkpoint_id(body)
         values = body.get("values")
         if isinstance(values, list) and len(values) == 1 and isinstance(values[0], dict):
             values = values[0]
@@ -370,8 +374,17 @@ class AgentProtocol:
         await self._thread(identity, thread_id)
         if self.gate.busy(thread_id):
             raise HttpError(409, "run_active", f"thread {thread_id!r} has an active run")
+
+        def update(thread):
+            if wanted is not None and wanted != checkpoint(thread)["checkpoint_id"]:
+                raise _unprocessable(
+                    f"checkpoint {wanted!r} is not the thread's current one: forks are not"
+                    " served (only the current state is kept)"
+                )
+            return state_update(thread, added, values)
+
         # Under the thread's lease, fenced, like a run's save.
-        await self.gate.update(thread_id, lambda thread: state_update(thread, added, values))
+        await self.gate.update(thread_id, update)
         thread = await app.store.load(thread_id)
         await conn.respond(200, orjson.dumps({"checkpoint": checkpoint(thread)}), JSON)
 
@@ -843,6 +856,19 @@ class Begun:
 
 
 _ABSENT = object()
+
+
+def _checkpoint_id(body: dict) -> str | None:
+    """The checkpoint a state update names (``checkpoint_id``, or ``checkpoint``'s)."""
+    wanted = body.get("checkpoint_id")
+    named = body.get("checkpoint")
+    if named is not None:
+        if not isinstance(named, dict):
+            raise _unprocessable("'checkpoint' must be an object")
+        wanted = named.get("checkpoint_id", wanted)
+    if wanted is not None and not isinstance(wanted, str):
+        raise _unprocessable("'checkpoint_id' must be a string")
+    return wanted
 
 
 def _flag(value, name: str):
