@@ -57,10 +57,12 @@ def bridge():
         yield url
 
 
-def _run(node, bridge, tmp_path, runs, *, emit_outcome=True, timeout_ms=30000) -> dict:
+def _run(
+    node, bridge, tmp_path, runs, *, emit_outcome=True, timeout_ms=30000, graph="demo"
+) -> dict:
     scenario = {
         "threadId": str(uuid.uuid4()),
-        "graphId": "demo",
+        "graphId": graph,
         "emitInterruptOutcome": emit_outcome,
         "timeoutMs": timeout_ms,
         "runs": runs,
@@ -176,6 +178,40 @@ def test_langgraph_agent_legacy_interrupt_event_and_command_resume(node, bridge,
     assert [e["name"] for e in custom] == ["on_interrupt"]
     assert json.loads(custom[0]["value"])["message"] == "approve the plan"
     assert resumed["messages"][-1]["content"].startswith("Declined: approve the plan")
+    root, _ = _stored(bridge, out["threadId"])
+    assert _shown(resumed["messages"]) == _shown(root["messages"])
+
+
+def test_langgraph_agent_over_a_langgraph_graph(node, bridge, tmp_path):
+    """``langgraph_agent`` over a compiled graph: the client reads the graph's own
+    schemas (it keeps the input and output keys they list) and its tool node's result."""
+    out = _run(
+        node,
+        bridge,
+        tmp_path,
+        [
+            {"addMessages": [{"id": "g1", "role": "user", "content": "hello there"}]},
+            {"addMessages": [{"id": "g2", "role": "user", "content": "what is the weather?"}]},
+            {"addMessages": [{"id": "g3", "role": "user", "content": "approve the plan"}]},
+            {"resumePending": {"payload": "yes"}},
+        ],
+        graph="graph",
+    )
+    assert out["ok"], out["warnings"] or [(r["error"], r["warnings"]) for r in out["runs"]]
+    hello, weather, paused, resumed = out["runs"]
+    assert hello["messages"][-1]["content"].startswith("Hello from langgraph")
+    assert [e["toolCallName"] for e in weather["events"] if e["type"] == "TOOL_CALL_START"] == [
+        "get_weather"
+    ]
+    results = [e["content"] for e in weather["events"] if e["type"] == "TOOL_CALL_RESULT"]
+    assert results == ["sunny in Oslo"]
+    assert weather["messages"][-1]["content"] == "It is sunny in Oslo."
+    # The output schema's keys (and the client's own), not the whole state.
+    assert set(weather["state"]) == {"messages", "tools", "turns"}
+    assert weather["state"]["turns"] == 3
+    (pending,) = paused["pendingInterrupts"]
+    assert pending["message"] == "approve the plan?"
+    assert resumed["messages"][-1]["content"] == "Decision: yes"
     root, _ = _stored(bridge, out["threadId"])
     assert _shown(resumed["messages"]) == _shown(root["messages"])
 
