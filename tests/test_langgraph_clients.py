@@ -194,11 +194,12 @@ def test_langgraph_agent_over_a_langgraph_graph(node, bridge, tmp_path):
             {"addMessages": [{"id": "g2", "role": "user", "content": "what is the weather?"}]},
             {"addMessages": [{"id": "g3", "role": "user", "content": "approve the plan"}]},
             {"resumePending": {"payload": "yes"}},
+            {"addMessages": [{"id": "g4", "role": "user", "content": "think about it"}]},
         ],
         graph="graph",
     )
     assert out["ok"], out["warnings"] or [(r["error"], r["warnings"]) for r in out["runs"]]
-    hello, weather, paused, resumed = out["runs"]
+    hello, weather, paused, resumed, thought = out["runs"]
     assert hello["messages"][-1]["content"].startswith("Hello from langgraph")
     assert [e["toolCallName"] for e in weather["events"] if e["type"] == "TOOL_CALL_START"] == [
         "get_weather"
@@ -212,8 +213,12 @@ def test_langgraph_agent_over_a_langgraph_graph(node, bridge, tmp_path):
     (pending,) = paused["pendingInterrupts"]
     assert pending["message"] == "approve the plan?"
     assert resumed["messages"][-1]["content"] == "Decision: yes"
+    # Reasoning: the events mode's reasoning blocks, shown as reasoning.
+    reasoned = [e["delta"] for e in thought["events"] if e["type"] == "REASONING_MESSAGE_CONTENT"]
+    assert "".join(reasoned) == "Pondering deeply."
+    assert [m["role"] for m in thought["messages"][-2:]] == ["reasoning", "assistant"]
     root, _ = _stored(bridge, out["threadId"])
-    assert _shown(resumed["messages"]) == _shown(root["messages"])
+    assert _shown(thought["messages"]) == _shown(root["messages"])
 
 
 @pytest.mark.xfail(

@@ -13,7 +13,8 @@ Each part is ``{event, name, run_id, tags, metadata, data, parent_ids}``:
 - TOOL_CALL_RESULT: ``on_tool_start`` ``{input}``, ``on_tool_end``
   ``{input, output: ToolMessage}``;
 - REASONING_MESSAGE_CONTENT: ``on_chat_model_stream`` with a ``reasoning``
-  content block; REASONING_END: an empty one (what ends reasoning for the client);
+  content block (its ``summary`` and the message's ``id``); REASONING_END: an
+  empty one (what ends reasoning for the client);
 - CUSTOM: ``on_custom_event`` (``name``, ``data``: its value);
 - RUN_FINISHED: ``on_chain_end`` of the node (``output``: the run's values),
   then of the graph.
@@ -150,8 +151,10 @@ class LcEvents:
             out.extend(self._tool(event, made))
         elif kind == "REASONING_MESSAGE_CONTENT":
             message_id = event.get("messageId")
-            block = {"type": "reasoning", "reasoning": event.get("delta", ""), "index": 0}
-            block["id"] = message_id
+            # The summary form: the client takes the reasoning message's id from it
+            # (a plain {"reasoning": …} block gets an id of the client's making).
+            summary = [{"type": "summary_text", "text": event.get("delta", ""), "index": 0}]
+            block = {"type": "reasoning", "summary": summary, "id": message_id, "index": 0}
             chunk = _chunk(message_id, [block])
             out.append(self._model("on_chat_model_stream", message_id, {"chunk": chunk}))
         elif kind == "REASONING_END":
