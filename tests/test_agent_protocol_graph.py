@@ -10,6 +10,7 @@ runtime over the same routes.
 
 from __future__ import annotations
 
+import itertools
 import uuid
 
 import httpx
@@ -245,3 +246,56 @@ async def test_update_state_from_another_checkpoint_is_refused_not_applied(clien
     )
     assert (await client.threads.get_state(thread_id))["values"]["x"] == 2
     assert done["checkpoint"]["checkpoint_id"] != current
+
+
+async def test_the_langgraph_history_has_a_step_per_message_and_a_run_forks_from_one(base_url):
+    """``/langgraph``'s history: the current state, then the current branch's steps
+    (step n holds its first n messages), each naming its parent; a state update at a
+    step answers that step, a run from it branches the thread there."""
+    client = get_client(url=base_url + "/langgraph", api_key=None)
+    try:
+        thread_id = (await client.threads.create())["thread_id"]
+        await client.runs.wait(thread_id, "demo", input=_say("u1", "hello there"))
+        await client.runs.wait(thread_id, "demo", input=_say("u2", "and again"))
+        history = await client.threads.get_history(thread_id, limit=10)
+        assert [len(s["values"]["messages"]) for s in history] == [4, 3, 2, 1, 0]
+        for newer, older in itertools.pairwise(history):
+            assert newer["parent_checkpoint"] == older["checkpoint"]
+        assert history[-1]["parent_checkpoint"] is None
+        assert all(s["next"] == ["demo"] for s in history[1:]) and history[0]["next"] == []
+        # From a step back: that one and older.
+        step = history[2]["checkpoint"]
+        older = await client.threads.get_history(thread_id, checkpoint=step)
+        assert [s["checkpoint"] for s in older] == [s["checkpoint"] for s in history[2:]]
+        assert (await client.threads.get_state(thread_id, checkpoint=step))["checkpoint"] == step
+
+        # The fork at the step before u2, then a run from it with u2 again.
+        fork = await client.threads.update_state(
+            thread_id, {"tools": []}, checkpoint_id=step["checkpoint_id"], as_node="demo"
+        )
+        assert fork["checkpoint"] == step
+        values = await client.runs.wait(
+            thread_id,
+            "demo",
+            input=_say("u2", "and again"),
+            checkpoint_id=fork["checkpoint"]["checkpoint_id"],
+        )
+        said = [(m["id"], m["type"]) for m in values["messages"]]
+        assert [i for i, _ in said[:3]] == [m["id"] for m in history[0]["values"]["messages"][:3]]
+        assert said[3][1] == "ai" and said[3][0] != history[0]["values"]["messages"][3]["id"]
+        async with httpx.AsyncClient(base_url=base_url, timeout=10) as http:
+            branches = (await http.get(f"/threads/{thread_id}/branches")).json()
+        assert len(branches["branches"]) == 1  # the old answer, kept
+
+        # A checkpoint of neither the current state nor a step of its branch: 422.
+        left = history[0]["checkpoint"]["checkpoint_id"]  # the state with the old answer
+        for wanted in (str(uuid.uuid4()), left):
+            with pytest.raises(httpx.HTTPStatusError) as refused:
+                await client.runs.wait(thread_id, "demo", input=ASK, checkpoint_id=wanted)
+            assert refused.value.response.status_code == 422
+    finally:
+        await client.aclose()
+
+
+def _say(message_id: str, text: str) -> dict:
+    return {"messages": [{"id": message_id, "role": "user", "content": text}]}

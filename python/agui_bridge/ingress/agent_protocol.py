@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from urllib.parse import parse_qs
 
@@ -30,9 +30,11 @@ import orjson
 from ..agent_protocol.assistants import graph_of, schemas_of, subgraphs_of
 from ..agent_protocol.branches import history as branch_history
 from ..agent_protocol.messages import MessageError, to_agui
-from ..agent_protocol.objects import assistant, checkpoint, langgraph_state
+from ..agent_protocol.objects import assistant, checkpoint
 from ..agent_protocol.reader import Parts, sse
 from ..agent_protocol.runs import Registry, RunRecord, iso, terminal_event
+from ..agent_protocol.steps import current_state, step_checkpoint, step_of
+from ..agent_protocol.steps import history as step_history
 from ..agent_protocol.stream import MODES, interrupts_of, values_of
 from ..agent_protocol.threads import search as search_threads
 from ..errors import RunInputError
@@ -56,8 +58,6 @@ JSON = [("content-type", "application/json"), ("cache-control", "no-cache")]
 STRATEGIES = ("reject", "enqueue", "interrupt")
 # RunCreate fields this bridge cannot honour: refused rather than ignored.
 _NOT_SERVED = (
-    "checkpoint",
-    "checkpoint_id",
     "interrupt_before",
     "interrupt_after",
     "after_seconds",
@@ -353,12 +353,14 @@ class AgentProtocol:
     async def _update_state(self, conn, thread_id: str) -> None:
         """``POST /threads/{id}/state``: ``values`` update the state (``messages`` in it
         are appended, as new input messages); refused (409) while a run is active.
-        ``as_node`` is taken (the agent is the graph's one node); a ``checkpoint`` /
-        ``checkpoint_id`` other than the thread's current one is a fork (422: only
-        the current state is kept), never an update of the current state."""
+        ``as_node`` is taken (the agent is the graph's one node). A ``checkpoint`` /
+        ``checkpoint_id`` of a step of the current branch is a fork: answered with
+        that step, nothing written (the run from it carries the values:
+        agent_protocol/steps.py); any other than the current one is a 422, never an
+        update of the current state."""
         app = self.app
         identity, body = await self._body(conn, "run")
-        wanted = _checkpoint_id(body)
+        wanted = _named_checkpoint(body)
         values = body.get("values")
         if isinstance(values, list) and len(values) == 1 and isinstance(values[0], dict):
             values = values[0]
@@ -371,15 +373,22 @@ class AgentProtocol:
             ]
         except MessageError as error:
             raise input_error(error, 422, "invalid_request") from None
-        await self._thread(identity, thread_id)
+        thread = await self._thread(identity, thread_id)
+        if wanted is not None and wanted != checkpoint(thread)["checkpoint_id"]:
+            step = step_of(thread, wanted)
+            if step is not None:
+                # A fork at a step: the run that names it takes it (agent_protocol/steps.py).
+                fork = {"checkpoint": step_checkpoint(thread, step)}
+                await conn.respond(200, orjson.dumps(fork), JSON)
+                return
         if self.gate.busy(thread_id):
             raise HttpError(409, "run_active", f"thread {thread_id!r} has an active run")
 
         def update(thread):
             if wanted is not None and wanted != checkpoint(thread)["checkpoint_id"]:
                 raise _unprocessable(
-                    f"checkpoint {wanted!r} is not the thread's current one: forks are not"
-                    " served (only the current state is kept)"
+                    f"checkpoint {wanted!r} is neither the thread's current one nor a step"
+                    " of its current branch"
                 )
             return state_update(thread, added, values)
 
@@ -393,7 +402,7 @@ class AgentProtocol:
         ``values`` (LangGraph's shape), as LangGraph's clients read it."""
         identity, _ = await self._identity(conn, "read")
         thread = await self._thread(identity, thread_id)
-        await conn.respond(200, orjson.dumps(langgraph_state(thread)), JSON)
+        await conn.respond(200, orjson.dumps(current_state(thread)), JSON)
 
     async def _history(self, conn, thread_id: str, langgraph: bool = False) -> None:
         # The current state, then the branches the thread left (agent_protocol/branches.py).
@@ -406,7 +415,10 @@ class AgentProtocol:
             identity, _ = await self._identity(conn, "read")
             limit = bounded(_query(conn).get("limit"), "limit", 10, 1, MAX_PAGE)
         thread = await self._thread(identity, thread_id)
-        states = await branch_history(self.app.store, thread, limit, wanted, langgraph)
+        if langgraph:  # with the steps of the current branch (agent_protocol/steps.py)
+            states = await step_history(self.app.store, thread, limit, wanted)
+        else:
+            states = await branch_history(self.app.store, thread, limit, wanted, langgraph)
         await conn.respond(200, orjson.dumps(states), JSON)
 
     async def _state_at(
@@ -421,7 +433,10 @@ class AgentProtocol:
         else:
             identity, _ = await self._identity(conn, "read")
         thread = await self._thread(identity, thread_id)
-        states = await branch_history(self.app.store, thread, 1, checkpoint_id, langgraph)
+        if langgraph:
+            states = await step_history(self.app.store, thread, 1, checkpoint_id)
+        else:
+            states = await branch_history(self.app.store, thread, 1, checkpoint_id, langgraph)
         if not states:
             raise HttpError(404, "not_found", f"no checkpoint {checkpoint_id!r}")
         await conn.respond(200, orjson.dumps(states[0]), JSON)
@@ -551,6 +566,9 @@ class AgentProtocol:
             raise HttpError(404, "not_found", f"no thread {thread_id!r}")
         run_id = str(uuid.uuid4())
         run_input = self._run_input(body, thread_id, run_id, thread)
+        wanted = _named_checkpoint(body)
+        if wanted is not None:
+            run_input = _from_step(run_input, thread, wanted)
         kwargs = {"input": body.get("input"), "command": body.get("command")}
         kwargs["stream_mode"] = list(modes)
         if webhook is not None:
@@ -858,17 +876,28 @@ class Begun:
 _ABSENT = object()
 
 
-def _checkpoint_id(body: dict) -> str | None:
-    """The checkpoint a state update names (``checkpoint_id``, or ``checkpoint``'s)."""
+def _from_step(run_input: RunInput, thread, wanted: str) -> RunInput:
+    """A run from a checkpoint: the current one runs as any run; a step of the
+    current branch runs on the step's messages then the input's (the thread
+    branches there: agent_protocol/steps.py)."""
+    if thread is not None and wanted == checkpoint(thread)["checkpoint_id"]:
+        return run_input
+    step = step_of(thread, wanted) if thread is not None else None
+    if step is None:
+        raise _unprocessable(
+            f"checkpoint {wanted!r} is neither the thread's current one nor a step of its"
+            " current branch (a branch the thread left cannot be run from)"
+        )
+    return replace(run_input, messages=thread.messages[:step] + run_input.messages)
+
+
+def _named_checkpoint(body: dict) -> str | None:
+    """The checkpoint a state update or a run names (``checkpoint_id``, or
+    ``checkpoint``'s), else None."""
     wanted = body.get("checkpoint_id")
-    named = body.get("checkpoint")
-    if named is not None:
-        if not isinstance(named, dict):
-            raise _unprocessable("'checkpoint' must be an object")
-        wanted = named.get("checkpoint_id", wanted)
     if wanted is not None and not isinstance(wanted, str):
         raise _unprocessable("'checkpoint_id' must be a string")
-    return wanted
+    return _checkpoint_id(body.get("checkpoint")) or wanted
 
 
 def _flag(value, name: str):
