@@ -228,9 +228,9 @@ async def test_the_langgraph_surface_has_the_messages_in_the_values(base_url):
 
 
 async def test_update_state_from_another_checkpoint_is_refused_not_applied(client):
-    """@ag-ui/langgraph's regenerate forks with ``updateState(checkpointId, asNode)``:
-    with no checkpoints but the current one kept, an update of another is a 422,
-    never applied to the current state."""
+    """A state update names the checkpoint it updates: one that is neither the
+    current one nor a step of the current branch is a 422, never applied to the
+    current state."""
     thread_id = (await client.threads.create())["thread_id"]
     await client.runs.wait(thread_id, "demo", input=ASK)
     current = (await client.threads.get_state(thread_id))["checkpoint"]["checkpoint_id"]
