@@ -54,6 +54,8 @@ def modes_for(dialect: str, items: list, builds: dict) -> dict:
     def create(impl):
         if dialect == "crumbs":
             return impl.create_agui_transformer(bench.THREAD, bench.RUN)
+        if dialect == "events":
+            return impl.create_agui_repairer(bench.THREAD, bench.RUN)
         return impl.create_agui_translator(bench.THREAD, bench.RUN)
 
     reference = create(pure)

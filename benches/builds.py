@@ -63,7 +63,7 @@ def main() -> int:
         }
         first = wanted[0][0]
         labels = list(builds)
-        load = os.getloadavg()[0]
+        load_avg = os.getloadavg()[0]
         rows = []
         lines = [
             f"Date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M UTC}",
@@ -73,7 +73,13 @@ def main() -> int:
             f"Machine: {platform.machine()}, Python {platform.python_version()}",
             "",
         ]
-        for dialect, items in (("crumbs", bench.crumbs_run()), ("chunks", bench.chunks_run())):
+        # Every dialect of benches/transformer.py: the events one too.
+        runs = (
+            ("crumbs", bench.crumbs_run()),
+            ("chunks", bench.chunks_run()),
+            ("events", bench.events_run()),
+        )
+        for dialect, items in runs:
             medians = bench.measure(abi3.modes_for(dialect, items, builds), args.rounds)
             lines += [
                 f"### {dialect}: {len(items)} items, median of {args.rounds} rounds",
@@ -104,7 +110,7 @@ def main() -> int:
     if args.json:
         command = "python benches/builds.py " + " ".join(f"--build {x}=..." for x in labels)
         command += f" --rounds {args.rounds}"
-        args.json.write_text(json.dumps({"command": command, "load": load, "rows": rows}))
+        args.json.write_text(json.dumps({"command": command, "load": load_avg, "rows": rows}))
     return 0
 
 
