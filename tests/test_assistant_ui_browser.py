@@ -230,6 +230,10 @@ def test_send_reasoning_and_reload_with_an_approval_pending(page, shots, example
     expect(approval).to_contain_text("approve deleting the draft")
     expect(assistant.last).to_contain_text(ASKED)
     assert shown(page) == before
+    # The reasoning is back inside its answer, as the live page showed it.
+    expect(assistant).to_have_count(3)
+    expect(assistant.nth(1).get_by_test_id("reasoning")).to_contain_text("think about tea")
+    expect(assistant.nth(1)).to_contain_text("I thought about tea.")
     shots("reloaded while asked")
 
     approval.get_by_role("button", name="Approve").click()

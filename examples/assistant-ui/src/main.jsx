@@ -49,6 +49,30 @@ function threadFromUrl() {
 const COMPLETE = { type: "complete", reason: "unknown" };
 const ASKING = { type: "requires-action", reason: "interrupt" };
 
+// fromAgUiMessages makes each stored reasoning message an assistant message of
+// its own; the live page showed the reasoning inside the answer after it. Put it
+// back there, under its own id (the next run resends it as that reasoning message).
+function withReasoningInAnswers(likes) {
+  const out = [];
+  for (const like of likes) {
+    const before = out.at(-1);
+    const parts = Array.isArray(before?.content) ? before.content : [];
+    const reasoningOnly =
+      before?.role === "assistant" && parts.length === 1 && parts[0].type === "reasoning";
+    if (like.role !== "assistant" || !reasoningOnly) {
+      out.push(like);
+      continue;
+    }
+    const agui = { ...parts[0].providerMetadata?.agui, reasoningId: before.id };
+    const reasoning = { ...parts[0], providerMetadata: { ...parts[0].providerMetadata, agui } };
+    const answer = typeof like.content === "string"
+      ? like.content ? [{ type: "text", text: like.content }] : []
+      : like.content;
+    out[out.length - 1] = { ...like, content: [reasoning, ...answer] };
+  }
+  return out;
+}
+
 // The thread as agui-bridge stored it, as assistant-ui's message repository. A
 // message carrying pending interrupts waits for them (requires-action), which is
 // how the runtime restores its approval after a reload.
@@ -61,7 +85,7 @@ function serverHistory(threadId) {
       const { messages, values } = await response.json();
       const items = [];
       let parentId = null;
-      for (const like of fromAgUiMessages(messages)) {
+      for (const like of withReasoningInAnswers(fromAgUiMessages(messages))) {
         const waiting = like.metadata?.custom?.agui?.interrupts?.length > 0;
         const message = fromThreadMessageLike(like, like.id, waiting ? ASKING : COMPLETE);
         items.push({ parentId, message });
