@@ -71,6 +71,7 @@ class LcEvents:
         self.started: set[str] = set()  # messages whose model run began
         self.names: dict[str, str] = {}  # tool call id -> tool name
         self.args: dict[str, str] = {}  # tool call id -> its arguments so far
+        self.owners: dict[str, str | None] = {}  # tool call id -> its message's id
 
     def _id(self, what: str) -> str:
         return str(uuid.uuid5(uuid.NAMESPACE_URL, f"{self.run_id}:{what}"))
@@ -96,7 +97,7 @@ class LcEvents:
             return
         kind, key = self.open
         self.open = None
-        message_id = key if kind == "text" else made.owner(key)
+        message_id = key if kind == "text" else self.owners.get(key)
         message = made.message(message_id)
         output = to_langgraph(message) if message is not None else _chunk(message_id)
         out.append(self._model("on_chat_model_end", message_id, {"output": output}))
@@ -129,6 +130,7 @@ class LcEvents:
             self.args[call_id] = ""
             self._close(out, made)
             message_id = made.owner(call_id) or event.get("parentMessageId")
+            self.owners[call_id] = message_id  # its arguments follow: one look-up per call
             self._start_model(out, message_id)
             self.open = ("call", call_id)
             call = {"id": call_id, "name": self.names[call_id], "args": "", "index": 0}
@@ -139,7 +141,7 @@ class LcEvents:
             delta = event.get("delta", "")
             self.args[call_id] = self.args.get(call_id, "") + delta
             if self.open == ("call", call_id) and delta:
-                message_id = made.owner(call_id)
+                message_id = self.owners.get(call_id)
                 call = {"id": call_id, "name": None, "args": delta, "index": 0}
                 chunk = _chunk(message_id, tool_call_chunks=[{**call, "type": "tool_call_chunk"}])
                 out.append(self._model("on_chat_model_stream", message_id, {"chunk": chunk}))
