@@ -6,7 +6,7 @@ serves ``benches/bench_app.py`` from each checkout (its ``python/`` and its
 e.g. a copy of the other's when the Rust code is the same) on granian as
 ``benches/server.py`` does, and runs the same load client against each in
 turn, round by round: ``--streams`` streams of 10,000 deltas. Per checkout:
-the worker's CPU time (all its threads, from ``/proc``) per event received,
+the worker's CPU time (all its threads, ``/proc`` schedstat) per event received,
 which a loaded machine moves much less than the rates, and the median rate.
 """
 
@@ -24,25 +24,17 @@ sys.path.insert(0, str(HERE))
 import server as bench  # noqa: E402
 
 
-def worker_cpu(pid: int) -> float:
-    total = 0.0
-    for task in os.listdir(f"/proc/{pid}/task"):
-        fields = Path(f"/proc/{pid}/task/{task}/stat").read_text().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
-
-
 async def measure(servers: dict, streams: int, rounds: int) -> dict:
     out = {label: {"cpu": 0.0, "events": 0, "rates": []} for label in servers}
     for server in servers.values():  # warm up
         await bench.run_streams(server.port, 4, 2000, 0.0, timeout=120)
     for _ in range(rounds):
         for label, server in servers.items():
-            before = worker_cpu(server.worker)
+            before = bench.worker_cpu(server.worker)
             result = await bench.run_streams(server.port, streams, 10_000, 0.0, timeout=300)
             if result["complete"] != streams:
                 raise RuntimeError(f"{label}: a stream was incomplete")
-            out[label]["cpu"] += worker_cpu(server.worker) - before
+            out[label]["cpu"] += bench.worker_cpu(server.worker) - before
             out[label]["events"] += result["frames"]
             out[label]["rates"].append(result["events_per_s"])
     return out

@@ -131,6 +131,10 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--rate", type=int, default=200, help="py-spy samples per second")
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--raw", type=Path, help="keep py-spy's samples (collapsed stacks) here")
+    parser.add_argument(
+        "--checkout", type=Path, help="serve another checkout (built) than this one: a before"
+    )
     args = parser.parse_args()
     spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     if not Path(spy).exists():
@@ -139,6 +143,8 @@ def main() -> int:
     import uvloop
 
     server = granian_server("agui-bridge+granian", {})
+    if args.checkout is not None:
+        server.root = args.checkout.resolve()
     server.start()
     try:
         uvloop.run(load(server.port, 4, 1))  # warm up
@@ -160,6 +166,8 @@ def main() -> int:
             sampler.send_signal(signal.SIGINT)
             sampler.wait(60)
             parts = read_samples(raw)
+            if args.raw:
+                shutil.copyfile(raw, args.raw)
     finally:
         server.stop()
     main_thread = server.worker  # the Python thread's id is the process id
