@@ -111,6 +111,8 @@ class RunRecord:
             "multitask_strategy": self.strategy,
             "cancelled": self.cancelled,
             "failed": self.failed,
+            # Its claim of the thread once started: what orders it (RunLog.claim).
+            "claim": self.log.claim if self.log is not None else None,
         }
 
     @classmethod

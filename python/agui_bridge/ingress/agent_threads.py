@@ -321,9 +321,9 @@ class ThreadRoutes:
             return newest << RUN_SHIFT
         return ((newest + 1) << RUN_SHIFT) - 1
 
-    async def _known(self, thread_id: str) -> list:
+    async def _known(self, thread_id: str, after: int | None = None) -> list:
         """The thread's runs this node can read: its logs, the active run, and
-        (shared run logs) every node's recorded runs."""
+        (shared run logs) every node's recorded runs (those before ``after``'s not opened)."""
         runs = self.app.runs
         found = {}
         logs = getattr(runs, "logs", None)
@@ -336,8 +336,10 @@ class ThreadRoutes:
             found[active.run_id] = active
         shared = self.ap.registry.shared
         if shared is not None:
-            for run_id in await shared.of_thread(thread_id):
-                if run_id not in found:
+            oldest = -1 if after is None else after >> RUN_SHIFT
+            for run_id, fields in (await shared.of_thread(thread_id)).items():
+                claim = fields.get("claim")
+                if run_id not in found and (claim is None or claim >= oldest):
                     log = await runs.get(thread_id, run_id)
                     if log is not None:
                         found[run_id] = log
@@ -347,7 +349,7 @@ class ThreadRoutes:
         """The run to read next: the one ``after`` is inside of, else the earliest later one."""
         candidates = [
             log
-            for log in await self._known(thread_id)
+            for log in await self._known(thread_id, after)
             if ((claim_of(log) + 1) << RUN_SHIFT) - 1 > after
         ]
         return min(candidates, key=claim_of, default=None)
