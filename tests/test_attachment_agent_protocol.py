@@ -127,3 +127,16 @@ def test_a_part_over_max_part_bytes_is_413():
         assert response.status_code == 413, response.text
         error = response.json()["error"]
         assert error["code"] == "part_too_large" and "content[0]" in error["message"]
+
+
+def test_a_legacy_binary_part_in_an_agent_protocol_message_is_upgraded():
+    from agui_bridge.agent_protocol.messages import to_agui
+
+    legacy = {"type": "binary", "mimeType": "image/png", "url": "https://x.test/a.png"}
+    message = to_agui({"role": "human", "content": [legacy], "id": "h1"}, 0)
+    assert message["content"] == [
+        {
+            "type": "image",
+            "source": {"type": "url", "value": legacy["url"], "mimeType": "image/png"},
+        }
+    ]

@@ -346,7 +346,7 @@ async def test_a_large_body_is_checked_off_the_event_loop(monkeypatch):
         return real(body, policy)
 
     monkeypatch.setattr(handler, "map_run_input", recording)
-    app, seen = recording_app()
+    app, _seen = recording_app()
     big = base64.b64encode(b"\x02" * (1 << 20)).decode()
     async with client(app) as http:
         small = await http.post("/ag-ui/run", json=body_of("hi", thread_id="s"))

@@ -74,8 +74,8 @@ def _part(block, where: str) -> dict:
             return {"type": "text", "text": block}
         raise RunInputError(f"{where} must be a content block object")
     kind = block.get("type")
-    if kind == "text" or "source" in block:
-        return block  # AG-UI's own (shapes.py checks it)
+    if kind in ("text", "binary") or "source" in block:
+        return block  # AG-UI's own (shapes.py checks it; parts.upgrade a legacy binary)
     if kind == "image_url":
         image = block.get("image_url")
         url = image.get("url") if isinstance(image, dict) else image
