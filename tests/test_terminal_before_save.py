@@ -11,11 +11,16 @@ the answer: the stream never tells another story than the thread.
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import httpx
+import orjson
+from agui_bridge import crumbs as c
+from agui_bridge.app import App
+from agui_bridge.store.memory import MemoryStore
 
-from tests.ingress_apps import parse_sse
+from tests.ingress_apps import parse_sse, run_body
 from tests.servers import serve
 from tests.test_runs_redis import start_run, wait_for
 
@@ -65,3 +70,66 @@ def test_a_quick_runs_run_finished_reaches_its_reader_while_saves_are_held(tmp_p
             assert parse_sse(reader.result().decode())[0][-1]["type"] == "RUN_FINISHED"
             stored = httpx.get(f"{url}/threads/{t}/state").json()["messages"]
             assert [m["role"] for m in stored] == ["user", "assistant"]
+
+
+class HeldStore(MemoryStore):
+    """Holds every save that carries an assistant message (a run's answer)."""
+
+    def __init__(self):
+        super().__init__()
+        self.release = asyncio.Event()
+        self.held = 0
+
+    async def save(self, thread_id, agent_id, new_messages, *args, **kwargs):
+        if any(m.get("role") == "assistant" for m in new_messages):
+            self.held += 1
+            await self.release.wait()
+        return await super().save(thread_id, agent_id, new_messages, *args, **kwargs)
+
+
+async def test_in_process_the_terminal_event_is_sent_while_the_save_is_held():
+    """The same in process (the unit tier's guard): the response carries
+    RUN_FINISHED while the run's save is held, and ends once it is done."""
+    store = HeldStore()
+    app = App(store=store)
+
+    @app.agent("echo")
+    async def echo(ctx):
+        yield c.text_delta("hi")
+
+    body = orjson.dumps(run_body("held", "go"))
+    sent: list[bytes] = []
+    finished = asyncio.Event()
+
+    async def receive():
+        if not sent:
+            sent.append(b"")
+            return {"type": "http.request", "body": body, "more_body": False}
+        await asyncio.Event().wait()  # the client stays
+
+    async def send(message):
+        if message["type"] == "http.response.body":
+            sent.append(message.get("body", b""))
+            if b'"RUN_FINISHED"' in b"".join(sent):
+                finished.set()
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/agui/echo",
+        "headers": [(b"content-type", b"application/json")],
+        "query_string": b"",
+        "client": ("127.0.0.1", 1),
+    }
+    response = asyncio.create_task(app(scope, receive, send))
+    async with asyncio.timeout(30):
+        await finished.wait()
+    assert store.held == 1 and not response.done()  # the save is held: the log goes on
+    assert [m["role"] for m in (await store.load("held")).messages] == ["user"]
+    store.release.set()
+    async with asyncio.timeout(30):
+        await response
+    events, _ = parse_sse(b"".join(sent).decode())
+    assert events[-1]["type"] == "RUN_FINISHED"
+    assert [m["role"] for m in (await store.load("held")).messages] == ["user", "assistant"]
+    await app.aclose()
