@@ -603,7 +603,7 @@ def main(argv=None) -> int:
         write_figures(args.json, results, argv)
     table, md = report(results, infos, args, commands)
     print(table)
-    if not args.quick or args.out != RESULTS:
+    if str(args.out) != "-" and (not args.quick or args.out != RESULTS):  # "-": no report
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(md)
         print(f"written to {args.out}", file=sys.stderr)
