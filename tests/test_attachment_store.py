@@ -160,3 +160,57 @@ async def test_a_large_part_round_trips(make_store, size):
         store = make_store()
     assert (await store.load("t")).messages == [with_image("u1", big)]
     await store.close()
+
+
+async def test_a_branch_keeps_its_images_whole(make_store, tmp_path):
+    """A regenerate branches the thread (docs/branches.md): the old branch, read
+    back, and the new current branch both give their images whole, also from
+    another process (the cut branch's rows keep their blob references)."""
+    import httpx
+    from agui_bridge import crumbs as c
+    from agui_bridge.app import App
+
+    def app_on(store):
+        app = App(store=store)
+
+        @app.agent("echo")
+        async def echo(ctx):
+            yield c.text_delta(f"{len(ctx.parts)} parts")
+
+        return app
+
+    async def post(app, messages, run_id):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+            body = {"threadId": "br", "runId": run_id, "messages": messages}
+            assert (await http.post("/agui/echo", json=body)).status_code == 200
+            return (
+                (await http.get("/threads/br/state")).json(),
+                (await http.get("/threads/br/branches")).json(),
+                http,
+            )
+
+    first = with_image("u1")
+    app = app_on(make_store())
+    state, _, _ = await post(app, [first], "r1")
+    second = with_image("u2", OTHER, text="more")
+    state, _, _ = await post(app, [*state["messages"], second], "r2")
+    assert [m["id"] for m in state["messages"]][::2] == ["u1", "u2"]
+    # regenerate the first answer: [u1] alone, the thread holding [u1, a1, u2, a2]
+    state, listed, _ = await post(app, [first], "r3")
+    assert state["messages"][0] == first and len(state["messages"]) == 2
+    (branch,) = listed["branches"]
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+        old = (await http.get(f"/threads/br/branches/{branch['branchId']}")).json()
+    assert old["messages"][0] == first and old["messages"][2] == second
+    await app.aclose()
+    if make_store.kind != "memory":
+        app = app_on(make_store())  # another process: nothing cached
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+            state = (await http.get("/threads/br/state")).json()
+            old = (await http.get(f"/threads/br/branches/{branch['branchId']}")).json()
+        assert state["messages"][0] == first
+        assert old["messages"][0] == first and old["messages"][2] == second
+        await app.aclose()
