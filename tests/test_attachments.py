@@ -353,3 +353,25 @@ async def test_a_large_body_is_checked_off_the_event_loop(monkeypatch):
         large = await http.post("/ag-ui/run", json=body_of([image(big)], thread_id="l"))
     assert small.status_code == large.status_code == 200
     assert threads == [True, False]  # the small body on the loop, the large one not
+
+
+def test_a_resent_value_is_not_checked_again(monkeypatch):
+    """A client resends every attachment with each run: a value found canonical
+    is known by its hash, a changed one is checked (and refused) again."""
+    from agui_bridge import parts
+
+    checked = []
+    real = parts.canonical
+
+    def counting(value):
+        checked.append(len(value))
+        return real(value)
+
+    monkeypatch.setattr(parts, "canonical", counting)
+    value = base64.b64encode(b"resent " * 1000).decode()
+    map_run_input(body_of([image(value)]))
+    map_run_input(body_of([image(value)], message_id="u2"))
+    assert checked == [len(value)]
+    changed = value[:-2] + "R="  # same length, not canonical
+    refused(body_of([image(changed)]), "canonical base64")
+    assert checked == [len(value), len(value)]

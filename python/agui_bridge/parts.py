@@ -28,6 +28,8 @@ no part may carry it.
 from __future__ import annotations
 
 import binascii
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -149,15 +151,51 @@ def _data(source: dict, where: str, policy: PartPolicy) -> None:
             f"{where}.source.value carries {size} bytes, over the limit of "
             f"{policy.max_part_bytes} (max_part_bytes)"
         )
-    # Canonical base64 (strict: no whitespace, right padding; the last quantum's
-    # unused bits zero), so what a store keeps as bytes replays as sent.
+    if not _CHECKED.seen(value) and not canonical(value):
+        raise RunInputError(f"{where}.source.value must be canonical base64")
+
+
+def canonical(value: str) -> bool:
+    """Canonical base64 (strict: no whitespace, right padding; the last quantum's
+    unused bits zero), so what a store keeps as bytes replays as sent."""
     try:
         binascii.a2b_base64(value, strict_mode=True)
         tail = value[-4:]
         if tail and binascii.b2a_base64(binascii.a2b_base64(tail), newline=False) != tail.encode():
-            raise binascii.Error
+            return False
     except (binascii.Error, ValueError):
-        raise RunInputError(f"{where}.source.value must be canonical base64") from None
+        return False
+    _CHECKED.add(value)
+    return True
+
+
+class _Checked:
+    """The values found canonical lately, by length and hash (none kept): a
+    client resends every attachment with each run (``@ag-ui/client``'s
+    HttpAgent), and hashing a value costs a fraction of checking it again."""
+
+    def __init__(self, size: int = 4096):
+        self.size = size
+        self._keys: OrderedDict[tuple[int, int], None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def seen(self, value: str) -> bool:
+        key = (len(value), hash(value))
+        with self._lock:
+            if key in self._keys:
+                self._keys.move_to_end(key)
+                return True
+        return False
+
+    def add(self, value: str) -> None:
+        key = (len(value), hash(value))
+        with self._lock:
+            self._keys[key] = None
+            if len(self._keys) > self.size:
+                self._keys.popitem(last=False)
+
+
+_CHECKED = _Checked()
 
 
 def _url(source: dict, where: str, policy: PartPolicy) -> None:
