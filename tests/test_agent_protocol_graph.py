@@ -32,7 +32,15 @@ def base_url():
 
 @pytest.fixture(params=["", "/langgraph"], ids=["root", "langgraph"])
 async def client(base_url, request):
+    """Either surface (the root, ``/langgraph``): the same routes."""
     client = get_client(url=base_url + request.param, api_key=None)
+    yield client
+    await client.aclose()
+
+
+@pytest.fixture
+async def root(base_url):
+    client = get_client(url=base_url, api_key=None)
     yield client
     await client.aclose()
 
@@ -143,8 +151,8 @@ async def test_events_mode_is_the_run_as_astream_events(client):
     assert events[-2]["data"]["output"]["loop"]["iteration"] == 1
 
 
-async def test_events_mode_custom_events_and_a_replay_is_the_same(client):
-    thread_id, parts = await _parts(client, "signals", ["events", "values"], input=ASK)
+async def test_events_mode_custom_events_and_a_replay_is_the_same(root):
+    thread_id, parts = await _parts(root, "signals", ["events", "values"], input=ASK)
     custom = [d for e, d in parts if e == "events" and d["event"] == "on_custom_event"]
     assert [(c["name"], c["data"]) for c in custom] == [("progress", {"done": 1, "of": 2})]
     # LangGraph's first values are the input state; the last the run's.
@@ -155,17 +163,15 @@ async def test_events_mode_custom_events_and_a_replay_is_the_same(client):
     run_id = parts[0][1]["run_id"]
     again = [
         (part.event, part.data)
-        async for part in client.runs.join_stream(
-            thread_id, run_id, stream_mode=["events", "values"]
-        )
+        async for part in root.runs.join_stream(thread_id, run_id, stream_mode=["events", "values"])
     ]
     assert again == parts[1:]
 
 
-async def test_stream_subgraphs_names_a_subagents_parts_by_its_namespace(client):
+async def test_stream_subgraphs_names_a_subagents_parts_by_its_namespace(root):
     modes = ["events", "messages-tuple", "values"]
-    _, flat = await _parts(client, "subagents", modes, input=ASK)
-    _, nested = await _parts(client, "subagents", modes, input=ASK, stream_subgraphs=True)
+    _, flat = await _parts(root, "subagents", modes, input=ASK)
+    _, nested = await _parts(root, "subagents", modes, input=ASK, stream_subgraphs=True)
     assert all("|" not in e for e, _ in flat)
     inner = [(e, d) for e, d in nested if "|" in e]
     names = {e.split("|")[0] for e, _ in inner}
@@ -181,10 +187,10 @@ async def test_stream_subgraphs_names_a_subagents_parts_by_its_namespace(client)
     assert [e.split("|")[0] for e, _ in nested[1:]] == [e for e, _ in flat[1:]]
 
 
-async def test_stream_subgraphs_without_subagents_changes_nothing(client):
+async def test_stream_subgraphs_without_subagents_changes_nothing(root):
     modes = ["updates", "custom"]
-    _, flat = await _parts(client, "demo", modes, input=ASK)
-    _, nested = await _parts(client, "demo", modes, input=ASK, stream_subgraphs=True)
+    _, flat = await _parts(root, "demo", modes, input=ASK)
+    _, nested = await _parts(root, "demo", modes, input=ASK, stream_subgraphs=True)
 
     def shape(parts):
         return [(e, sorted(d) if isinstance(d, dict) else d) for e, d in parts[1:]]
@@ -192,9 +198,9 @@ async def test_stream_subgraphs_without_subagents_changes_nothing(client):
     assert shape(nested) == shape(flat)
 
 
-async def test_a_command_with_an_input_runs_the_command(client):
-    thread_id = (await client.threads.create())["thread_id"]
-    paused = await client.runs.wait(
+async def test_a_command_with_an_input_runs_the_command(root):
+    thread_id = (await root.threads.create())["thread_id"]
+    paused = await root.runs.wait(
         thread_id, "demo", input={"messages": [{"role": "user", "content": "approve it"}]}
     )
     assert paused["__interrupt__"]
@@ -202,7 +208,7 @@ async def test_a_command_with_an_input_runs_the_command(client):
     # resume as command, CopilotKit's interruptEvent beside it. LangGraph runs the command.
     resent = {"messages": [{"role": "user", "content": "never stored"}], "tools": []}
     command = {"resume": "yes", "interruptEvent": "{}"}
-    done = await client.runs.wait(thread_id, "demo", input=resent, command=command)
+    done = await root.runs.wait(thread_id, "demo", input=resent, command=command)
     assert "__interrupt__" not in done
     contents = [m["content"] for m in done["messages"]]
     assert contents[-1].startswith("Approved") and "never stored" not in contents
@@ -227,24 +233,24 @@ async def test_the_langgraph_surface_has_the_messages_in_the_values(base_url):
     assert history[0]["values"]["messages"] == messages
 
 
-async def test_update_state_from_another_checkpoint_is_refused_not_applied(client):
+async def test_update_state_from_another_checkpoint_is_refused_not_applied(root):
     """A state update names the checkpoint it updates: one that is neither the
     current one nor a step of the current branch is a 422, never applied to the
     current state."""
-    thread_id = (await client.threads.create())["thread_id"]
-    await client.runs.wait(thread_id, "demo", input=ASK)
-    current = (await client.threads.get_state(thread_id))["checkpoint"]["checkpoint_id"]
+    thread_id = (await root.threads.create())["thread_id"]
+    await root.runs.wait(thread_id, "demo", input=ASK)
+    current = (await root.threads.get_state(thread_id))["checkpoint"]["checkpoint_id"]
     with pytest.raises(UnprocessableEntityError):
-        await client.threads.update_state(thread_id, {"x": 1}, checkpoint_id=str(uuid.uuid4()))
+        await root.threads.update_state(thread_id, {"x": 1}, checkpoint_id=str(uuid.uuid4()))
     with pytest.raises(UnprocessableEntityError):
         stale = {"checkpoint_id": str(uuid.uuid4()), "checkpoint_ns": ""}
-        await client.threads.update_state(thread_id, {"x": 1}, checkpoint=stale)
-    assert "x" not in (await client.threads.get_state(thread_id))["values"]
+        await root.threads.update_state(thread_id, {"x": 1}, checkpoint=stale)
+    assert "x" not in (await root.threads.get_state(thread_id))["values"]
     # The current checkpoint, and as_node (the agent is the graph's one node), are taken.
-    done = await client.threads.update_state(
+    done = await root.threads.update_state(
         thread_id, {"x": 2}, checkpoint_id=current, as_node="demo"
     )
-    assert (await client.threads.get_state(thread_id))["values"]["x"] == 2
+    assert (await root.threads.get_state(thread_id))["values"]["x"] == 2
     assert done["checkpoint"]["checkpoint_id"] != current
 
 
