@@ -26,6 +26,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -68,10 +69,18 @@ def demo():
 class Runtime:
     """A running CopilotKit runtime: its endpoint and what it wrote on stderr."""
 
-    def __init__(self, url: str, log):
+    def __init__(self, url: str, log, proc, printed: list[str]):
         self.url = url
         self._log = log
         self._read = 0
+        self.proc = proc
+        self.printed = printed  # its stdout after the port line, drained so it never blocks
+
+    def state(self) -> str:
+        """Whether it still runs, and what it printed (for a failure's message)."""
+        code = self.proc.poll()
+        alive = "running" if code is None else f"exited with {code}"
+        return f"the runtime is {alive}; it printed: {''.join(self.printed)[-2000:]!r}"
 
     def new_output(self) -> str:
         self._log.seek(self._read)
@@ -95,6 +104,7 @@ def copilotkit_runtime(node, agent_url: str, timeout: float = 30.0, graph_id: st
             text=True,
             start_new_session=True,
         )
+        drain = None
         try:
             deadline = time.monotonic() + timeout
             line = ""
@@ -104,7 +114,10 @@ def copilotkit_runtime(node, agent_url: str, timeout: float = 30.0, graph_id: st
                     raise RuntimeError(f"the CopilotKit runtime did not start: {log.read()}")
                 line = proc.stdout.readline()
             port = json.loads(line)["port"]
-            yield Runtime(f"http://127.0.0.1:{port}/api/copilotkit", log)
+            printed: list[str] = []
+            drain = threading.Thread(target=printed.extend, args=(proc.stdout,), daemon=True)
+            drain.start()
+            yield Runtime(f"http://127.0.0.1:{port}/api/copilotkit", log, proc, printed)
         finally:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
@@ -113,6 +126,8 @@ def copilotkit_runtime(node, agent_url: str, timeout: float = 30.0, graph_id: st
                 except subprocess.TimeoutExpired:
                     os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait(5)
+            if drain is not None:
+                drain.join(5)  # it ends at the pipe's end, once the runtime is gone
             proc.stdout.close()
 
 
@@ -146,7 +161,10 @@ def run_pages(node, version, runtime: Runtime, pages, tmp_path, *, expect_ok=Tru
     logged = runtime.new_output()
     if not expect_ok:
         return out
-    assert out["ok"], f"@copilotkit/core {version} warned or failed: {out['warnings']}"
+    assert out["ok"], (
+        f"@copilotkit/core {version} warned or failed: {out['warnings']};"
+        f" {runtime.state()}; its stderr: {logged[-4000:]!r}"
+    )
     assert not logged, f"the CopilotKit runtime logged a problem: {logged}"
     assert [len(p["steps"]) for p in out["pages"]] == [len(p) for p in pages]
     return out

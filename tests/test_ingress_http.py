@@ -385,9 +385,10 @@ def test_one_active_run_per_thread_across_workers(tmp_path):
 
         async def scenario():
             async with httpx.AsyncClient(base_url=base_url, timeout=20) as http:
-                # 3 s: six 409s on new connections take over 1 s on a loaded machine
+                # 60 s, cancelled once the six 409s are in: a 3 s run ended
+                # before the sixth on a loaded machine (a 200, in CI)
                 first = asyncio.ensure_future(
-                    http.post("/ag-ui/run", json=run_body(tid, "slow 60", run_id=run_id))
+                    http.post("/ag-ui/run", json=run_body(tid, "slow 1200", run_id=run_id))
                 )
                 assert await wait_for(
                     lambda: asyncio.sleep(0, (MARKS / f"started-{run_id}").exists())
@@ -398,6 +399,8 @@ def test_one_active_run_per_thread_across_workers(tmp_path):
                         response = await other.post("/ag-ui/run", json=run_body(tid, "hi"))
                         statuses.append(response.status_code)
                 assert statuses == [409] * 6
+                cancel = await http.post(f"/threads/{tid}/runs/{run_id}/cancel")
+                assert cancel.status_code == 202, cancel.text
                 events, _ = parse_sse((await first).text)
                 assert_valid_agui(events)
                 again = await http.post("/ag-ui/run", json=run_body(tid, "hi"))
