@@ -64,6 +64,7 @@ class LcEvents:
     def __init__(self, node: str, run_id: str, meta: dict):
         self.node = node
         self.run_id = run_id
+        self.ids: dict[str, str] = {}
         self.meta = meta  # the projector's (langgraph_node, step, thread and run ids)
         self.graph_run = self._id("graph")
         self.node_run = self._id("node")
@@ -74,7 +75,10 @@ class LcEvents:
         self.owners: dict[str, str | None] = {}  # tool call id -> its message's id
 
     def _id(self, what: str) -> str:
-        return str(uuid.uuid5(uuid.NAMESPACE_URL, f"{self.run_id}:{what}"))
+        made = self.ids.get(what)
+        if made is None:  # once per thing: a chat model's id is asked for at every token
+            made = self.ids[what] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{self.run_id}:{what}"))
+        return made
 
     def _event(self, event, name, run_id, data, parents) -> dict:
         return {
