@@ -9,6 +9,8 @@ and goes on as if nothing was missing.
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 from agui_bridge import App
 from agui_bridge import crumbs as c
@@ -21,6 +23,9 @@ def _app() -> App:
     async def long(ctx):
         for i in range(300):
             yield c.text_delta(f"{i:04d} " + "x" * 1000)
+            # As a model's stream does: an agent that never awaits is written
+            # in batches of 1,024 deltas, and the log trims whole batches.
+            await asyncio.sleep(0)
 
     return app
 
