@@ -140,16 +140,13 @@ async def test_on_event_errors_do_not_break_runs_and_async_authenticate():
 async def test_one_thread_across_two_agents_and_chunks_history():
     async with client_for(make_app(store="memory://")) as http:
         await stream(http, "/agui/echo", run_body("both", "one"))
+        # The conversation as the page shows it (the reply too: a list that left
+        # it out would start a new branch after "one", issue 20).
+        shown = (await http.get("/threads/both/state")).json()["messages"]
         events = await stream(
             http,
             "/agui/planner",
-            run_body(
-                "both",
-                [
-                    {"id": "u-both-one", "role": "user", "content": "one"},
-                    {"id": "u2", "role": "user", "content": "two"},
-                ],
-            ),
+            run_body("both", [*shown, {"id": "u2", "role": "user", "content": "two"}]),
         )
         assert events[-1]["result"] == "planned"
         messages = (await http.get("/threads/both/state")).json()["messages"]
