@@ -132,3 +132,28 @@ async def test_a_long_burst_keeps_every_delta_in_order_with_consecutive_ids():
     assert events[-1]["type"] == "RUN_FINISHED"
     steps = [e["stepName"] for e in events if e["type"] == "STEP_STARTED"]
     assert steps == [f"s{at}" for at in range(999, count, 1000)]
+
+
+@pytest.mark.parametrize("size", [1, 1000, 20_000])
+async def test_an_agent_that_never_awaits_reaches_the_log_in_pieces_of_about_yield_at(size):
+    # A long burst in one write would keep the readers waiting and make the
+    # log's trimming (whole entries, the newest kept) drop the whole run.
+    count = 8 * YIELD_AT // (size + 60) + 10
+
+    async def agent(ctx):
+        for at in range(count):
+            yield c.text_delta(f"{at:05d}" + "x" * size)
+
+    app = _app(agent)
+    transport = httpx.ASGITransport(app=app)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://a") as http:
+            body = run_body(f"pieces-{size}", "go", run_id=f"r-{size}")
+            response = await http.post("/ag-ui/run", json=body)
+        events, _ = parse_sse(response.text)
+        assert _deltas(events) == "".join(f"{at:05d}" + "x" * size for at in range(count))
+        run_log = await app.runs.get(f"pieces-{size}", f"r-{size}")
+        assert len(run_log.chunks) >= 4
+        assert max(len(chunk) for chunk in run_log.chunks) <= 2 * YIELD_AT + size + 200
+    finally:
+        await app.aclose()

@@ -42,9 +42,10 @@ log = logging.getLogger("agui_bridge.runs")
 # many unflushed bytes the run appends them and yields to the loop.
 YIELD_AT = 64 * 1024
 # Text deltas are queued and encoded together (``encode_many``: a third of the
-# per-item cost of ``encode``, benches/RESULTS.md) at the tick's flush, or
-# every this many deltas for an agent that never awaits (about YIELD_AT of
-# one-token frames: one batch is one write, no join).
+# per-item cost of ``encode``, benches/RESULTS.md) at the tick's flush, or, for
+# an agent that never awaits, every batch of about YIELD_AT bytes: the batch's
+# length follows the size of the frames just made (one-token frames: about
+# 1,000 deltas, one write, no join), never more than this.
 BATCH = 1024
 
 # What opens and closes a span a joining reader must see re-opened.
@@ -155,6 +156,7 @@ class Run:
         self._items: list = []
         self._bad: BaseException | None = None
         self._items_at = 0.0  # the loop's time when the first of them came (coalescing's window)
+        self._batch = 1  # how many to queue before encoding them (see BATCH): learnt
         self._begun = False
         self._first = _first_item(agent.dialect, ctx)
         self._first_events: list[dict] = []
@@ -258,6 +260,7 @@ class Run:
         """Encodes the queued text deltas in one call; a bad one ends the batch
         (the deltas before it go out) and is raised by the agent loop."""
         items = self._items
+        count = len(items)
         try:
             frames = self.t.encode_many(items)
         except CrumbError as error:
@@ -266,6 +269,8 @@ class Run:
                 self._bad = error
         finally:
             items.clear()
+        if frames:  # (deltas that coalescing holds make none: no size to go by)
+            self._batch = max(1, min(BATCH, count * YIELD_AT // len(frames)))
         if frames:
             self._pending.append(frames)
             self._pending_size += len(frames)
@@ -471,7 +476,7 @@ class Run:
                         if holder is not None:
                             self._items_at = loop.time()
                     items.append(item)
-                    if len(items) >= BATCH:
+                    if len(items) >= self._batch:
                         self._encode_items()
                         if self._bad is not None:
                             raise self._bad
