@@ -116,30 +116,36 @@ def branch_point(messages, stored, held) -> int | None:
         return None
     newest_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
     last = -1  # the branch position of the last shared message
+    size = len(stored)
     for index, message in enumerate(messages):
         message_id = message.get("id")
-        if message.get("role") == "activity" or not isinstance(message_id, str):
+        role = message.get("role")
+        if role == "activity" or not isinstance(message_id, str):
             continue
-        if message_id not in held:
-            if message.get("role") in ("system", "developer"):
-                continue  # instructions a client puts first, often under fresh ids
-            if message.get("role") == "tool":
-                # A result follows its call (a client may send it without the call).
-                last = max(last, _caller(stored, message.get("toolCallId")))
-                continue
+        if last + 1 < size and stored[last + 1].get("id") == message_id:
+            position = last + 1  # the usual case: the branch resent in order
+        elif message_id in held:
+            position = _position(stored, message_id, last)
+            if position is None:
+                continue  # a stored row left out of the thread (store/tail.py)
+        elif role in ("system", "developer"):
+            continue  # instructions a client puts first, often under fresh ids
+        elif role == "tool":
+            # A result follows its call (a client may send it without the call).
+            last = max(last, _caller(stored, message.get("toolCallId")))
+            continue
+        else:
             break  # the client's own messages start here
-        position = _position(stored, message_id, last)
-        if position is None:
-            continue  # a stored row left out of the thread (store/tail.py)
         kept = stored[position]
         if index == newest_user and _edited(kept, message):
             later = (m.get("id") for m in messages[index + 1 :])
-            if position < len(stored) - 1 and not any(i in held for i in later):
+            if position < size - 1 and not any(i in held for i in later):
                 return position
             return None  # today's rule: same_turn refuses it (409)
-        if _stopped(kept, message):
+        if role == "assistant" and _stopped(kept, message):
             return position
-        last = max(last, position)
+        if position > last:
+            last = position
     if last < 0:
         return None
     end = len(stored)
