@@ -25,6 +25,7 @@ clocks, so the machines sharing a store keep their clocks in sync (NTP);
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 import time
@@ -116,10 +117,18 @@ def create(store, thread_id, metadata, owner=None):
 
 def _takes(method, name: str) -> bool:
     # A store of one's own (App(store=obj)) may predate owners and statuses.
+    return name in _parameters(getattr(method, "__func__", method))
+
+
+@functools.lru_cache(maxsize=256)
+def _parameters(function) -> frozenset[str]:
+    # Asked three times per save: inspect.signature each time was about 3 % of
+    # a worker's Python thread (benches/server_profile.py). Keyed by the
+    # function, not the bound method, which is a new object per access.
     try:
-        return name in inspect.signature(method).parameters
+        return frozenset(inspect.signature(function).parameters)
     except (TypeError, ValueError):
-        return False
+        return frozenset()
 
 
 async def keep(store, lease: Lease | None, ttl: float, renewed=None, held_from=None) -> None:
