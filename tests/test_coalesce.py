@@ -105,7 +105,8 @@ def merged(outcomes, cap, flushed):
                 out.append(event)
                 continue
             n = len(event["delta"].encode())
-            same = group is not None and (group["type"], group[key]) == (event["type"], event[key])
+            # The type first: a text group has no toolCallId to compare (and back).
+            same = group is not None and group["type"] == event["type"] and group[key] == event[key]
             if not same or size + n > cap:
                 close()
             if group is None:
