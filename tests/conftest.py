@@ -142,3 +142,25 @@ def redis_server():
 def redis_url(redis_server):
     """The URL of a flushed database of the session's redis-server."""
     return redis_server.url(redis_server.fresh_db())
+
+
+@pytest.fixture(scope="module")
+def nodes(redis_server, pg_server):
+    """Two gateway nodes (RSGI and ASGI) of ``tests.agent_protocol_apps`` sharing run
+    logs on Redis and threads on PostgreSQL: the Agent Protocol's cross-node tests."""
+    from tests.servers import serve
+
+    database = pg_server.create_database()
+    env = {
+        "AGUI_TEST_RUNS": redis_server.url(redis_server.fresh_db()),
+        "AGUI_TEST_STORE": pg_server.url(database),
+        "AGUI_DEMO_DELAY": "0",
+    }
+    try:
+        with (
+            serve("tests.agent_protocol_apps:app", env=env) as a,
+            serve("tests.agent_protocol_apps:app", env=env, interface="asgi") as b,
+        ):
+            yield a, b
+    finally:
+        pg_server.drop_database(database)

@@ -6,28 +6,7 @@ from __future__ import annotations
 
 import uuid
 
-import pytest
 from langgraph_sdk import get_client
-
-from tests.servers import serve
-
-
-@pytest.fixture(scope="module")
-def nodes(redis_server, pg_server):
-    database = pg_server.create_database()
-    env = {
-        "AGUI_TEST_RUNS": redis_server.url(redis_server.fresh_db()),
-        "AGUI_TEST_STORE": pg_server.url(database),
-        "AGUI_DEMO_DELAY": "0",
-    }
-    try:
-        with (
-            serve("tests.agent_protocol_apps:app", env=env) as a,
-            serve("tests.agent_protocol_apps:app", env=env, interface="asgi") as b,
-        ):
-            yield a, b
-    finally:
-        pg_server.drop_database(database)
 
 
 async def test_a_run_on_one_node_seen_joined_and_cancelled_on_the_other(nodes):
