@@ -14,7 +14,6 @@ import orjson
 
 from ..agent_protocol.runs import iso
 from ..errors import HttpError
-from .access import require
 
 JSON = [("content-type", "application/json"), ("cache-control", "no-cache")]
 
@@ -32,7 +31,7 @@ def listed(branch) -> dict:
 
 def register(handler, routes) -> None:
     async def branches(conn, thread_id: str) -> None:
-        thread = await _thread(handler, conn, thread_id)
+        thread = await handler.readable_thread(conn, thread_id)
         left = await _store_branches(handler.app.store, thread_id)
         last = thread.messages[-1]["id"] if thread.messages else None
         body = {
@@ -43,7 +42,7 @@ def register(handler, routes) -> None:
         await conn.respond(200, orjson.dumps(body), JSON)
 
     async def branch(conn, thread_id: str, number: str) -> None:
-        await _thread(handler, conn, thread_id)
+        await handler.readable_thread(conn, thread_id)
         store = handler.app.store
         found = None
         if number.isdigit() and hasattr(store, "branch"):
@@ -60,20 +59,6 @@ def register(handler, routes) -> None:
 
     routes.add("GET", "/threads/{thread_id:path}/branches", branches)
     routes.add("GET", "/threads/{thread_id:path}/branches/{number}", branch)
-
-
-async def _thread(handler, conn, thread_id: str):
-    """The thread, for a reader its guards let in (404 when there is none)."""
-    from .handler import thread_guards
-
-    app = handler.app
-    identity = await handler.identify(handler.request_of(conn))
-    require(identity, "read")
-    thread = await app.store.load(thread_id)
-    await handler.authorize_thread(identity, thread_id, thread_guards(app, thread))
-    if thread is None:
-        raise HttpError(404, "not_found", f"no thread {thread_id!r}")
-    return thread
 
 
 async def _store_branches(store, thread_id: str) -> list:

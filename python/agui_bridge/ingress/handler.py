@@ -260,9 +260,8 @@ class Handler:
 
     # -- GET /threads/{id}/state ------------------------------------------
 
-    async def _state(self, conn, thread_id: str) -> None:
-        from ..agent_protocol.objects import thread_state
-
+    async def readable_thread(self, conn, thread_id: str):
+        """The stored thread, for a reader its guards let in (403 before 404)."""
         app = self.app
         identity = await self.identify(self.request_of(conn))
         require(identity, "read")
@@ -270,7 +269,12 @@ class Handler:
         await self.authorize_thread(identity, thread_id, thread_guards(app, thread))
         if thread is None:
             raise HttpError(404, "not_found", f"no thread {thread_id!r}")
-        body = orjson.dumps(thread_state(thread))
+        return thread
+
+    async def _state(self, conn, thread_id: str) -> None:
+        from ..agent_protocol.objects import thread_state
+
+        body = orjson.dumps(thread_state(await self.readable_thread(conn, thread_id)))
         await conn.respond(
             200, body, [("content-type", "application/json"), ("cache-control", "no-cache")]
         )
