@@ -12,7 +12,12 @@ from .stream import interrupts_of, values_of
 
 def checkpoint(thread) -> dict:
     # No checkpoints are kept: the thread's revision names its one state.
-    seed = f"{thread.thread_id}:{thread.updated_at}:{len(thread.messages)}"
+    return named_checkpoint(thread, f"{thread.updated_at}:{len(thread.messages)}")
+
+
+def named_checkpoint(thread, name: str) -> dict:
+    """A checkpoint object whose id is derived from ``name`` within the thread."""
+    seed = f"{thread.thread_id}:{name}"
     return {
         "thread_id": thread.thread_id,
         "checkpoint_ns": "",

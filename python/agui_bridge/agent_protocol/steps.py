@@ -24,10 +24,8 @@ the current branch holds that prefix.
 
 from __future__ import annotations
 
-import uuid
-
 from .branches import history as branch_history
-from .objects import checkpoint, langgraph_state
+from .objects import checkpoint, langgraph_state, named_checkpoint
 from .runs import iso
 from .stream import values_of
 
@@ -36,13 +34,7 @@ def step_checkpoint(thread, n: int) -> dict:
     # Named by where it ends (the id of its last message): the same step for as
     # long as the current branch holds it, whatever was saved after it.
     last = thread.messages[n - 1].get("id") if n else ""
-    seed = f"{thread.thread_id}:step:{n}:{last}"
-    return {
-        "thread_id": thread.thread_id,
-        "checkpoint_ns": "",
-        "checkpoint_id": str(uuid.uuid5(uuid.NAMESPACE_URL, seed)),
-        "checkpoint_map": None,
-    }
+    return named_checkpoint(thread, f"step:{n}:{last}")
 
 
 def step_of(thread, checkpoint_id: str) -> int | None:
