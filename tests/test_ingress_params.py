@@ -75,3 +75,25 @@ async def test_an_odd_limit_or_offset_is_a_422_on_every_route_that_pages(http):
     # The rule still reads what is a number.
     assert (await http.post("/threads/search", json={"limit": "5"})).status_code == 200
     assert (await http.get(f"/threads/{thread}/runs", params={"limit": "5"})).status_code == 200
+
+
+async def test_an_odd_branch_number_is_a_404_not_a_500(http):
+    """``GET /threads/{id}/branches/{n}`` read n with ``str.isdigit``: '²' passed
+    it and ``int`` refused it (a 500)."""
+    body = {
+        "threadId": "tb",
+        "runId": "r1",
+        "messages": [{"id": "u1", "role": "user", "content": "hi"}],
+    }
+    assert (await http.post("/agui/demo", json=body)).status_code == 200
+    for value in ODD:
+        if value.strip() and "/" not in value:
+            _error(await http.get(f"/threads/tb/branches/{value}"), 404, "not_found")
+    _error(await http.get("/threads/tb/branches/7"), 404, "not_found")
+
+
+async def test_an_odd_xray_depth_is_a_422_not_a_500(http):
+    """``GET /assistants/{id}/graph?xray=`` took a depth by ``str.isdigit``: '²' passed."""
+    for value in ODD:
+        _error(await http.get("/assistants/demo/graph", params={"xray": value}), 422)
+    assert (await http.get("/assistants/demo/graph", params={"xray": "2"})).status_code == 200

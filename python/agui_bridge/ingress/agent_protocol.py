@@ -50,7 +50,7 @@ from ..webhooks import Delivery, refuse_all
 from .access import require
 from .agent_threads import ThreadRoutes
 from .handler import HttpError, thread_guards
-from .params import bounded, last_event_id
+from .params import bounded, integer, last_event_id
 
 log = logging.getLogger("agui_bridge.ingress")
 
@@ -906,8 +906,9 @@ def _flag(value, name: str):
         return False
     if value == "true":
         return True
-    if value.isdigit() and name == "xray":
-        return int(value)
+    depth = integer(value) if name == "xray" else None  # ASCII digits ('²' was a 500)
+    if depth is not None:
+        return depth
     raise _unprocessable(f"'{name}' must be true or false")
 
 

@@ -14,6 +14,7 @@ import orjson
 
 from ..agent_protocol.runs import iso
 from ..errors import HttpError
+from .params import integer
 
 JSON = [("content-type", "application/json"), ("cache-control", "no-cache")]
 
@@ -45,8 +46,9 @@ def register(handler, routes) -> None:
         await handler.readable_thread(conn, thread_id)
         store = handler.app.store
         found = None
-        if number.isdigit() and hasattr(store, "branch"):
-            found = await store.branch(thread_id, int(number))
+        n = integer(number)  # ASCII digits: str.isdigit took '²', which int refused (a 500)
+        if n is not None and hasattr(store, "branch"):
+            found = await store.branch(thread_id, n)
         if found is None:
             raise HttpError(404, "not_found", f"thread {thread_id!r} has no branch {number!r}")
         body = {
