@@ -10,20 +10,13 @@ with every save (``objects.checkpoint``).
 
 from __future__ import annotations
 
-import uuid
-
-from .objects import checkpoint, langgraph_state, thread_state
+from .objects import checkpoint, langgraph_state, named_checkpoint, thread_state
 from .runs import iso
 from .stream import values_of
 
 
 def branch_checkpoint(thread_id: str, number: int) -> dict:
-    return {
-        "thread_id": thread_id,
-        "checkpoint_ns": "",
-        "checkpoint_id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{thread_id}:branch:{number}")),
-        "checkpoint_map": None,
-    }
+    return named_checkpoint(thread_id, f"branch:{number}")
 
 
 def branch_state(thread_id: str, branch) -> dict:

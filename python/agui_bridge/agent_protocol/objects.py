@@ -12,14 +12,14 @@ from .stream import interrupts_of, values_of
 
 def checkpoint(thread) -> dict:
     # No checkpoints are kept: the thread's revision names its one state.
-    return named_checkpoint(thread, f"{thread.updated_at}:{len(thread.messages)}")
+    return named_checkpoint(thread.thread_id, f"{thread.updated_at}:{len(thread.messages)}")
 
 
-def named_checkpoint(thread, name: str) -> dict:
+def named_checkpoint(thread_id: str, name: str) -> dict:
     """A checkpoint object whose id is derived from ``name`` within the thread."""
-    seed = f"{thread.thread_id}:{name}"
+    seed = f"{thread_id}:{name}"
     return {
-        "thread_id": thread.thread_id,
+        "thread_id": thread_id,
         "checkpoint_ns": "",
         "checkpoint_id": str(uuid.uuid5(uuid.NAMESPACE_URL, seed)),
         "checkpoint_map": None,

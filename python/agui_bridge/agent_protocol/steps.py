@@ -34,7 +34,7 @@ def step_checkpoint(thread, n: int) -> dict:
     # Named by where it ends (the id of its last message): the same step for as
     # long as the current branch holds it, whatever was saved after it.
     last = thread.messages[n - 1].get("id") if n else ""
-    return named_checkpoint(thread, f"step:{n}:{last}")
+    return named_checkpoint(thread.thread_id, f"step:{n}:{last}")
 
 
 def step_of(thread, checkpoint_id: str) -> int | None:
