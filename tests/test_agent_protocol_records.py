@@ -15,6 +15,8 @@ import orjson
 import pytest
 from langgraph_sdk import get_client, get_sync_client
 
+from tests.thread_runs import check_no_run_lost
+
 
 @pytest.fixture
 async def clients(nodes):
@@ -290,3 +292,13 @@ async def test_a_run_queued_on_one_node_cancelled_through_the_other(clients):
     assert values["messages"][-1]["content"].strip().endswith("tick 39")
     assert (await a.threads.get(thread_id))["status"] == "idle"
     assert (await b.runs.get(thread_id, queued["run_id"]))["status"] == "interrupted"
+
+
+async def test_quick_runs_on_one_node_are_all_streamed_on_the_other(nodes):
+    """Runs of both protocols on node b, each starting and ending between two looks of
+    an idle stream on node a: a reads every one, in order, and b resumes a's cursor."""
+    async with (
+        httpx.AsyncClient(base_url=nodes[0], timeout=30) as on_a,
+        httpx.AsyncClient(base_url=nodes[1], timeout=30) as on_b,
+    ):
+        await check_no_run_lost(on_b, [on_a, on_b])

@@ -17,6 +17,7 @@ from langgraph_sdk import get_client, get_sync_client
 from websockets.exceptions import InvalidStatus
 
 from tests.servers import serve
+from tests.thread_runs import check_no_run_lost
 
 ASK = {"messages": [{"role": "user", "content": "what is 6 * 7?"}]}
 APPROVE = {"messages": [{"role": "user", "content": "approve deleting the draft"}]}
@@ -226,3 +227,10 @@ async def test_a_websocket_is_refused_where_granian_takes_them(interface):
         "tests.agent_protocol_apps:app", env=env, interface=interface, options=["--ws"]
     ) as url:
         assert await _websocket_refused(url) in (403, 405)
+
+
+async def test_quick_runs_of_both_protocols_are_all_streamed(base_url):
+    """Runs that start and end between two looks of an idle stream are each streamed,
+    in order, and again from ``since`` (issue 22: nothing lost, nothing twice)."""
+    async with httpx.AsyncClient(base_url=base_url, timeout=30) as http:
+        await check_no_run_lost(http, [http])

@@ -55,7 +55,21 @@ async def origin(app, record):
         for m in thread.messages
         if m.get("id") in ids or (m.get("role") == "tool" and m.get("toolCallId") in calls)
     ]
-    return [m for m in thread.messages if m not in own], thread.state
+    before = thread.messages[: _end_of_turn(thread.messages, run_log.turn, own)]
+    return [m for m in before if m not in own], thread.state
+
+
+def _end_of_turn(messages: list, turn: list, own: list) -> int:
+    """Where the run's messages begin in the stored thread: after its user's turn,
+    else at the first message it made. Later runs' messages come after it, and are
+    not the run's base (a run read again after others ran on the thread)."""
+    asked = {m.get("id") for m in turn if isinstance(m, dict)} - {None}
+    last = max((i for i, m in enumerate(messages) if m.get("id") in asked), default=None)
+    if last is not None:
+        return last + 1
+    mine = {id(m) for m in own}
+    first = next((i for i, m in enumerate(messages) if id(m) in mine), None)
+    return len(messages) if first is None else first
 
 
 class Parts:

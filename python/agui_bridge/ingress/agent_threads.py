@@ -15,8 +15,10 @@ it is sent again) or, without one, from the start of the thread's active
 run, or of the run a command just started here when it already ended (a
 quick run ends before its client subscribes: ``Fresh``), or of the run that
 asked for the thread's pending interrupts, else from the next run. It ends
-when the client leaves. Runs are found in this worker's logs, the thread's
-active run and, with shared run logs, the shared run records.
+when the client leaves. The thread's runs are the run backend's sequence of
+the runs that claimed it (``runs.started``: this worker's logs, or every
+node's with shared run logs), so an idle stream that looks every ``POLL``
+reads a run that began and ended between two looks, on any node.
 """
 
 from __future__ import annotations
@@ -44,7 +46,8 @@ from .access import require
 from .handler import HttpError
 
 JSON = [("content-type", "application/json"), ("cache-control", "no-cache")]
-# How often an idle thread stream looks for the thread's next run.
+# How often an idle thread stream looks for the thread's next run (a delay, never a
+# loss: it reads every run begun since).
 POLL = 0.2
 # How long a run a command started is read from its start by a stream opened without ``since``.
 FRESH = 60.0
@@ -305,54 +308,44 @@ class ThreadRoutes:
 
     async def _start_of(self, thread_id: str, thread) -> int:
         """Where a stream opened without ``since`` begins (see the module)."""
-        known = await self._known(thread_id)
-        active = await self.app.runs.active_of(thread_id)
+        runs = self.app.runs
+        active = await runs.active_of(thread_id)
         if active is not None and active.visible:
             return claim_of(active) << RUN_SHIFT
+        started = await runs.started(thread_id, -1)
         fresh = self.fresh.get(thread_id)
         if fresh is not None and not fresh.read and time.monotonic() - fresh.at < FRESH:
-            for log in known:
-                if log.run_id == fresh.run_id:
-                    return claim_of(log) << RUN_SHIFT
-        newest = max((claim_of(log) for log in known), default=-1)
+            for claim, run_id in started:
+                if run_id == fresh.run_id:
+                    return claim << RUN_SHIFT
+        newest = -1
+        for claim, run_id in reversed(started):
+            if await runs.get(thread_id, run_id) is not None:
+                newest = claim  # the newest run that began (one still starting is read)
+                break
         if thread is not None and thread.interrupts and newest >= 0:
             # The run that asked for the pending input: a session opened to answer it
             # is told what it asks (input.requested), as its own session was.
             return newest << RUN_SHIFT
         return ((newest + 1) << RUN_SHIFT) - 1
 
-    async def _known(self, thread_id: str, after: int | None = None) -> list:
-        """The thread's runs this node can read: its logs, the active run, and
-        (shared run logs) every node's recorded runs (those before ``after``'s not opened)."""
-        runs = self.app.runs
-        found = {}
-        logs = getattr(runs, "logs", None)
-        if logs is not None:
-            for (tid, run_id), log in list(logs.by_run.items()):
-                if tid == thread_id and log.visible:
-                    found[run_id] = log
-        active = await runs.active_of(thread_id)
-        if active is not None:
-            found[active.run_id] = active
-        shared = self.ap.registry.shared
-        if shared is not None:
-            oldest = -1 if after is None else after >> RUN_SHIFT
-            for run_id, fields in (await shared.of_thread(thread_id)).items():
-                claim = fields.get("claim")
-                if run_id not in found and (claim is None or claim >= oldest):
-                    log = await runs.get(thread_id, run_id)
-                    if log is not None:
-                        found[run_id] = log
-        return list(found.values())
-
     async def _next(self, thread_id: str, after: int):
-        """The run to read next: the one ``after`` is inside of, else the earliest later one."""
-        candidates = [
-            log
-            for log in await self._known(thread_id, after)
-            if ((claim_of(log) + 1) << RUN_SHIFT) - 1 > after
-        ]
-        return min(candidates, key=claim_of, default=None)
+        """The run to read next: the one ``after`` is inside of, else the earliest later
+        one. Every run that claimed the thread is in the backend's sequence of the
+        thread's runs (``runs.started``), so one that began and ended on any node
+        since the last look is read too; one not begun yet is waited for, and one
+        that never began (its node died first) is passed once a later run exists."""
+        runs = self.app.runs
+        started = await runs.started(thread_id, (after >> RUN_SHIFT) - 1)
+        for index, (claim, run_id) in enumerate(started):
+            if ((claim + 1) << RUN_SHIFT) - 1 <= after:
+                continue
+            log = await runs.get(thread_id, run_id)
+            if log is not None:
+                return log
+            if index == len(started) - 1:
+                return None
+        return None
 
     async def _reading(self, thread_id: str, log, wanted: Filter, after: int) -> _Reading:
         record = await self.ap.registry.get(thread_id, log.run_id)

@@ -21,6 +21,9 @@ number n. A backend implements:
 ``runs.publish(log)``: the log (RUN_STARTED in it) is now the thread's active run;
 ``await runs.get(thread_id, run_id)`` / ``await runs.active_of(thread_id)`` -> log or None
 (a log is found only once it is visible: RUN_STARTED is in);
+``await runs.started(thread_id, after)`` -> ``[(claim, run_id), …]``: every run that
+claimed the thread with a fence over ``after`` and is still retained, by claim (from
+its start, visible or not: a reader learns of every run, however short);
 ``await runs.cancel(log)`` -> False when the run had already ended;
 ``runs.renewer(run)`` -> what to call each time the run's lease is renewed, or None;
 ``runs.ended(log)``, ``await runs.aclose()``.
@@ -59,6 +62,14 @@ class MemoryRuns:
 
     async def active_of(self, thread_id: str) -> RunLog | None:
         return self.logs.active_of(thread_id)
+
+    async def started(self, thread_id: str, after: int) -> list[tuple[int, str]]:
+        # This worker's logs are the thread's runs (a reader must reach this worker).
+        return sorted(
+            (log.claim, run_id)
+            for (tid, run_id), log in list(self.logs.by_run.items())
+            if tid == thread_id and log.claim > after
+        )
 
     def ended(self, log: RunLog) -> None:
         self.logs.ended(log)

@@ -21,6 +21,9 @@ Keys (one Redis; ``T`` = JSON ``[threadId]``, ``R`` = JSON ``[threadId, runId]``
   a node that lost its lease writes nothing more. A start whose fence is
   older than the one held while that run is still active is refused.
 - ``agui:thread:T:active`` — the thread's running run (``GET …/events``).
+- ``agui:thread:T:runs`` — the thread's runs in the order they claimed it
+  (a sorted set: run id by fence), added by each start in the same script, so
+  a thread's event stream learns of every run, however short, on any node.
 - ``agui:node:ID:cancel`` — a node's control channel (pub/sub): a cancel
   from any node reaches the node that runs the run.
 

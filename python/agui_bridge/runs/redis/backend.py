@@ -15,7 +15,7 @@ from ..limits import Limits
 from ..log import Logs, RunLog
 from .client import DOWN, Client, RedisError
 from .control import Control, send_cancel
-from .layout import GONE, Keys
+from .layout import GONE, MAX_STARTS, Keys
 from .mirror import BLOCK_MS, Mirror, Reading
 from .sink import RedisSink
 
@@ -68,10 +68,11 @@ class RedisRuns:
             b"node", self.node,
             b"fence", token,
         ]  # fmt: skip
-        args = [fence, self.retention, int(self.lease_ttl * 1000), run_id, token, *meta]
+        ttl = int(self.lease_ttl * 1000)
+        args = [fence, self.retention, ttl, run_id, token, MAX_STARTS, *meta]
         try:
             started = await self.client.script(
-                "start", [keys.meta, keys.log, keys.fence, keys.active, keys.alive], args
+                "start", [keys.meta, keys.log, keys.fence, keys.active, keys.alive, keys.runs], args
             )
         except DOWN as error:
             raise RunsUnavailable(f"the run log is unreachable: {error}") from None
@@ -147,6 +148,12 @@ class RedisRuns:
             return None
         mirror = await self.get(thread_id, run_id.decode())
         return mirror if mirror is not None and not mirror.ended else None
+
+    async def started(self, thread_id: str, after: int) -> list[tuple[int, str]]:
+        key = Keys(thread_id, "").runs
+        # (start, num, withscores): redis-py's positional arguments.
+        found = await self.client.call("zrangebyscore", key, f"({after}", "+inf", None, None, True)
+        return [(int(claim), run_id.decode()) for run_id, claim in found or ()]
 
     def ended(self, log: RunLog) -> None:
         pass  # a mirror counts against retention when its reader sees the end

@@ -11,8 +11,12 @@ MAX_ENTRIES = 100_000
 # Why a run stops when a script finds its meta missing (-3): Redis lost its keys.
 GONE = "its keys are gone from Redis"
 
-# KEYS: meta, log, fence, active, alive
-# ARGV: fence, retention, ttl ms, run id, token, then the meta's fields
+# Run starts a thread's sequence (``Keys.runs``) keeps at most: far more than a
+# thread runs within the run retention.
+MAX_STARTS = 1000
+
+# KEYS: meta, log, fence, active, alive, runs
+# ARGV: fence, retention, ttl ms, run id, token, max starts, then the meta's fields
 _START = """
 local cur = redis.call('GET', KEYS[3])
 if cur then
@@ -23,10 +27,13 @@ if cur then
 end
 redis.call('DEL', KEYS[1], KEYS[2])
 redis.call('SET', KEYS[3], ARGV[5], 'EX', ARGV[2])
-redis.call('HSET', KEYS[1], unpack(ARGV, 6))
+redis.call('HSET', KEYS[1], unpack(ARGV, 7))
 redis.call('EXPIRE', KEYS[1], ARGV[2])
 redis.call('SET', KEYS[4], ARGV[4], 'EX', ARGV[2])
 redis.call('SET', KEYS[5], '1', 'PX', ARGV[3])
+redis.call('ZADD', KEYS[6], ARGV[1], ARGV[4])
+redis.call('ZREMRANGEBYRANK', KEYS[6], 0, -1 - tonumber(ARGV[6]))
+redis.call('EXPIRE', KEYS[6], ARGV[2])
 return 1
 """
 
@@ -91,7 +98,7 @@ SCRIPTS = {"start": _START, "append": _APPEND, "heartbeat": _HEARTBEAT, "lose": 
 
 
 class Keys:
-    __slots__ = ("active", "alive", "fence", "log", "meta")
+    __slots__ = ("active", "alive", "fence", "log", "meta", "runs")
 
     def __init__(self, thread_id: str, run_id: str):
         run = b"agui:run:" + orjson.dumps([thread_id, run_id])
@@ -101,3 +108,5 @@ class Keys:
         self.alive = run + b":alive"
         self.fence = thread + b":fence"
         self.active = thread + b":active"
+        # The thread's runs as they claimed it: run id by fence (a sorted set).
+        self.runs = thread + b":runs"
