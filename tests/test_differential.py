@@ -252,6 +252,7 @@ BAD_CHUNKS = st.sampled_from(
 CHUNK_ITEM = st.one_of(GOOD_CHUNKS, GOOD_CHUNKS, GOOD_CHUNKS, BAD_CHUNKS)
 
 MESSAGE_IDS = st.sampled_from(["m1", "m2", "r1:m1", "c1"])
+SUBAGENT_IDS = st.sampled_from(["s1", "s2", "s3"])
 
 
 def event(kind, **fields):
@@ -355,6 +356,36 @@ GOOD_EVENTS = st.one_of(
         activityType=NAMES,
         patch=st.one_of(VALUES, st.lists(PATCH_OPS, max_size=3)),
     ),
+    # AG-UI 1.0 subagents (docs/events-dialect.md).
+    event(
+        "SUBAGENT_STARTED",
+        subagentRunId=SUBAGENT_IDS,
+        name=NAMES,
+        **optional(
+            description=TEXT,
+            parentSubagentRunId=SUBAGENT_IDS,
+            parentToolCallId=TOOL_IDS,
+            parentMessageId=MESSAGE_IDS,
+        ),
+    ),
+    event("SUBAGENT_STARTED", subagentRunId=SUBAGENT_IDS, name=NAMES),
+    event(
+        "SUBAGENT_FINISHED",
+        subagentRunId=SUBAGENT_IDS,
+        **optional(
+            result=VALUES,
+            outcome=st.sampled_from(
+                [
+                    {"type": "success"},
+                    {"type": "suspended"},
+                    {"type": "suspended", "interruptIds": ["i1"], "more": 1},
+                ]
+            ),
+        ),
+    ),
+    event("SUBAGENT_ERROR", subagentRunId=SUBAGENT_IDS, message=TEXT, **optional(code=TEXT)),
+    event("TEXT_MESSAGE_CHUNK", delta=TEXT, subagentRunId=SUBAGENT_IDS),
+    model(_core.SubagentStartedEvent, subagent_run_id=SUBAGENT_IDS, name=NAMES),
 )
 RARE_EVENTS = st.one_of(
     event(
@@ -389,6 +420,9 @@ BAD_EVENTS = st.sampled_from(
             "encryptedValue": "v",
         },
         {"type": "ACTIVITY_SNAPSHOT", "messageId": "a", "activityType": "x", "content": 1},
+        {"type": "SUBAGENT_STARTED", "subagentRunId": "s1"},
+        {"type": "SUBAGENT_FINISHED", "subagentRunId": "s1", "outcome": {"type": "cancelled"}},
+        {"type": "SUBAGENT_ERROR", "subagentRunId": "s1", "message": None},
         {"type": "TEXT_MESSAGE_CHUNK", "delta": "\ud800"},
         {"type": 3},
         {"delta": "x"},

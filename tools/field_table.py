@@ -130,6 +130,27 @@ EVENTS = {
         ("messageId", "activityType", "patch"),
         {"messageId": "str", "activityType": "str", "patch": "json"},
     ),
+    # AG-UI 1.0 subagents (docs/events-dialect.md): the lifecycle only; the
+    # subagentRunId other events may carry is not read.
+    "SUBAGENT_STARTED": (
+        ("subagentRunId", "name"),
+        {
+            "subagentRunId": "str",
+            "name": "str",
+            "description": "str",
+            "parentSubagentRunId": "str",
+            "parentToolCallId": "str",
+            "parentMessageId": "str",
+        },
+    ),
+    "SUBAGENT_FINISHED": (
+        ("subagentRunId",),
+        {"subagentRunId": "str", "result": "json", "outcome": "object"},
+    ),
+    "SUBAGENT_ERROR": (
+        ("subagentRunId", "message"),
+        {"subagentRunId": "str", "message": "str", "code": "str"},
+    ),
 }
 
 RUST_KIND = {"str": "Str", "int": "Int", "object": "Object", "json": "Json"}

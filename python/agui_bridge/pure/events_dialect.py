@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..errors import CrumbError
 from ..event_models import event_dict
+from . import subagents
 from .fields import parse_fields
 from .framing import check_subtype
 from .json_patch import apply_patch
@@ -58,6 +59,8 @@ class EventRepairer(EventStream):
             self._framer.check_fresh(event_type, "toolCallId", fields["toolCallId"])
         elif event_type == "REASONING_ENCRYPTED_VALUE":
             check_subtype(event_type, fields["subtype"])
+        elif event_type == "SUBAGENT_FINISHED":
+            subagents.check_outcome(event_type, fields.get("outcome"))
         elif event_type == "STATE_DELTA":
             # Applied to a copy here, so a patch that fails changes nothing.
             delta = fields.get("delta")
@@ -226,6 +229,20 @@ class EventRepairer(EventStream):
     def _activity_delta(self, f):
         self._reasoning.activity_delta(self._framer, f)
 
+    # ---- AG-UI 1.0 subagents, repaired by pure/subagents.py
+
+    def _subagent_started(self, f):
+        # The parent message under the id the run streamed it as, if it did.
+        parent = f.get("parentMessageId")
+        streamed = self._messages.get(parent) if parent is not None else None
+        subagents.start(self._framer, f, streamed)
+
+    def _subagent_finished(self, f):
+        subagents.finished(self._framer, f)
+
+    def _subagent_error(self, f):
+        subagents.error(self._framer, f)
+
 
 def _is_cancelled(outcome) -> bool:
     return isinstance(outcome, dict) and outcome.get("type") == "cancelled"
@@ -257,6 +274,9 @@ _HANDLERS = {
     "REASONING_ENCRYPTED_VALUE": EventRepairer._reasoning_encrypted,
     "ACTIVITY_SNAPSHOT": EventRepairer._activity_snapshot,
     "ACTIVITY_DELTA": EventRepairer._activity_delta,
+    "SUBAGENT_STARTED": EventRepairer._subagent_started,
+    "SUBAGENT_FINISHED": EventRepairer._subagent_finished,
+    "SUBAGENT_ERROR": EventRepairer._subagent_error,
 }
 
 

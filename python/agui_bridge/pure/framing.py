@@ -10,6 +10,7 @@ from __future__ import annotations
 from uuid import uuid4
 
 from ..errors import CrumbError
+from . import subagents
 from .json_values import NotJson, compact, copy_json, dumps, frames, is_unicode, normalize
 from .messages import RunMessages
 from .usage import PROTOCOL_VERSION, Usage, speaks_v1
@@ -112,6 +113,8 @@ class Framer:
         "started",
         "state",
         "steps",
+        "subagent_ids",
+        "subagents",
         "text_id",
         "thread_id",
         "usage",
@@ -161,6 +164,9 @@ class Framer:
         self.open_tools: dict[str, None] = {}
         self.known_tools: set[str] = set()
         self.steps: dict[str, None] = {}
+        # AG-UI 1.0 subagents (pure/subagents.py): the open ones, and every id started.
+        self.subagents: dict[str, dict | None] = {}
+        self.subagent_ids: set[str] = set()
         self.used_ids: set[str] = set()
         self.counters = {"m": 0, "r": 0, "t": 0, "i": 0, "th": 0}
         self.dropped = 0
@@ -247,7 +253,8 @@ class Framer:
         messages = self.messages
         return (
             messages.messages(self.text_id, self.open_tools),
-            messages.open_events(
+            subagents.opening(self)
+            + messages.open_events(
                 self.steps,
                 self.reasoning_id,
                 "".join(self.open_reasoning_parts),
@@ -406,6 +413,7 @@ class Framer:
 
     def run_finished(self, result=None, outcome=None) -> None:
         self.close_all()
+        subagents.close_open(self)
         event = {"type": "RUN_FINISHED", "threadId": self.thread_id, "runId": self.run_id}
         if result is not None:
             event["result"] = result
@@ -417,6 +425,7 @@ class Framer:
 
     def run_error(self, message: str, code: str | None = None) -> None:
         self.close_all()
+        subagents.close_open(self, message, code)
         event = {"type": "RUN_ERROR", "message": message}
         if code is not None:
             event["code"] = code

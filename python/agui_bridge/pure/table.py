@@ -106,4 +106,23 @@ EVENTS = {
         ("messageId", "activityType", "patch"),
         {"messageId": STRING, "activityType": STRING, "patch": JSON},
     ),
+    "SUBAGENT_STARTED": (
+        ("subagentRunId", "name"),
+        {
+            "subagentRunId": STRING,
+            "name": STRING,
+            "description": STRING,
+            "parentSubagentRunId": STRING,
+            "parentToolCallId": STRING,
+            "parentMessageId": STRING,
+        },
+    ),
+    "SUBAGENT_FINISHED": (
+        ("subagentRunId",),
+        {"subagentRunId": STRING, "result": JSON, "outcome": OBJECT},
+    ),
+    "SUBAGENT_ERROR": (
+        ("subagentRunId", "message"),
+        {"subagentRunId": STRING, "message": STRING, "code": STRING},
+    ),
 }

@@ -40,6 +40,9 @@ pub enum Row {
     ReasoningEncrypted,
     ActivitySnapshot,
     ActivityDelta,
+    SubagentStarted,
+    SubagentFinished,
+    SubagentError,
 }
 
 /// A row, its required fields, and every field it reads with its kind (from the field table).
@@ -79,6 +82,9 @@ fn row(event_type: &str) -> Option<RowSpec> {
         "REASONING_ENCRYPTED_VALUE" => Row::ReasoningEncrypted,
         "ACTIVITY_SNAPSHOT" => Row::ActivitySnapshot,
         "ACTIVITY_DELTA" => Row::ActivityDelta,
+        "SUBAGENT_STARTED" => Row::SubagentStarted,
+        "SUBAGENT_FINISHED" => Row::SubagentFinished,
+        "SUBAGENT_ERROR" => Row::SubagentError,
         _ => return None,
     };
     Some((row, required, kinds))
@@ -276,6 +282,9 @@ impl Events {
         if row == Row::ReasoningEncrypted {
             crate::reasoning::check_subtype(event_type, fields.get("subtype"))?;
         }
+        if row == Row::SubagentFinished {
+            crate::subagents::check_outcome(event_type, fields.get("outcome"))?;
+        }
         Ok(())
     }
 }
@@ -386,6 +395,16 @@ impl Dialect for Events {
                     self.framer.snapshot(snapshot);
                 }
             }
+            Row::SubagentStarted => {
+                // The parent message under the id the run streamed it as, if it did.
+                let parent = f
+                    .get("parentMessageId")
+                    .and_then(Value::as_str)
+                    .and_then(|id| self.messages.get(id).cloned().flatten());
+                crate::subagents::start(&mut self.framer, &f, parent);
+            }
+            Row::SubagentFinished => crate::subagents::finished(&mut self.framer, &mut f),
+            Row::SubagentError => crate::subagents::error(&mut self.framer, &f),
             Row::StepStarted => self.framer.step_start(text(&f, "stepName")),
             Row::StepFinished => self.framer.step_end(text(&f, "stepName")),
             Row::Custom => match f.remove("value") {

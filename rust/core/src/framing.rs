@@ -91,6 +91,8 @@ pub struct Framer {
     pub(crate) open_tools: IndexSet<String>,
     pub(crate) known_tools: HashSet<String>,
     steps: IndexSet<String>,
+    /// AG-UI 1.0 subagents (`subagents.rs`): closed by the terminal events.
+    pub subagents: crate::subagents::Subagents,
     pub state: Map<String, Value>,
     pub used_ids: HashSet<String>,
     /// The ids the thread already holds (contract section 6): generated ids
@@ -145,6 +147,7 @@ impl Framer {
             open_tools: IndexSet::default(),
             known_tools: HashSet::default(),
             steps: IndexSet::default(),
+            subagents: crate::subagents::Subagents::default(),
             state,
             used_ids: HashSet::default(),
             held: HashSet::default(),
@@ -487,6 +490,7 @@ impl Framer {
 
     pub fn run_finished(&mut self, result: Option<Value>, outcome: Option<Value>) {
         self.close_all();
+        crate::subagents::close_open(self, None);
         let mut event = event("RUN_FINISHED");
         put(&mut event, "threadId", self.thread_id.clone());
         put(&mut event, "runId", self.run_id.clone());
@@ -503,6 +507,7 @@ impl Framer {
 
     pub fn run_error(&mut self, message: &str, code: Option<&str>) {
         self.close_all();
+        crate::subagents::close_open(self, Some((message, code)));
         let mut event = event("RUN_ERROR");
         put(&mut event, "message", message);
         if let Some(code) = code {
@@ -535,10 +540,14 @@ impl Framer {
     pub fn run_snapshot(&self) -> (Vec<Value>, Vec<Value>) {
         let text = self.text_id.as_deref();
         let reasoning = self.reasoning_id.as_deref();
-        (
-            self.messages.messages(text, reasoning, &self.open_tools),
+        let mut open = crate::subagents::opening(self);
+        open.extend(
             self.messages
                 .open_events(&self.steps, reasoning, text, &self.open_tools),
+        );
+        (
+            self.messages.messages(text, reasoning, &self.open_tools),
+            open,
         )
     }
 

@@ -16,6 +16,7 @@ pub mod patch;
 pub mod reasoning;
 pub mod sse;
 pub mod stream;
+pub mod subagents;
 pub mod table;
 pub mod usage;
 

@@ -219,6 +219,36 @@ pub const EVENTS: &[Row] = &[
             ("patch", Kind::Json),
         ],
     ),
+    (
+        "SUBAGENT_STARTED",
+        &["subagentRunId", "name"],
+        &[
+            ("subagentRunId", Kind::Str),
+            ("name", Kind::Str),
+            ("description", Kind::Str),
+            ("parentSubagentRunId", Kind::Str),
+            ("parentToolCallId", Kind::Str),
+            ("parentMessageId", Kind::Str),
+        ],
+    ),
+    (
+        "SUBAGENT_FINISHED",
+        &["subagentRunId"],
+        &[
+            ("subagentRunId", Kind::Str),
+            ("result", Kind::Json),
+            ("outcome", Kind::Object),
+        ],
+    ),
+    (
+        "SUBAGENT_ERROR",
+        &["subagentRunId", "message"],
+        &[
+            ("subagentRunId", Kind::Str),
+            ("message", Kind::Str),
+            ("code", Kind::Str),
+        ],
+    ),
 ];
 
 /// String equality usable in constants.
