@@ -172,7 +172,9 @@ def test_sigterm_ends_long_runs_with_server_shutdown(tmp_path):
         for reader in readers:
             reader.start()
         for _, run_id in runs:
-            assert wait_until((MARKS / f"started-{run_id}").exists, 20)
+            started = wait_until((MARKS / f"started-{run_id}").exists, 20)
+            # What the server said instead (a run that ended without starting has its body).
+            assert started, f"{run_id}: {bodies.get(run_id)!r}\n{server.log()[-4000:]}"
         time.sleep(0.5)  # each has streamed some text
         process.send_signal(signal.SIGTERM)
         stopped = time.monotonic()

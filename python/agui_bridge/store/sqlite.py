@@ -151,10 +151,65 @@ def _drop_refs(conn: sqlite3.Connection, threads: list[str]) -> None:
         )
 
 
+# Seconds a statement waits for another connection's (another worker's) lock.
+BUSY_TIMEOUT = 30.0
+
+
 def _connect(path: str) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30.0)
-    conn.execute("PRAGMA busy_timeout = 30000")
+    conn = sqlite3.connect(
+        path, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT
+    )
+    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT * 1000)}")
     return conn
+
+
+# Each granian worker opens the store on its first request, so on a new file
+# several set it up at once: the set-up must wait for the others, never fail.
+
+
+def _use_wal(conn: sqlite3.Connection) -> None:
+    """WAL mode. Switching to it fails at once with ``database is locked`` while
+    another connection writes (SQLite calls no busy handler for it), so it is
+    retried for as long as any other statement would wait (busy_timeout)."""
+    deadline = time.monotonic() + BUSY_TIMEOUT
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+        time.sleep(0.01)
+
+
+def _set_up(conn: sqlite3.Connection) -> None:
+    """The tables, the added columns and the indexes, in one transaction under
+    the write lock: a worker adds only the columns that no other has added."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        _run_script(conn, _SCHEMA)
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(threads)")}
+        for name, kind in _ADDED:
+            if name not in columns:
+                conn.execute(f"ALTER TABLE threads ADD COLUMN {name} {kind}")
+        if "status" not in columns:
+            # Threads saved before the column: their interrupts say it.
+            conn.execute(
+                "UPDATE threads SET status = 'interrupted' WHERE CAST(interrupts AS TEXT) <> '[]'"
+            )
+        _run_script(conn, _INDEXES)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def _run_script(conn: sqlite3.Connection, script: str) -> None:
+    """``script``'s statements inside the open transaction (``executescript``
+    would commit it first). The scripts above hold no ``;`` but their ends."""
+    for statement in script.split(";"):
+        if statement.strip():
+            conn.execute(statement)
 
 
 class SqliteStore:
@@ -164,19 +219,9 @@ class SqliteStore:
             os.makedirs(directory, exist_ok=True)
         self.path = path
         self._write = _connect(path)
-        self._write.execute("PRAGMA journal_mode = WAL")
+        _use_wal(self._write)
         self._write.execute("PRAGMA synchronous = FULL")
-        self._write.executescript(_SCHEMA)
-        columns = {row[1] for row in self._write.execute("PRAGMA table_info(threads)")}
-        for name, kind in _ADDED:
-            if name not in columns:
-                self._write.execute(f"ALTER TABLE threads ADD COLUMN {name} {kind}")
-        if "status" not in columns:
-            # Threads saved before the column: their interrupts say it.
-            self._write.execute(
-                "UPDATE threads SET status = 'interrupted' WHERE CAST(interrupts AS TEXT) <> '[]'"
-            )
-        self._write.executescript(_INDEXES)
+        _set_up(self._write)
         # Leases need no fsync (a lease lost to a power cut only frees its
         # thread early); checkpoints, which fsync, stay on the write connection.
         self._lease = _connect(path)
