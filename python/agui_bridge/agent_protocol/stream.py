@@ -24,6 +24,19 @@ MODES = frozenset({"values", "updates", "messages-tuple", "custom", "agui", "eve
 
 _STEP_ENDS = {"TEXT_MESSAGE_END", "TOOL_CALL_END", "TOOL_CALL_RESULT", "STATE_SNAPSHOT"}
 
+# What opens and closes a subagent's namespace under stream_subgraphs: its step
+# in a 0.0.x client's run, its SUBAGENT_* in a 1.0 client's (docs/events-dialect.md).
+_OPENS = {"STEP_STARTED", "SUBAGENT_STARTED"}
+_CLOSES = {"STEP_FINISHED", "SUBAGENT_FINISHED", "SUBAGENT_ERROR"}
+
+
+def _step_of(event: dict, kind) -> str | None:
+    """The step naming a subagent's namespace: a 1.0 subagent is named as the
+    0.0.x step the events dialect makes of it, so both runs' parts are named alike."""
+    if kind in ("STEP_STARTED", "STEP_FINISHED"):
+        return event.get("stepName")
+    return f"subagent_{event.get('subagentRunId')}"
+
 
 def values_of(state: dict, messages: list[dict], interrupts: list[dict] | None = None) -> dict:
     """The Agent Protocol values of a thread: the agent's state, as AG-UI sees it, with
@@ -88,8 +101,8 @@ class Projector:
         if "agui" in modes:
             parts.append(("agui", event))
         update = self._update(event, kind)
-        if self.subgraphs and kind == "STEP_STARTED":
-            self._enter(event.get("stepName"))
+        if self.subgraphs and kind in _OPENS:
+            self._enter(_step_of(event, kind))
         self.t(event)
         lc = self.lc
         if lc is not None:
@@ -144,8 +157,8 @@ class Projector:
             parts.append(("error", {"error": error, "message": event.get("message", "")}))
         if self.ns:
             parts = [(p if p == "error" else f"{p}|{self.ns[-1]}", d) for p, d in parts]
-            if kind == "STEP_FINISHED":
-                self._leave(event.get("stepName"))
+            if kind in _CLOSES:
+                self._leave(_step_of(event, kind))
         return parts
 
     def _enter(self, step) -> None:
