@@ -34,7 +34,8 @@ async def origin(app, record):
         record.base, record.state = run.base, dict(run.ctx.state)
     if record.base is not None:
         return record.base, record.state or {}
-    # A run first seen after it ended: the stored thread without what it made.
+    # A run first seen after it ended, or another node's: the stored thread without
+    # what it made.
     thread = await app.store.load(record.thread_id)
     made = create_agui_repairer(record.thread_id, record.run_id)
     position = 0
@@ -45,7 +46,7 @@ async def origin(app, record):
             if event is not None:
                 made(event)
     if thread is None:
-        return [], {}
+        return _before([], run_log.turn, []), {}
     messages = made_so_far(made.snapshot())
     ids = {m["id"] for m in messages}
     # A tool result is the run's by its call: its message id is generated again.
@@ -55,21 +56,23 @@ async def origin(app, record):
         for m in thread.messages
         if m.get("id") in ids or (m.get("role") == "tool" and m.get("toolCallId") in calls)
     ]
-    before = thread.messages[: _end_of_turn(thread.messages, run_log.turn, own)]
-    return [m for m in before if m not in own], thread.state
+    return _before(thread.messages, run_log.turn, own), thread.state
 
 
-def _end_of_turn(messages: list, turn: list, own: list) -> int:
-    """Where the run's messages begin in the stored thread: after its user's turn,
-    else at the first message it made. Later runs' messages come after it, and are
-    not the run's base (a run read again after others ran on the thread)."""
+def _before(messages: list, turn: list, own: list) -> list:
+    """The stored thread's messages before the run: up to its user's turn, else up
+    to the first message it made (later runs' messages are not its base, when it is
+    read after others ran on the thread). A turn not stored yet (a run read as it
+    starts: its turn is saved after RUN_STARTED) is the log's copy of it."""
+    mine = {id(m) for m in own}
     asked = {m.get("id") for m in turn if isinstance(m, dict)} - {None}
     last = max((i for i, m in enumerate(messages) if m.get("id") in asked), default=None)
     if last is not None:
-        return last + 1
-    mine = {id(m) for m in own}
-    first = next((i for i, m in enumerate(messages) if id(m) in mine), None)
-    return len(messages) if first is None else first
+        return [m for m in messages[: last + 1] if id(m) not in mine]
+    first = next((i for i, m in enumerate(messages) if id(m) in mine), len(messages))
+    return [m for m in messages[:first] if id(m) not in mine] + [
+        m for m in turn if isinstance(m, dict)
+    ]
 
 
 class Parts:
