@@ -12,7 +12,8 @@ refuses the user ``carl``. AGUI_TEST_STORE and AGUI_TEST_RUNS
 name the thread store and the run logs (memory by default). AGUI_TEST_WEBHOOKS
 lists the hosts webhooks may go to (over http, signed with
 AGUI_TEST_WEBHOOK_SECRET, two retries 0.1 s apart, 2 s timeout) and turns
-the metrics on.
+the metrics on. AGUI_TEST_LEASE_TTL sets ``lease_ttl`` (a killed node's runs
+end ``run_lost`` that soon).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ _hooks = os.environ.get("AGUI_TEST_WEBHOOKS")
 app = App(
     store=os.environ.get("AGUI_TEST_STORE", "memory://"),
     runs=os.environ.get("AGUI_TEST_RUNS", "memory://"),
+    lease_ttl=float(os.environ.get("AGUI_TEST_LEASE_TTL", "10")),
     authenticate=_authenticate if _auth else None,
     webhooks=Webhooks(
         hosts=tuple(_hooks.split(",")),

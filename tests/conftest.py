@@ -3,6 +3,7 @@ hands a test the two builds at once (parity and differential tests)."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import subprocess
@@ -148,6 +149,14 @@ def redis_url(redis_server):
 def nodes(redis_server, pg_server):
     """Two gateway nodes (RSGI and ASGI) of ``tests.agent_protocol_apps`` sharing run
     logs on Redis and threads on PostgreSQL: the Agent Protocol's cross-node tests."""
+    with agent_protocol_nodes(redis_server, pg_server) as (a, b, _):
+        yield a, b
+
+
+@contextlib.contextmanager
+def agent_protocol_nodes(redis_server, pg_server, env: dict | None = None):
+    """``nodes`` with more of the app's environment (``tests.agent_protocol_apps``);
+    yields the two URLs and the environment, for a third node."""
     from tests.servers import serve
 
     database = pg_server.create_database()
@@ -155,12 +164,13 @@ def nodes(redis_server, pg_server):
         "AGUI_TEST_RUNS": redis_server.url(redis_server.fresh_db()),
         "AGUI_TEST_STORE": pg_server.url(database),
         "AGUI_DEMO_DELAY": "0",
+        **(env or {}),
     }
     try:
         with (
             serve("tests.agent_protocol_apps:app", env=env) as a,
             serve("tests.agent_protocol_apps:app", env=env, interface="asgi") as b,
         ):
-            yield a, b
+            yield a, b, env
     finally:
         pg_server.drop_database(database)

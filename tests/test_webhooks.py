@@ -6,9 +6,12 @@ App does not list is refused (422)."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
+import os
 import re
+import signal
 import threading
 import time
 import uuid
@@ -21,7 +24,8 @@ from agui_bridge.errors import HttpError
 from agui_bridge.webhooks import Delivery, Webhooks
 from langgraph_sdk import get_client
 
-from tests.servers import free_port, serve, server_log
+from tests.conftest import agent_protocol_nodes
+from tests.servers import free_port, serve, server_log, server_process
 
 SECRET = "s3cret"
 
@@ -230,3 +234,76 @@ async def test_an_app_without_webhooks_refuses_them():
             )
     assert response.status_code == 422
     assert "webhooks are off" in response.json()["error"]["message"]
+
+
+@pytest.fixture(scope="module")
+def hook_nodes(receiver, redis_server, pg_server):
+    """Two nodes sharing run logs (Redis) and threads (PostgreSQL), with webhooks to
+    the receiver and a 2 s lease (a killed node's runs end ``run_lost`` that soon)."""
+    env = {
+        "AGUI_TEST_WEBHOOKS": f"127.0.0.1:{receiver.port}",
+        "AGUI_TEST_WEBHOOK_SECRET": SECRET,
+        "AGUI_TEST_LEASE_TTL": "2",
+    }
+    with agent_protocol_nodes(redis_server, pg_server, env) as both:
+        yield both
+
+
+async def _running(client, thread_id: str, run_id: str) -> None:
+    async with asyncio.timeout(20):
+        while (await client.runs.get(thread_id, run_id))["status"] != "running":
+            await asyncio.sleep(0.05)
+
+
+def _once(receiver, path: str, timeout: float = 30.0) -> dict:
+    """The one delivery to ``path``: a second one is looked for over the next 3 s."""
+    ((_, headers, body),) = receiver.wait(path, 1, timeout)
+    assert _verified(headers, body)
+    time.sleep(3)
+    assert len(receiver.of(path)) == 1, "delivered once"
+    return orjson.loads(body)
+
+
+async def test_a_run_cancelled_from_another_node_is_delivered_once_as_interrupted(
+    hook_nodes, receiver
+):
+    a_url, b_url, _ = hook_nodes
+    a, b = get_client(url=a_url, api_key=None), get_client(url=b_url, api_key=None)
+    try:
+        thread_id = (await a.threads.create())["thread_id"]
+        path = f"/cancelled/{uuid.uuid4()}"
+        hook = f"http://127.0.0.1:{receiver.port}{path}"
+        run = await a.runs.create(
+            thread_id, "slow", input={"messages": ["count 200"]}, webhook=hook
+        )
+        await _running(b, thread_id, run["run_id"])
+        await b.runs.cancel(thread_id, run["run_id"])
+        record = _once(receiver, path)
+        assert record["run_id"] == run["run_id"] and record["status"] == "interrupted"
+    finally:
+        await a.aclose()
+        await b.aclose()
+
+
+async def test_a_run_whose_node_died_is_delivered_once_by_another_node(hook_nodes, receiver):
+    """The node running the run is killed: the run ends ``run_lost`` through another
+    node, which delivers its webhook (one delivery over both survivors)."""
+    a_url, _, env = hook_nodes
+    a = get_client(url=a_url, api_key=None)
+    path = f"/lost/{uuid.uuid4()}"
+    hook = f"http://127.0.0.1:{receiver.port}{path}"
+    try:
+        with serve("tests.agent_protocol_apps:app", env=env) as c_url:
+            c = get_client(url=c_url, api_key=None)
+            thread_id = (await c.threads.create())["thread_id"]
+            run = await c.runs.create(
+                thread_id, "slow", input={"messages": ["count 600"]}, webhook=hook
+            )
+            await _running(a, thread_id, run["run_id"])
+            await c.aclose()
+            os.killpg(server_process(c_url).pid, signal.SIGKILL)
+            record = _once(receiver, path)
+        assert record["run_id"] == run["run_id"] and record["status"] == "error"
+        assert (await a.runs.get(thread_id, run["run_id"]))["status"] == "error"
+    finally:
+        await a.aclose()

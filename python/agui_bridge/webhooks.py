@@ -11,7 +11,8 @@ HMAC-SHA256 of "<t>.<body>">``. A failed call (no connection, a timeout, a
 5xx, 408 or 429) is retried ``retries`` times, waiting ``backoff`` seconds
 and twice as long each time (at most ``max_backoff``); another 4xx is not
 retried. Delivery runs in a task of its own after the run ended: it never
-holds up or fails the run. Deliveries are counted in the metrics
+holds up or fails the run. With shared run logs, whichever node ends the run
+delivers, once (``agent_protocol.hooks``). Deliveries are counted in the metrics
 (``agui_webhook_deliveries{outcome}``, ``agui_webhook_attempts_failed``)
 and a failure is logged (the host only: a webhook's path and query may
 hold a token).

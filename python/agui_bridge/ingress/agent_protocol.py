@@ -129,6 +129,12 @@ class AgentProtocol:
         self._queued: dict[RunRecord, Queued] = {}  # the records of queued runs
         config = handler.app.webhooks
         self.webhooks = None if config is None else Delivery(config, handler.app.ops.metrics)
+        self.owed = None  # the webhooks owed on shared run logs (agent_protocol.hooks)
+        if self.webhooks is not None and self.registry.shared is not None:
+            from ..agent_protocol.hooks import Owed  # shared run logs: redis-py is there
+
+            every = max(0.5, handler.app.lease_ttl / 4)
+            self.owed = Owed(handler.app.runs, self.registry, self._deliver, every)
 
     # -- routes --------------------------------------------------------------
 
@@ -219,6 +225,8 @@ class AgentProtocol:
     # -- requests ------------------------------------------------------------
 
     async def _identity(self, conn, action: str, raw: bytes | None = None):
+        if self.owed is not None:
+            self.owed.watch()  # in the event loop: from this node's first request
         request = self.handler.request_of(conn, raw)
         identity = await self.handler.identify(request)
         require(identity, action)
@@ -577,6 +585,8 @@ class AgentProtocol:
         record = RunRecord(thread_id, run_id, assistant_id, metadata, kwargs, strategy)
         await self._launch(record, agent, run_input, identity)
         if webhook is not None:
+            if self.owed is not None:
+                await self.owed.owe(thread_id, run_id, webhook)
             self.gate.spawn(self._call_webhook(record, webhook))
         return Begun(record, stateless, modes, on_disconnect, on_completion)
 
@@ -621,8 +631,17 @@ class AgentProtocol:
         return True
 
     async def _call_webhook(self, record: RunRecord, url: str) -> None:
-        """Once the run ended: its record to the webhook (``agui_bridge.webhooks``)."""
+        """Once the run ended: its record to the webhook (``agui_bridge.webhooks``), by
+        this node unless another one ended it and delivered (``agent_protocol.hooks``)."""
         await self._ended(record)
+        if self.owed is not None:
+            # As every node sees it (a cancel from another node), if no other node took it.
+            record = await self.registry.get(record.thread_id, record.run_id) or record
+            if not await self.owed.take(record.thread_id, record.run_id):
+                return
+        self._deliver(url, record)
+
+    def _deliver(self, url: str, record: RunRecord) -> None:
         self.webhooks.send(url, record.as_json())
 
     def _interrupt(self, thread_id: str) -> None:

@@ -1,0 +1,111 @@
+"""Webhooks owed by the runs of every node (shared run logs): one delivery per
+run, by whichever node ends it.
+
+Without shared run logs a run lives and ends on the node that took its
+request, which delivers its webhook (``agui_bridge.webhooks``). With them
+(``runs="redis://…"``) a run may be cancelled from another node, or end
+``run_lost`` when its node dies (ended by another node reading its log, or
+when another node takes the thread's lease). So a run asked with a
+``webhook`` is owed in one hash in the run logs' Redis (field: the run,
+value: the URL) from the moment it is launched, and a delivery is made only
+by the node that takes it off the hash (``HDEL`` answers 1 to one caller):
+
+- the node that ran it, once the run's log ended, with the record as every
+  node sees it (a cancel from another node shows as ``interrupted``);
+- where that node died: every node looks at the owed runs every ``every``
+  seconds (``watch``). A run whose ``alive`` key expired (its node stopped
+  renewing it) and whose log has not ended is read here, which ends it
+  ``run_lost`` for every node (``runs.redis``); one ended ``run_lost`` is
+  delivered by the node that takes it off first.
+
+What is owed is at most once after it is taken: a node that dies while it
+delivers (its retries included) loses that delivery. A run whose node died
+after its run ended but before it took the run off, and a queued run whose
+node died before it started, are not delivered (both are logged at ERROR
+when their records expire). A node starts watching at its first Agent
+Protocol request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import orjson
+
+from ..runs.redis.layout import Keys
+from .runs import terminal_event
+
+log = logging.getLogger("agui_bridge.webhooks")
+
+KEY = b"agui:webhooks:owed"
+
+
+class Owed:
+    """The runs whose webhook is still owed, on the shared run logs' Redis."""
+
+    def __init__(self, runs, registry, send, every: float):
+        """``send(url, record)``: the delivery; ``every``: seconds between two looks."""
+        self.runs = runs
+        self.client = runs.client
+        self.registry = registry
+        self.send = send
+        self.every = every
+        self.watcher: asyncio.Task | None = None
+
+    async def owe(self, thread_id: str, run_id: str, url: str) -> None:
+        await self.client.call("hset", KEY, orjson.dumps([thread_id, run_id]), url)
+
+    async def take(self, thread_id: str, run_id: str) -> bool:
+        """True for the one caller that takes the run's webhook off (it delivers it)."""
+        return await self.client.call("hdel", KEY, orjson.dumps([thread_id, run_id])) == 1
+
+    def watch(self) -> None:
+        """Starts this node's look at the owed runs (once)."""
+        if self.watcher is None:
+            self.watcher = asyncio.ensure_future(self._watch())
+
+    async def _watch(self) -> None:
+        while True:
+            await asyncio.sleep(self.every)
+            try:
+                await self.look()
+            except Exception as error:  # Redis away: the next look tries again
+                log.warning("webhooks: looking at the owed runs failed: %s", error)
+
+    async def look(self) -> None:
+        """Delivers what runs that ended ``run_lost`` elsewhere owe; reads a run whose
+        node stopped renewing it (so it ends ``run_lost`` for every node)."""
+        owed = await self.client.call("hgetall", KEY) or {}
+        local = getattr(self.runs, "local", {})
+        for field, url in owed.items():
+            thread_id, run_id = orjson.loads(field)
+            if (thread_id, run_id) in local:
+                continue  # this node runs it: it delivers when it ends
+            if await self.client.call("exists", Keys(thread_id, run_id).alive):
+                continue  # its node renews it: that node delivers
+            run_log = await self.runs.get(thread_id, run_id)
+            if run_log is None:
+                await self._unknown(thread_id, run_id)
+                continue
+            end = terminal_event(run_log) if run_log.ended else None
+            if end is None or end.get("code") != "run_lost":
+                continue  # still being read here (it ends lost), or ended by its node
+            if not await self.take(thread_id, run_id):
+                continue
+            record = await self.registry.get(thread_id, run_id)
+            if record is not None:
+                self.send(url.decode(), record)
+
+    async def _unknown(self, thread_id: str, run_id: str) -> None:
+        """A run with no log: queued (its record says pending), or gone (expired)."""
+        shared = self.registry.shared
+        if await shared.get(thread_id, run_id) is not None:
+            return
+        if await self.take(thread_id, run_id):
+            log.error(
+                "webhook for run %s of thread %s not delivered: its node ended it or"
+                " queued it and went away before delivering, and its record expired",
+                run_id,
+                thread_id,
+            )
