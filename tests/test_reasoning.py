@@ -95,6 +95,7 @@ def test_the_real_client_accepts_every_section_8_vector(version):
         "k_chunk_reasoning",
         "e_events_reasoning_repaired_like_text",
         "e_events_activity_passes_through",
+        "e_events_activity_messages_in_the_snapshot",
         "e_an_agent_s_cancelled_outcome_is_dropped_for_a_0_0_x_client",
     ]
     if version == "1.0.0":  # 1.0-only fields: never sent to a 0.0.x client
@@ -121,8 +122,14 @@ def test_the_real_client_accepts_every_section_8_vector(version):
         assert result["ok"], (name, result)
     activity = results[names.index("e_events_activity_passes_through")]["messages"]
     shown = {m["id"]: m["content"] for m in activity if m["role"] == "activity"}
-    # a1: patched by its delta, then kept by a snapshot with replace=False.
-    assert shown == {"a1": {"s": [9, 2]}, "a2": {}}
+    # a1: patched by its delta, then kept by a snapshot with replace=False; the
+    # snapshots under ids taken by a text message and by the thread go out
+    # under fresh ids.
+    assert shown == {"a1": {"s": [9, 2]}, "r1:a1": {}, "r1:a2": {}, "a2": {}}
+    # The vector's last snapshot (what the thread stores) is what the client shows.
+    name = "e_events_activity_messages_in_the_snapshot"
+    vector = json.loads((here / "vectors" / f"{name}.json").read_text())
+    assert results[names.index(name)]["messages"] == vector["steps"][-1]["snapshot"]["messages"]
     reasoning = results[names.index("c_reasoning_end_and_encrypted_values")]["messages"]
     assert reasoning[0] == {
         "id": "r1:th1",

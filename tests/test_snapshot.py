@@ -124,6 +124,70 @@ EVENT_RUN_REASONING = [
     {"type": "RUN_FINISHED"},
 ]
 
+# AG-UI 1.0 activity messages (issue 20): made before, beside and after text,
+# a tool call and its result; changed in place by deltas and snapshots (a
+# delta's activityType is the message's), kept by ``replace: false``.
+EVENT_RUN_ACTIVITY = [
+    {
+        "type": "ACTIVITY_SNAPSHOT",
+        "messageId": "a0",
+        "activityType": "plan",
+        "content": {"s": ["plan"]},
+    },
+    {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"},
+    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "one"},
+    {
+        "type": "ACTIVITY_DELTA",
+        "messageId": "a0",
+        "activityType": "plan",
+        "patch": [{"op": "add", "path": "/s/-", "value": "search"}],
+    },
+    {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "f", "parentMessageId": "m1"},
+    {
+        "type": "ACTIVITY_SNAPSHOT",
+        "messageId": "a1",
+        "activityType": "progress",
+        "content": {"pct": 0},
+    },
+    {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": "{}"},
+    {"type": "TOOL_CALL_END", "toolCallId": "c1"},
+    {
+        "type": "ACTIVITY_DELTA",
+        "messageId": "a1",
+        "activityType": "progress",
+        "patch": [{"op": "replace", "path": "/pct", "value": 50}],
+    },
+    {"type": "TOOL_CALL_RESULT", "messageId": "x", "toolCallId": "c1", "content": "r"},
+    {
+        "type": "ACTIVITY_SNAPSHOT",
+        "messageId": "a0",
+        "activityType": "other",
+        "content": {"s": []},
+        "replace": False,
+    },
+    {
+        "type": "ACTIVITY_SNAPSHOT",
+        "messageId": "a1",
+        "activityType": "done",
+        "content": {"pct": 100},
+    },
+    {
+        "type": "ACTIVITY_DELTA",
+        "messageId": "a0",
+        "activityType": "plan2",
+        "patch": [{"op": "remove", "path": "/s/0"}],
+    },
+    {
+        "type": "ACTIVITY_SNAPSHOT",
+        "messageId": "a2",
+        "activityType": "note",
+        "content": {"n": {"deep": [1, {"x": None}]}},
+        "replace": False,
+    },
+    {"type": "TEXT_MESSAGE_CHUNK", "messageId": "b", "delta": "two"},
+    {"type": "RUN_FINISHED"},
+]
+
 RUNS = {"crumbs": CRUMB_RUN, "chunks": CHUNK_RUN, "events": EVENT_RUN}
 
 
@@ -295,8 +359,17 @@ def joins(impl, dialect, run):
         ("events", EVENT_RUN),
         ("crumbs", CRUMB_RUN_REASONING),
         ("events", EVENT_RUN_REASONING),
+        ("events", EVENT_RUN_ACTIVITY),
     ],
-    ids=["crumbs", "crumbs-tools-first", "chunks", "events", "reasoning", "events-reasoning"],
+    ids=[
+        "crumbs",
+        "crumbs-tools-first",
+        "chunks",
+        "events",
+        "reasoning",
+        "events-reasoning",
+        "events-activity",
+    ],
 )
 def test_a_joining_reader_ends_like_a_whole_one(impl, version, dialect, run):
     node = shutil.which("node")
@@ -315,6 +388,12 @@ def test_a_joining_reader_ends_like_a_whole_one(impl, version, dialect, run):
     first, *rest = json.loads(done.stdout)
     assert first["ok"], first
     assert first["messages"][0] == HISTORY[0] and len(first["messages"]) > 2
+    # What the run's snapshot holds at its end (what the thread stores) is what
+    # the client that saw the whole run shows.
+    t = make(impl, dialect)
+    for item in run:
+        t(item)
+    assert HISTORY + t.snapshot()["messages"] == first["messages"]
     for at, result in enumerate(rest):
         assert result["ok"], (at, result)
         assert result["messages"] == first["messages"], at

@@ -168,7 +168,7 @@ class Framer:
         self.subagents: dict[str, dict | None] = {}
         self.subagent_ids: set[str] = set()
         self.used_ids: set[str] = set()
-        self.counters = {"m": 0, "r": 0, "t": 0, "i": 0, "th": 0}
+        self.counters = {"m": 0, "r": 0, "t": 0, "i": 0, "th": 0, "a": 0}
         self.dropped = 0
         self.ignored = 0
         self.close_text_always = close_text_always

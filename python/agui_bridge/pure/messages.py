@@ -5,7 +5,9 @@ Messages come out as ``@ag-ui/client``'s reducer builds them from the run's
 events (1.0.0 and 0.0.58 agree): a text message is an assistant message; a
 tool call joins the message named by its ``parentMessageId``, or, without one,
 a new assistant message whose id is the tool call's; a tool result goes right
-after the message holding its call and the tool messages that follow it.
+after the message holding its call and the tool messages that follow it; an
+activity message (``ACTIVITY_SNAPSHOT`` of a new id) goes last and keeps its
+place when a later snapshot or delta changes it.
 """
 
 from __future__ import annotations
@@ -46,15 +48,45 @@ class _Reasoning:
         self.encrypted: str | None = None
 
 
+class _Activity:
+    """An activity message (AG-UI 1.0 ``activity``), as the client's reducer has it."""
+
+    __slots__ = ("activity_type", "content", "id")
+
+    def __init__(self, message_id: str, activity_type: str, content: dict):
+        self.id = message_id
+        self.activity_type = activity_type
+        self.content = content
+
+
 class RunMessages:
-    __slots__ = ("assistants", "calls", "entries", "reasonings")
+    __slots__ = ("activities", "assistants", "calls", "entries", "reasonings")
 
     def __init__(self):
-        # In order of creation: an _Assistant, or a tool message and its owner.
+        # In order of creation: an _Assistant, a _Reasoning, an _Activity, or a
+        # tool message and its owner.
         self.entries: list = []
         self.assistants: dict[str, _Assistant] = {}
         self.calls: dict[str, _Call] = {}
         self.reasonings: dict[str, _Reasoning] = {}
+        self.activities: dict[str, _Activity] = {}
+
+    def activity(self, message_id: str) -> dict | None:
+        """The content of this run's activity ``message_id`` (None: the run made none)."""
+        activity = self.activities.get(message_id)
+        return None if activity is None else activity.content
+
+    def set_activity(self, message_id: str, activity_type: str, content: dict) -> None:
+        """An activity as the client now has it: a new one goes last, a known one
+        keeps its place (``content`` is this record's from now on)."""
+        activity = self.activities.get(message_id)
+        if activity is None:
+            activity = _Activity(message_id, activity_type, content)
+            self.activities[message_id] = activity
+            self.entries.append(activity)
+        else:
+            activity.activity_type = activity_type
+            activity.content = content
 
     def open_reasoning(self, message_id: str) -> None:
         reasoning = _Reasoning(message_id)
@@ -113,6 +145,16 @@ class RunMessages:
                 continue
             if isinstance(entry, _Reasoning):
                 out.append(_reasoning(entry))
+                continue
+            if isinstance(entry, _Activity):
+                out.append(
+                    {
+                        "id": entry.id,
+                        "role": "activity",
+                        "activityType": entry.activity_type,
+                        "content": copy_json(entry.content),
+                    }
+                )
                 continue
             message, owner = entry
             at = out.index(rendered[id(owner)]) + 1

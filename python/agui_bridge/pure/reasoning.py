@@ -20,8 +20,9 @@ class Repair:
         self.ended: set[str] = set()
         # The agent's spans (REASONING_START): open or not.
         self.spans: dict[str, bool] = {}
-        # The activity messages of the run and their content (as the client has it).
-        self.activities: dict[str, dict] = {}
+        # The agent's activity id -> the id it streams under (its content is the
+        # run's messages': they are stored with the thread).
+        self.activities: dict[str, str] = {}
 
     def start_span(self, framer: Framer, message_id: str) -> None:
         if message_id in self.spans:
@@ -83,17 +84,21 @@ class Repair:
         framer.encrypted(subtype, entity_id, value)
 
     def activity_snapshot(self, framer: Framer, f: dict) -> None:
-        """ACTIVITY_SNAPSHOT, under an id nothing else of the run or thread uses."""
-        message_id = f["messageId"]
-        if message_id not in self.activities and (
-            message_id in framer.used_ids or message_id in framer.held
-        ):
-            framer.dropped += 1
-            return
-        # replace=False keeps an existing activity's content, as the client does.
-        if not (message_id in self.activities and f.get("replace") is False):
-            self.activities[message_id] = copy_json(f["content"])
-        framer.used_ids.add(message_id)
+        """ACTIVITY_SNAPSHOT. An id the run used for something else or the thread
+        holds (an activity of an earlier run included) goes out under a fresh
+        one: the client's reducer would replace that message in place, where
+        the stored thread cannot follow."""
+        agent_id = f["messageId"]
+        message_id = self.activities.get(agent_id)
+        known = message_id is not None
+        if message_id is None:
+            taken = agent_id in framer.used_ids or agent_id in framer.held
+            message_id = framer.new_id("a") if taken else agent_id
+            framer.used_ids.add(message_id)
+            self.activities[agent_id] = message_id
+        # replace=False keeps an existing activity (content and type), as the client does.
+        if not (known and f.get("replace") is False):
+            framer.messages.set_activity(message_id, f["activityType"], copy_json(f["content"]))
         event = {
             "type": "ACTIVITY_SNAPSHOT",
             "messageId": message_id,
@@ -108,23 +113,25 @@ class Repair:
         """ACTIVITY_DELTA: a JSON Patch of an activity this run made, applied to its
         content as the client will (RFC 6902, as STATE_DELTA); one that does not
         apply is dropped, and each operation is sent reduced to its schema's
-        members. An empty patch sends nothing."""
-        content = self.activities.get(f["messageId"])
-        if content is None:
+        members. An empty patch sends nothing. The client takes the delta's
+        ``activityType`` as the activity's."""
+        message_id = self.activities.get(f["messageId"])
+        if message_id is None:
             framer.dropped += 1
             return
+        content = framer.messages.activity(message_id)
         try:
             patched, sent = apply_patch("ACTIVITY_DELTA", content, f["patch"])
         except CrumbError:
             framer.dropped += 1
             return
-        self.activities[f["messageId"]] = patched
         if not sent:
             return
+        framer.messages.set_activity(message_id, f["activityType"], patched)
         framer.emit(
             {
                 "type": "ACTIVITY_DELTA",
-                "messageId": f["messageId"],
+                "messageId": message_id,
                 "activityType": f["activityType"],
                 "patch": sent,
             }

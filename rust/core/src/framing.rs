@@ -47,6 +47,7 @@ pub enum IdKind {
     Tool,
     Interrupt,
     Reasoning,
+    Activity,
 }
 
 impl IdKind {
@@ -57,6 +58,7 @@ impl IdKind {
             IdKind::Tool => "t",
             IdKind::Interrupt => "i",
             IdKind::Reasoning => "th",
+            IdKind::Activity => "a",
         }
     }
 }
@@ -98,7 +100,7 @@ pub struct Framer {
     /// The ids the thread already holds (contract section 6): generated ids
     /// skip them, and an agent may not open anything under one of them.
     held: HashSet<String>,
-    counters: [u64; 5],
+    counters: [u64; 6],
     pub dropped: u64,
     pub ignored: u64,
     close_text_always: bool,
@@ -151,7 +153,7 @@ impl Framer {
             state,
             used_ids: HashSet::default(),
             held: HashSet::default(),
-            counters: [0; 5],
+            counters: [0; 6],
             dropped: 0,
             ignored: 0,
             close_text_always,

@@ -6,7 +6,8 @@
 //! tool call joins the message named by its `parentMessageId`, or, without
 //! one, a new assistant message whose id is the tool call's; a tool result
 //! goes right after the message holding its call and the tool messages that
-//! follow it.
+//! follow it; an activity message (`ACTIVITY_SNAPSHOT` of a new id) goes last
+//! and keeps its place when a later snapshot or delta changes it.
 
 use crate::framing::{HashMap, IndexSet};
 use crate::json::{Map, Value};
@@ -40,10 +41,20 @@ struct Reasoning {
     encrypted: Option<String>,
 }
 
+/// An activity message (AG-UI 1.0 `activity`), as the client's reducer has it.
+#[derive(Debug, Clone)]
+struct Activity {
+    id: String,
+    /// Its `activityType`.
+    kind: String,
+    content: Map<String, Value>,
+}
+
 #[derive(Debug, Clone)]
 enum Entry {
     Assistant(usize),
     Reasoning(usize),
+    Activity(usize),
     Result {
         id: String,
         tool_call_id: String,
@@ -67,6 +78,9 @@ pub struct RunMessages {
     reasonings: Vec<Reasoning>,
     /// The text of every reasoning message, one after the other (one is open at a time).
     reasoning_text: String,
+    activities: Vec<Activity>,
+    /// An activity's id: its place in `activities`.
+    activity_at: HashMap<String, usize>,
 }
 
 /// Off only in the build `benches/builds.py` compares against, to measure
@@ -133,6 +147,32 @@ impl RunMessages {
         {
             last.content.1 = end;
         }
+    }
+
+    /// The content of this run's activity `id` (`None`: the run made none).
+    pub fn activity(&self, id: &str) -> Option<&Map<String, Value>> {
+        self.activity_at
+            .get(id)
+            .map(|&at| &self.activities[at].content)
+    }
+
+    /// An activity as the client now has it: a new one goes last, a known one
+    /// keeps its place. Not behind `RECORD`: the events dialect applies deltas to it.
+    pub fn set_activity(&mut self, id: &str, activity_type: &str, content: Map<String, Value>) {
+        if let Some(&at) = self.activity_at.get(id) {
+            let activity = &mut self.activities[at];
+            activity_type.clone_into(&mut activity.kind);
+            activity.content = content;
+            return;
+        }
+        let at = self.activities.len();
+        self.activity_at.insert(id.to_owned(), at);
+        self.activities.push(Activity {
+            id: id.to_owned(),
+            kind: activity_type.to_owned(),
+            content,
+        });
+        self.entries.push(Entry::Activity(at));
     }
 
     /// An encrypted value for a reasoning message or a tool call of this run.
@@ -250,6 +290,15 @@ impl RunMessages {
                         message.insert("encryptedValue".to_owned(), value.as_str().into());
                     }
                     out.push(Value::Object(message));
+                }
+                Entry::Activity(at) => {
+                    let activity = &self.activities[*at];
+                    out.push(object([
+                        ("id", activity.id.as_str().into()),
+                        ("role", "activity".into()),
+                        ("activityType", activity.kind.as_str().into()),
+                        ("content", Value::Object(activity.content.clone())),
+                    ]));
                 }
                 Entry::Result {
                     id,

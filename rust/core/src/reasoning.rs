@@ -179,12 +179,12 @@ pub struct Repair {
     ended: HashSet<String>,
     /// The agent's reasoning spans (`REASONING_START`), open or not.
     spans: HashMap<String, bool>,
-    /// The activity messages of the run and their content (as the client has it).
-    activities: HashMap<String, Map<String, Value>>,
+    /// The agent's activity id → the id it streams under (its content is the
+    /// run's messages': they are stored with the thread).
+    activities: HashMap<String, String>,
 }
 
 use crate::framing::{HashMap, HashSet};
-use crate::json::Map;
 
 impl Repair {
     /// `REASONING_START`: a span the agent opens (its messages carry their own ids).
@@ -275,7 +275,10 @@ impl Repair {
         framer.encrypted(subtype, Some(&entity), value);
     }
 
-    /// `ACTIVITY_SNAPSHOT`: under an id nothing else of the run or thread uses.
+    /// `ACTIVITY_SNAPSHOT`. An id the run used for something else or the
+    /// thread holds (an activity of an earlier run included) goes out under a
+    /// fresh one: the client's reducer would replace that message in place,
+    /// where the stored thread cannot follow.
     pub fn activity_snapshot(
         &mut self,
         framer: &mut Framer,
@@ -285,20 +288,28 @@ impl Repair {
         replace: Option<Value>,
     ) {
         let known = self.activities.contains_key(id);
-        if !known && (framer.used_ids.contains(id) || framer.holds(id)) {
-            framer.dropped += 1;
-            return;
+        if !known {
+            let taken = framer.used_ids.contains(id) || framer.holds(id);
+            let streamed = if taken {
+                framer.new_id(IdKind::Activity)
+            } else {
+                id.to_owned()
+            };
+            framer.used_ids.insert(streamed.clone());
+            self.activities.insert(id.to_owned(), streamed);
         }
-        // `replace: false` keeps an existing activity's content, as the client does.
+        let streamed = self.activities[id].clone();
+        // `replace: false` keeps an existing activity (content and type), as the client does.
         if !(known && replace == Some(Value::Bool(false))) {
             let Value::Object(map) = &content else {
                 unreachable!("the field table types content as an object")
             };
-            self.activities.insert(id.to_owned(), map.clone());
+            framer
+                .messages
+                .set_activity(&streamed, activity_type, map.clone());
         }
-        framer.used_ids.insert(id.to_owned());
         let mut out = event("ACTIVITY_SNAPSHOT");
-        out.put("messageId", id);
+        out.put("messageId", streamed);
         out.put("activityType", activity_type);
         out.put("content", content);
         if let Some(replace @ Value::Bool(_)) = replace {
@@ -310,7 +321,8 @@ impl Repair {
     /// `ACTIVITY_DELTA`: a JSON Patch of an activity this run made, applied to
     /// its content as the client will (RFC 6902, as `STATE_DELTA`); one that
     /// does not apply is dropped, and each operation is sent reduced to its
-    /// schema's members. An empty patch sends nothing.
+    /// schema's members. An empty patch sends nothing. The client takes the
+    /// delta's `activityType` as the activity's.
     pub fn activity_delta(
         &mut self,
         framer: &mut Framer,
@@ -318,21 +330,26 @@ impl Repair {
         activity_type: &str,
         patch: &Value,
     ) {
-        let Some(content) = self.activities.get_mut(id) else {
+        let Some(streamed) = self.activities.get(id) else {
             framer.dropped += 1;
             return;
+        };
+        let Some(content) = framer.messages.activity(streamed) else {
+            return; // never: the run's first snapshot of an activity records it
         };
         let Ok((patched, sent)) = crate::patch::apply_patch("ACTIVITY_DELTA", content, Some(patch))
         else {
             framer.dropped += 1;
             return;
         };
-        *content = patched;
         if sent.as_array().is_none_or(Vec::is_empty) {
             return;
         }
+        framer
+            .messages
+            .set_activity(streamed, activity_type, patched);
         let mut out = event("ACTIVITY_DELTA");
-        out.put("messageId", id);
+        out.put("messageId", streamed.as_str());
         out.put("activityType", activity_type);
         out.put("patch", sent);
         framer.emit(out);
