@@ -4,9 +4,11 @@ refused at start. Real granian processes (tests/servers.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
+import sqlite3
 import sys
 import tempfile
 import threading
@@ -39,6 +41,13 @@ def wait_until(predicate, timeout: float) -> bool:
             return True
         time.sleep(0.05)
     return predicate()
+
+
+def _tables(path: Path) -> set[str]:
+    if not path.exists():
+        return set()
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
 
 
 def refused(port: int) -> bool:
@@ -130,6 +139,9 @@ def test_workers_of_a_plain_granian_run_stop_when_the_main_process_is_killed(tmp
         assert wait_until(lambda: len(server.workers()) == 2, 20), server.log()
         workers = server.workers()
         assert httpx.get(server.base_url + "/healthz").status_code == 200  # the App started
+        # Each worker opened its store at its start, off the requests' way (a SQLite
+        # file is set up then, and may wait for the other worker doing the same).
+        assert "threads" in _tables(tmp_path / "threads.sqlite")
         os.kill(server.pid, signal.SIGKILL)
         server.process.wait(timeout=10)
         killed = time.monotonic()

@@ -259,10 +259,21 @@ class App:
     def store(self):
         """The thread store, opened on first use (so each granian worker opens its own)."""
         if self._store is None:
-            self._store = self.ops.watch_store(open_store(self._store_spec))
+            self.open_store()
         if self.thread_ttl is not None and self._sweeper is None:
             self._sweeper = sweep.start(self)  # on first use inside the event loop
         return self._store
+
+    def open_store(self) -> None:
+        """Opens the thread store now. The App's start calls it off the event loop:
+        opening a SQLite file sets it up and may wait for another worker doing the same."""
+        if self._store is None:
+            self._store = self.ops.watch_store(open_store(self._store_spec))
+
+    async def startup(self, loop) -> None:
+        """The App's start in a worker (ASGI lifespan): signals watched, the store opened."""
+        self.watch_signals(loop)
+        await asyncio.to_thread(self.open_store)
 
     def agent(
         self,
@@ -409,7 +420,9 @@ class App:
         await self._front.handle(RsgiConn(scope, protocol))
 
     def __rsgi_init__(self, loop) -> None:
+        # granian calls this before the worker serves: nothing waits on the loop yet.
         self.watch_signals(loop)
+        self.open_store()
 
     def __rsgi_del__(self, loop) -> None:
         # granian calls this once the worker's streams have ended.

@@ -151,7 +151,7 @@ async def serve_asgi(app, handler, scope, receive, send) -> None:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
-                app.watch_signals(asyncio.get_running_loop())
+                await app.startup(asyncio.get_running_loop())
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await app.aclose()
