@@ -47,7 +47,8 @@ def _tables(path: Path) -> set[str]:
     if not path.exists():
         return set()
     with contextlib.closing(sqlite3.connect(path)) as conn:
-        return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        return {row[0] for row in rows}
 
 
 def refused(port: int) -> bool:
