@@ -237,3 +237,46 @@ def test_a_fresh_system_message_first_does_not_hide_a_regenerate():
     system = {"id": "s-new", "role": "system", "content": "be brief"}
     turn = merge(stored(CONVERSATION), request([system, *CONVERSATION[:3]], run_id="r2"))
     assert turn.cut.after == "u2" and turn.new_user == user("u2")
+
+
+def activity(i: str, content: dict | None = None) -> dict:
+    return {"id": i, "role": "activity", "activityType": "plan", "content": content or {}}
+
+
+def test_stored_activity_messages_are_no_divergence_and_survive_appends():
+    """AG-UI 1.0 clients never resend activity messages (issue 20): a thread that
+    holds them is matched without them, and keeps them when the client appends."""
+    thread = [user("u1"), activity("p0"), assistant("a1"), activity("p9")]
+    turn = merge(stored(thread), request([user("u1"), assistant("a1"), user("u2")]))
+    assert turn.cut is None and turn.new == [user("u2")] and turn.new_user == user("u2")
+    assert turn.base == [*thread, user("u2")] and turn.history == thread
+    # an answer that was only an activity, then a new message: appended too
+    only = [user("u1"), activity("p0")]
+    turn = merge(stored(only), request([user("u1"), user("u2")]))
+    assert turn.cut is None and turn.base == [*only, user("u2")]
+    # a client that does send them (not @ag-ui/client) is matched as well
+    turn = merge(stored(thread), request([*thread, user("u2")]))
+    assert turn.cut is None and turn.new == [user("u2")]
+
+
+def test_a_regenerate_and_an_edit_on_a_thread_with_activity_messages():
+    thread = [user("u1"), activity("p0"), assistant("a1"), activity("p9")]
+    turn = merge(stored(thread), request([user("u1")], run_id="r2"))
+    assert turn.cut.after == "u1" and turn.new_user == user("u1") and turn.base == [user("u1")]
+    edited = user("u1", "other")
+    turn = merge(stored(thread), request([edited], run_id="r3"))
+    assert turn.cut.after is None and turn.new_user == edited and turn.base == [edited]
+    # an edit as a new message after a1: a1's own activity (p9) stays with it
+    longer = [*thread, user("u2"), assistant("a2")]
+    turn = merge(stored(longer), request([user("u1"), assistant("a1"), user("u9")]))
+    assert turn.cut.after == "p9" and turn.base == [*thread, user("u9")]
+    edited = user("u2", "other")
+    turn = merge(stored(longer), request([user("u1"), assistant("a1"), edited]))
+    assert turn.cut.after == "p9" and turn.base == [*thread, edited]
+    # the list ends after a1, which only p9 follows: nothing to cut
+    turn = merge(stored(thread), request([user("u1"), assistant("a1"), user("u9")]))
+    assert turn.cut is None and turn.base == [*thread, user("u9")]
+    # the answer was only an activity: regenerating it still branches and runs on u1
+    only = [user("u1"), activity("p0")]
+    turn = merge(stored(only), request([user("u1")], run_id="r2"))
+    assert turn.cut.after == "u1" and turn.new_user == user("u1") and turn.history == []

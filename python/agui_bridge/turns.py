@@ -148,10 +148,23 @@ def branch_point(messages, stored, held) -> int | None:
             last = position
     if last < 0:
         return None
-    end = len(stored)
-    while end > last + 1 and stored[end - 1].get("role") in UNSENT_ROLES:
+    kept = last + 1
+    if stored[last].get("role") != "user":
+        # What clients leave out right after a shared answer (its run's activity
+        # messages) is that answer's: it stays with it. After a user message it
+        # is the answer's, which a regenerate or an edit replaces.
+        while kept < size and stored[kept].get("role") in UNSENT_ROLES:
+            kept += 1
+    end = size
+    while end > kept and stored[end - 1].get("role") in UNSENT_ROLES:
         end -= 1
-    return last + 1 if last + 1 < end else None
+    if kept < end:
+        return kept
+    if kept < size and rerun(messages, stored[:kept]):
+        # Only messages clients leave out follow the user message the client's
+        # list ends with (an answer that was all activity): a regenerate still.
+        return kept
+    return None
 
 
 def named_point(stored: list[dict], head: str | None) -> int | None:
