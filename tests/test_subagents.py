@@ -233,3 +233,30 @@ def test_a_1_0_run_log_is_named_as_a_0_0_x_one():
     assert [e for e, _ in v1] == [e for e, _ in v0]
     assert any(e.startswith("messages|subagent_s1:") for e, _ in v1)
     assert any("|subagent_s2:" in e.partition("|")[2] for e, _ in v1)
+
+
+def test_subagents_side_by_side_may_end_in_any_order():
+    """s1 and s2 run side by side and s1 ends first: s2's parts keep their
+    name, and once s2 ends the parent's parts are named as the parent's."""
+    events = [
+        {"type": "SUBAGENT_STARTED", "subagentRunId": "s1", "name": "a"},
+        {"type": "SUBAGENT_STARTED", "subagentRunId": "s2", "name": "b"},
+        {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m1", "delta": "from s1"},
+        {"type": "SUBAGENT_FINISHED", "subagentRunId": "s1"},
+        {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m2", "delta": "from s2"},
+        {"type": "SUBAGENT_FINISHED", "subagentRunId": "s2"},
+        {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m3", "delta": "the parent"},
+    ]
+    from agui_bridge import pure
+
+    t = pure.create_agui_repairer("t1", "r1", protocol_version="1.0")
+    log = [e for item in events for e in t(item)] + t.finish()
+    projector = Projector({"messages-tuple"}, "n", "t1", "r1", [], {}, True)
+    said = [
+        (event.partition("|")[2], data[0]["content"])
+        for e in log
+        for event, data in projector.feed(e)
+        if data[0].get("content")
+    ]
+    assert said[-1] == ("", "the parent")
+    assert said[1][0] == said[0][0] and "|subagent_s2:" in said[1][0]

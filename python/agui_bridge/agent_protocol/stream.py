@@ -172,9 +172,15 @@ class Projector:
         self.meta = {**self.meta, "langgraph_checkpoint_ns": self.ns[-1]}
 
     def _leave(self, step) -> None:
-        if not self.ns or not self.ns[-1].rsplit("|", 1)[-1].startswith(f"{step}:"):
+        """A subagent's end closes its namespace, wherever it is: subagents that run
+        side by side (AG-UI 1.0 allows it) may end in any order, and the parts
+        after the last one ends are the parent's again."""
+        for at in range(len(self.ns) - 1, -1, -1):
+            if self.ns[at].rsplit("|", 1)[-1].startswith(f"{step}:"):
+                break
+        else:
             return
-        self.ns.pop()
+        del self.ns[at]
         self.meta = {**self.meta, "langgraph_checkpoint_ns": self.ns[-1] if self.ns else ""}
 
     # What the events parts look up of the run so far (lc_events.LcEvents.feed).
