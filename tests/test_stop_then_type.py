@@ -135,3 +135,42 @@ def test_cancel_on_stop_turns_a_client_stop_into_the_cancel_route(node, base_url
     assert events_of(old.text)[-1]["type"] == "RUN_FINISHED"
     state = httpx.get(f"{base_url}/threads/{thread}/state", headers=RUNNER).json()
     assert [m["content"] for m in state["messages"]] == ["one", "partial answer to one"]
+
+
+def test_an_agent_protocol_join_stream_is_a_reader(base_url):
+    """A background run (never read) keeps the 409; a join-stream reads it (409
+    too); once that reader left, the run was read and is abandoned: superseded."""
+    thread = f"apj-{uuid.uuid4().hex[:8]}"
+    assert httpx.post(f"{base_url}/threads", json={"thread_id": thread}, headers=RUNNER).is_success
+    created = httpx.post(
+        f"{base_url}/threads/{thread}/runs",
+        json={"assistant_id": "slow", "input": {"messages": ["one"]}},
+        headers=RUNNER,
+    )
+    run = created.json()["run_id"]
+    refused = httpx.post(base_url + "/agui/plain", json=body(thread, "r2", "two"), headers=RUNNER)
+    assert refused.status_code == 409
+    with (
+        httpx.Client(timeout=30) as client,
+        client.stream(
+            "GET",
+            f"{base_url}/threads/{thread}/runs/{run}/stream?stream_mode=messages-tuple",
+            headers=RUNNER,
+        ) as joined,
+    ):
+        lines = joined.iter_lines()
+        assert any(line.startswith("event: messages") for line in lines)
+        refused = httpx.post(
+            base_url + "/agui/plain", json=body(thread, "r3", "three"), headers=RUNNER
+        )
+        assert refused.status_code == 409
+        assert refused.json()["error"]["code"] == "run_active"
+        del lines  # the joining client leaves
+    admitted = post_until_admitted(base_url, body(thread, "r4", "four"))
+    assert admitted.status_code == 200, admitted.text
+    contents = [m["content"] for m in state_messages(base_url, thread)]
+    assert contents == ["one", "partial answer to one", "four", "You said: four"]
+
+
+def state_messages(base_url: str, thread: str) -> list[dict]:
+    return httpx.get(f"{base_url}/threads/{thread}/state", headers=RUNNER).json()["messages"]

@@ -42,6 +42,7 @@ from ..gate import Queued
 from ..parts import input_error
 from ..run_input import Resume, RunInput, _check_depth, _text_of, decision_of
 from ..runs import open_stream
+from ..runs.supersede import reading
 from ..shapes import check_id
 from ..store.lease import create
 from ..store.owner import owner_of
@@ -604,7 +605,9 @@ class AgentProtocol:
             await self.registry.share(record)
             return
         try:
-            run = await self.handler.start(agent, run_input, identity)
+            # Only a run that would be refused supersedes an abandoned one (runs.supersede).
+            supersede = record.strategy == "reject"
+            run = await self.handler.start(agent, run_input, identity, supersede)
         except HttpError as error:
             if error.status == 409 and error.code == "run_active" and record.strategy != "reject":
                 self._enqueue(record, agent, run_input, identity)
@@ -671,7 +674,7 @@ class AgentProtocol:
             self.registry.changed(record)
 
         queued = Queued(
-            start=lambda: self.handler.start(agent, run_input, identity),
+            start=lambda: self.handler.start(agent, run_input, identity, supersede=False),
             started=started,
             failed=failed,
             cancelled=lambda: record.cancelled,
@@ -799,10 +802,8 @@ class AgentProtocol:
 
     async def _watched(self, conn, record, on_disconnect: str, keep: bool) -> dict | None:
         """The run's result; None when the client left first (``on_disconnect="cancel"``
-        then stops the run)."""
-        if on_disconnect != "cancel":
-            return await self._result(record, keep)
-        result = asyncio.ensure_future(self._result(record, keep))
+        then stops the run). Its client is a reader of the run while it waits."""
+        result = asyncio.ensure_future(self._read_result(record, keep))
         gone = asyncio.ensure_future(conn.wait_disconnect())
         try:
             await asyncio.wait([result, gone], return_when=asyncio.FIRST_COMPLETED)
@@ -815,6 +816,13 @@ class AgentProtocol:
         if not keep:
             self._discard(record)
         return None
+
+    async def _read_result(self, record: RunRecord, keep: bool) -> dict:
+        await record.started.wait()
+        if record.log is None:
+            return await self._result(record, keep)
+        async with reading(self.app.runs, record.log):  # runs.supersede counts it
+            return await self._result(record, keep)
 
     async def _join_stream(self, conn, thread_id: str, run_id: str) -> None:
         query = _query(conn)
@@ -875,7 +883,9 @@ class AgentProtocol:
                     message = record.failed or "the run was cancelled before it started"
                     await stream.write(sse("error", {"error": "RunNotStarted", "message": message}))
                     return
-                await stream.follow(record.log, 0, await Parts.of(app, record, modes, after))
+                parts = await Parts.of(app, record, modes, after)
+                async with reading(app.runs, record.log):  # runs.supersede counts it
+                    await stream.follow(record.log, 0, parts)
         finally:
             if not keep:
                 self._discard(record)

@@ -42,6 +42,7 @@ from ..agent_protocol.thread_events import (
 )
 from ..runs import open_stream
 from ..runs.frames import event_of, split
+from ..runs.supersede import reading as counted
 from .access import require
 from .handler import HttpError
 
@@ -293,7 +294,8 @@ class ThreadRoutes:
                 continue
             idle = 0.0
             reading = await self._reading(thread_id, log, wanted, after)
-            await stream.follow(log, 0, reading)
+            async with counted(self.app.runs, log):  # a reader of the run (runs.supersede)
+                await stream.follow(log, 0, reading)
             if reading.cut or not log.ended:
                 return
             fresh = self.fresh.get(thread_id)

@@ -36,7 +36,7 @@ from ..playground import response as playground_response
 from ..run_input import OFF_LOOP_BYTES
 from ..runs import Run, exact_prelude, open_stream
 from ..runs import prelude as shared_prelude
-from ..runs.supersede import reading, supersede
+from ..runs.supersede import admitted, reading
 from ..store import Thread
 from ..turns import carried
 from . import branches
@@ -371,11 +371,12 @@ class Handler:
         run = await self.start(agent, run_input, identity)
         await self._stream(conn, run.log, 0, b"", on_left=run.client_left)
 
-    async def start(self, agent, run_input, identity) -> Run:
+    async def start(self, agent, run_input, identity, supersede: bool = True) -> Run:
         """Starts a run of ``agent`` (over either protocol) through the run gate.
 
         503 while the worker shuts down; 409 while the thread has an active run
-        (here, or in another process through the store's lease).
+        (here, or in another process through the store's lease), unless that run
+        is abandoned and ``supersede`` (``runs.supersede``).
         """
         app = self.app
         thread_id = run_input.thread_id
@@ -386,8 +387,12 @@ class Handler:
                 guards = [g for g in thread_guards(app, thread) if g is not agent]
                 await self.authorize_thread(identity, thread_id, guards)
 
-        await supersede(app, thread_id)  # an active run whose readers all left
-        return await app.gate.start(agent, run_input, identity, authorize)
+        if not supersede:
+            return await app.gate.start(agent, run_input, identity, authorize)
+        # An active run whose readers all left is superseded rather than a 409.
+        return await admitted(
+            app, thread_id, lambda: app.gate.start(agent, run_input, identity, authorize)
+        )
 
     # -- streams of a run ---------------------------------------------------
 
@@ -395,13 +400,14 @@ class Handler:
         """One reader of a run log: this response is a cursor on it, from event ``after``."""
         app = self.app
         limits, keepalive = app.limits, app.keepalive
-        with reading(run_log):  # a run nobody reads is superseded (runs.supersede)
-            async with open_stream(
-                conn, limits, keepalive, run_log.run_id, headers, on_left
-            ) as stream:
-                if prelude:
-                    await stream.write(prelude)
-                await stream.follow(run_log, after)
+        # A reader: a run nobody reads any more is superseded (runs.supersede).
+        async with (
+            reading(app.runs, run_log),
+            open_stream(conn, limits, keepalive, run_log.run_id, headers, on_left) as stream,
+        ):
+            if prelude:
+                await stream.write(prelude)
+            await stream.follow(run_log, after)
 
     async def _stream_access(self, conn, thread_id: str, run_id: str | None, action: str):
         """authenticate, the action, the thread's owner, then ``authorize_stream``."""

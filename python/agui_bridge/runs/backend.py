@@ -26,7 +26,9 @@ claimed the thread with a fence over ``after`` and is still retained, by claim (
 its start, visible or not: a reader learns of every run, however short);
 ``await runs.cancel(log)`` -> False when the run had already ended;
 ``runs.renewer(run)`` -> what to call each time the run's lease is renewed, or None;
-``runs.ended(log)``, ``await runs.aclose()``.
+``runs.ended(log)``, ``await runs.aclose()``; optionally ``runs.presence``,
+the readers of its runs counted for every node (``runs.redis.presence``;
+without it each process counts its own: ``runs.supersede``).
 Calls that need the backend raise ``RunsUnavailable`` when it is unreachable.
 """
 

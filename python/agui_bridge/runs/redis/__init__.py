@@ -15,6 +15,10 @@ Keys (one Redis; ``T`` = JSON ``[threadId]``, ``R`` = JSON ``[threadId, runId]``
   the run started from, the node running it, its fence, ``ended``.
 - ``agui:run:R:alive`` — set for ``lease_ttl`` and renewed with the run's
   lease: when it expires the node is gone.
+- ``agui:run:R:readers`` — the nodes that have readers of the run, each
+  scored with when its presence lapses (renewed while it reads), and
+  ``read`` in the meta once anyone read it: whether a new run may supersede
+  it (``runs.supersede``), seen from every node.
 - ``agui:thread:T:fence`` — the token of the thread's newest run: its
   lease's fence (from the thread store), node and run id. Each run's start
   sets it; an append or a renewal whose token is not this one is refused, so
@@ -25,7 +29,7 @@ Keys (one Redis; ``T`` = JSON ``[threadId]``, ``R`` = JSON ``[threadId, runId]``
   (a sorted set: run id by fence), added by each start in the same script, so
   a thread's event stream learns of every run, however short, on any node.
 - ``agui:node:ID:cancel`` — a node's control channel (pub/sub): a cancel
-  from any node reaches the node that runs the run.
+  (or a supersede) from any node reaches the node that runs the run.
 
 Writes are Lua scripts (one round trip each: check the fence, ``XADD`` the
 batches with ``MAXLEN ~``, renew ``EXPIRE`` = retention). The run loop never
@@ -58,6 +62,7 @@ ends its own copy (no shared log is left to append to) and the run stops.
 The modules, one job each: ``layout`` (the keys and the Lua scripts),
 ``client`` (the connections), ``sink`` (a run's writer), ``mirror`` (this
 node's copy of a run and its one reader), ``control`` (the cancel channel),
+``presence`` (who reads each run, for every node),
 ``backend`` (``RedisRuns``, the interface of ``runs.backend``).
 """
 

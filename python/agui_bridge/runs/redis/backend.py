@@ -17,6 +17,7 @@ from .client import DOWN, Client, RedisError
 from .control import Control, send_cancel
 from .layout import GONE, MAX_STARTS, Keys
 from .mirror import BLOCK_MS, Mirror, Reading
+from .presence import Presence
 from .sink import RedisSink
 
 log = logging.getLogger("agui_bridge.runs")
@@ -44,6 +45,8 @@ class RedisRuns:
         self.client = Client(url, on_use=self._on_use)
         self.control = Control(self.client, self.node, self.local)
         self.reading = Reading(self.client, self.logs, self.local, block_ms, self.retention, ids)
+        # Who reads each run, from every node (runs.supersede).
+        self.presence = Presence(self.client, self.node, self.local, lease_ttl, self.retention)
         self._opening: dict[tuple[str, str], asyncio.Future] = {}
 
     @property
@@ -72,7 +75,9 @@ class RedisRuns:
         args = [fence, self.retention, ttl, run_id, token, MAX_STARTS, *meta]
         try:
             started = await self.client.script(
-                "start", [keys.meta, keys.log, keys.fence, keys.active, keys.alive, keys.runs], args
+                "start",
+                [keys.meta, keys.log, keys.fence, keys.active, keys.alive, keys.runs, keys.readers],
+                args,
             )
         except DOWN as error:
             raise RunsUnavailable(f"the run log is unreachable: {error}") from None
@@ -214,6 +219,7 @@ class RedisRuns:
             if mirror.reader is not None:
                 mirror.reader.cancel()
         self.control.close()
+        self.presence.close()
         await self.client.aclose()
 
 

@@ -9,6 +9,7 @@ import logging
 
 import orjson
 
+from ..supersede import stop as superseded
 from .client import Client, RedisError
 
 log = logging.getLogger("agui_bridge.runs")
@@ -18,9 +19,13 @@ def channel_of(node: str) -> bytes:
     return b"agui:node:" + node.encode() + b":cancel"
 
 
-async def send_cancel(client: Client, node: str, thread_id: str, run_id: str) -> bool:
-    """Asks ``node`` to stop a run; False when no node listens there (it is gone)."""
-    return bool(await client.call("publish", channel_of(node), orjson.dumps([thread_id, run_id])))
+async def send_cancel(
+    client: Client, node: str, thread_id: str, run_id: str, why: str = "cancel"
+) -> bool:
+    """Asks ``node`` to stop a run (``why``: ``cancel``, or ``supersede``: stopped as
+    ``runs.supersede.stop`` stops it); False when no node listens there (it is gone)."""
+    message = [thread_id, run_id] if why == "cancel" else [thread_id, run_id, why]
+    return bool(await client.call("publish", channel_of(node), orjson.dumps(message)))
 
 
 class Control:
@@ -62,9 +67,13 @@ class Control:
                 async for message in pubsub.listen():
                     if message.get("type") != "message":
                         continue
-                    thread_id, run_id = orjson.loads(message["data"])
+                    thread_id, run_id, *why = orjson.loads(message["data"])
                     sink = self.local.get((thread_id, run_id))
-                    if sink is not None:
+                    if sink is None:
+                        continue
+                    if why == ["supersede"]:
+                        superseded(sink.run)
+                    else:
                         sink.run.stop()
             except asyncio.CancelledError:
                 raise

@@ -15,7 +15,7 @@ GONE = "its keys are gone from Redis"
 # thread runs within the run retention.
 MAX_STARTS = 1000
 
-# KEYS: meta, log, fence, active, alive, runs
+# KEYS: meta, log, fence, active, alive, runs, readers
 # ARGV: fence, retention, ttl ms, run id, token, max starts, then the meta's fields
 _START = """
 local cur = redis.call('GET', KEYS[3])
@@ -25,7 +25,7 @@ if cur then
     return 0
   end
 end
-redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[7])
 redis.call('SET', KEYS[3], ARGV[5], 'EX', ARGV[2])
 redis.call('HSET', KEYS[1], unpack(ARGV, 7))
 redis.call('EXPIRE', KEYS[1], ARGV[2])
@@ -94,11 +94,50 @@ redis.call('EXPIRE', KEYS[2], ARGV[6])
 return 1
 """
 
-SCRIPTS = {"start": _START, "append": _APPEND, "heartbeat": _HEARTBEAT, "lose": _LOSE}
+# A node's readers (runs.redis.presence): per run, 1 (it reads: add or renew
+# the node, with the time it lapses; the run was read) or 0 (its last reader left).
+# KEYS: (meta, readers) per run; ARGV: node, ttl ms, retention, then 1 or 0 per run
+_PRESENCE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+for i = 1, #KEYS, 2 do
+  if ARGV[3 + (i + 1) / 2] == '1' then
+    if redis.call('EXISTS', KEYS[i]) == 1 then
+      redis.call('HSET', KEYS[i], 'read', '1')
+      redis.call('ZADD', KEYS[i + 1], now + tonumber(ARGV[2]), ARGV[1])
+      redis.call('EXPIRE', KEYS[i + 1], ARGV[3])
+    end
+  else
+    redis.call('ZREM', KEYS[i + 1], ARGV[1])
+  end
+end
+return 1
+"""
+
+# A run's readers now: its node, whether it was read, the nodes whose readers
+# have not lapsed; nil when the run has ended or is gone.
+# KEYS: meta, readers
+_READERS = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+local f = redis.call('HMGET', KEYS[1], 'node', 'read', 'ended')
+if f[3] then return false end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+return {f[1] or '', f[2] or '', redis.call('ZCOUNT', KEYS[2], '(' .. now, '+inf')}
+"""
+
+SCRIPTS = {
+    "start": _START,
+    "append": _APPEND,
+    "heartbeat": _HEARTBEAT,
+    "lose": _LOSE,
+    "presence": _PRESENCE,
+    "readers": _READERS,
+}
 
 
 class Keys:
-    __slots__ = ("active", "alive", "fence", "log", "meta", "runs")
+    __slots__ = ("active", "alive", "fence", "log", "meta", "readers", "runs")
 
     def __init__(self, thread_id: str, run_id: str):
         run = b"agui:run:" + orjson.dumps([thread_id, run_id])
@@ -106,6 +145,7 @@ class Keys:
         self.log = run + b":log"
         self.meta = run + b":meta"
         self.alive = run + b":alive"
+        self.readers = run + b":readers"
         self.fence = thread + b":fence"
         self.active = thread + b":active"
         # The thread's runs as they claimed it: run id by fence (a sorted set).

@@ -1,0 +1,222 @@
+"""Stop, then type across nodes (issue 20): with run logs on Redis, who reads a
+run is counted for every node (``runs.redis.presence``), so a new run on node
+B supersedes a run of node A whose readers all left, and a reader on B (or an
+Agent Protocol join) keeps the 409. Two granian nodes on one redis-server and
+one PostgreSQL; the tests wait on the readers Redis holds, never on a clock."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import time
+import uuid
+from urllib.parse import urlsplit
+
+import httpx
+import orjson
+import pytest
+import redis
+from agui_bridge.runs import Limits
+from agui_bridge.runs.backend import open_runs
+
+from tests.servers import serve
+
+
+@pytest.fixture(scope="module")
+def pair(redis_server, pg_server):
+    """Nodes A (RSGI) and B (ASGI) of ``tests.agent_protocol_apps`` and their Redis."""
+    database = pg_server.create_database()
+    runs = redis_server.url(redis_server.fresh_db())
+    env = {"AGUI_TEST_RUNS": runs, "AGUI_TEST_STORE": pg_server.url(database)}
+    try:
+        with (
+            serve("tests.agent_protocol_apps:app", env=env) as a,
+            serve("tests.agent_protocol_apps:app", env=env, interface="asgi") as b,
+        ):
+            yield a, b, redis.Redis.from_url(runs)
+    finally:
+        pg_server.drop_database(database)
+
+
+def body(thread: str, run: str, text: str) -> dict:
+    message = {"id": f"u-{run}", "role": "user", "content": text}
+    return {"threadId": thread, "runId": run, "messages": [message], "protocolVersion": "1.0"}
+
+
+def events_of(text: str) -> list[dict]:
+    return [json.loads(line[5:]) for line in text.splitlines() if line.startswith("data:")]
+
+
+def read_until_text(response):
+    """Reads up to the first text; the lines' iterator is returned (dropping it closes)."""
+    lines = response.iter_lines()
+    for line in lines:
+        if line.startswith("data:") and json.loads(line[5:])["type"] == "TEXT_MESSAGE_CONTENT":
+            return lines
+    raise AssertionError("the run sent no text")
+
+
+def reading_nodes(r: redis.Redis, thread: str, run: str) -> int:
+    """The nodes whose readers of the run have not lapsed, as Redis holds them."""
+    key = b"agui:run:" + orjson.dumps([thread, run]) + b":readers"
+    seconds, micros = r.time()
+    return r.zcount(key, f"({seconds * 1000 + micros // 1000}", "+inf")
+
+
+def until(condition, what: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)
+
+
+def state_of(url: str, thread: str) -> list[tuple[str, str]]:
+    state = httpx.get(f"{url}/threads/{thread}/state", timeout=30).json()
+    return [(m["role"], m["content"]) for m in state["messages"]]
+
+
+def test_stop_on_a_then_type_on_b_supersedes(pair):
+    a, b, r = pair
+    thread = f"sx-{uuid.uuid4().hex[:8]}"
+    with (
+        httpx.Client(timeout=30) as client,
+        client.stream("POST", a + "/agui/slow", json=body(thread, "r1", "count 6000")) as first,
+    ):
+        assert first.status_code == 200
+        lines = read_until_text(first)
+        assert reading_nodes(r, thread, "r1") == 1
+        del lines  # the client stopped: the run would go on for minutes
+    until(lambda: reading_nodes(r, thread, "r1") == 0, "node A did not see its reader leave")
+    second = httpx.post(b + "/agui/slow", json=body(thread, "r2", "count 2"), timeout=60)
+    assert second.status_code == 200, second.text
+    assert events_of(second.text)[-1]["type"] == "RUN_FINISHED"
+
+    # a 1.0 client joining the old run on either node reads that it was stopped
+    for url in (a, b):
+        old = httpx.get(f"{url}/threads/{thread}/runs/r1/events", timeout=30)
+        end = events_of(old.text)[-1]
+        assert end["type"] == "RUN_FINISHED" and end["outcome"]["type"] == "cancelled", end
+    stored = state_of(a, thread)
+    assert [role for role, _ in stored] == ["user", "assistant", "user", "assistant"]
+    partial = stored[1][1]
+    assert partial.startswith("tick 0 ") and "tick 5999" not in partial  # the partial answer
+    assert stored[2:] == [("user", "count 2"), ("assistant", "tick 0 tick 1 ")]
+    assert state_of(b, thread) == stored
+
+
+def test_a_reader_on_the_other_node_keeps_the_409(pair):
+    a, b, r = pair
+    thread = f"sr-{uuid.uuid4().hex[:8]}"
+    with httpx.Client(timeout=30) as client:
+        with client.stream(
+            "POST", a + "/agui/slow", json=body(thread, "r1", "count 6000")
+        ) as first:
+            lines = read_until_text(first)
+            joined = client.stream("GET", f"{b}/threads/{thread}/runs/r1/events")
+            join = joined.__enter__()
+            joining = read_until_text(join)
+            assert reading_nodes(r, thread, "r1") == 2  # A's POST and B's join
+            del lines  # the client stopped
+        try:
+            until(lambda: reading_nodes(r, thread, "r1") == 1, "A's reader did not leave")
+            for url in (a, b):
+                refused = httpx.post(url + "/agui/slow", json=body(thread, "r2", "count 2"))
+                assert refused.status_code == 409, refused.text
+                assert refused.json()["error"]["code"] == "run_active"
+        finally:
+            del joining
+            joined.__exit__(None, None, None)
+    # once B's reader left too, the run is abandoned: the next run supersedes it
+    until(lambda: reading_nodes(r, thread, "r1") == 0, "B's reader did not leave")
+    admitted = httpx.post(a + "/agui/slow", json=body(thread, "r3", "count 2"), timeout=60)
+    assert admitted.status_code == 200, admitted.text
+
+
+def open_join(url: str, path: str) -> socket.socket:
+    """An Agent Protocol ``GET …/join`` held open on a socket of its own (closing it
+    is the client leaving)."""
+    parts = urlsplit(url)
+    sock = socket.create_connection((parts.hostname, parts.port), timeout=30)
+    sock.sendall(f"GET {path} HTTP/1.1\r\nhost: {parts.netloc}\r\n\r\n".encode())
+    return sock
+
+
+def test_an_agent_protocol_join_is_a_reader(pair):
+    """A background run is read by nobody (a new run gets 409); a join reads it
+    (409 too); once the join left, it was read and is abandoned: superseded."""
+    a, _, r = pair
+    thread = f"sj-{uuid.uuid4().hex[:8]}"
+    created = httpx.post(f"{a}/threads", json={"thread_id": thread}).json()
+    assert created["thread_id"] == thread
+    run = httpx.post(
+        f"{a}/threads/{thread}/runs",
+        json={"assistant_id": "slow", "input": {"messages": ["count 6000"]}},
+    ).json()["run_id"]
+    refused = httpx.post(a + "/agui/slow", json=body(thread, "r2", "count 2"))
+    assert refused.status_code == 409  # never read: a background run is not abandoned
+    join = open_join(a, f"/threads/{thread}/runs/{run}/join")
+    until(lambda: reading_nodes(r, thread, run) == 1, "the join is not counted")
+    refused = httpx.post(a + "/agui/slow", json=body(thread, "r3", "count 2"))
+    assert refused.status_code == 409
+    join.close()  # the joining client leaves
+    until(lambda: reading_nodes(r, thread, run) == 0, "the join did not leave")
+    admitted = httpx.post(a + "/agui/slow", json=body(thread, "r4", "count 2"), timeout=60)
+    assert admitted.status_code == 200, admitted.text
+    assert httpx.get(f"{a}/threads/{thread}/runs/{run}").json()["status"] in (
+        "success",
+        "interrupted",
+    )
+
+
+# -- in one process: two RedisRuns play two nodes ------------------------------
+
+
+class Running:
+    """What a sink and a renewer need of a run."""
+
+    def __init__(self, sink):
+        self.out = sink
+
+    def log_failed(self, lost, error=None):
+        raise AssertionError(f"the run's log failed: {error}")
+
+
+async def test_a_dead_nodes_readers_lapse(redis_url):
+    a, b = (open_runs(redis_url, Limits(), lease_ttl=1.0) for _ in range(2))
+    renewing = None
+    try:
+        _, sink = await a.start("t", "r", "slow", "slow", frozenset(), 1, {})
+        run = Running(sink)
+        sink.bind(run)
+        sink.append(b'id: 1\ndata: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n', 1)
+        renew = a.renewer(run)
+
+        async def alive():  # node A lives on: its run's liveness is renewed
+            while True:
+                await renew()
+                await asyncio.sleep(0.1)
+
+        renewing = asyncio.get_running_loop().create_task(alive())
+        async with asyncio.timeout(20):
+            while (mirror := await b.get("t", "r")) is None:
+                await asyncio.sleep(0.02)
+        seen = await a.presence.active("t")
+        assert (seen.run_id, seen.node, seen.readers, seen.ever_read) == ("r", a.node, 0, False)
+        await b.presence.enter(mirror)
+        seen = await a.presence.active("t")
+        assert (seen.readers, seen.ever_read) == (1, True)
+        b.presence.leave(mirror)
+        await b.presence.enter(mirror)
+        assert (await a.presence.active("t")).readers == 1
+        b.presence.close()  # B dies with its reader: nobody renews its presence
+        async with asyncio.timeout(20):
+            while (await a.presence.active("t")).readers:
+                await asyncio.sleep(0.05)
+        seen = await a.presence.active("t")
+        assert (seen.run_id, seen.ever_read) == ("r", True)  # the run went on, read once
+    finally:
+        if renewing is not None:
+            renewing.cancel()
+        await a.aclose()
+        await b.aclose()
