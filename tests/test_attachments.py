@@ -355,6 +355,54 @@ async def test_a_large_body_is_checked_off_the_event_loop(monkeypatch):
     assert threads == [True, False]  # the small body on the loop, the large one not
 
 
+def _agent_protocol_posts(thread_id: str, size: int) -> list[tuple[str, dict]]:
+    """The Agent Protocol's bodies that carry messages (a run, a state update, a
+    command), each with an image of ``size`` bytes of its own (a value found
+    canonical is not checked again)."""
+
+    def human(n: int) -> dict:
+        value = base64.b64encode(bytes([0x40 + n]) * size).decode()
+        block = {"type": "image", "base64": value, "mime_type": "image/png"}
+        return {"role": "human", "content": [{"type": "text", "text": "see"}, block]}
+
+    def run(n: int) -> dict:
+        return {"assistant_id": "rec", "input": {"messages": [human(n)]}}
+
+    command = {"id": 1, "method": "run.start", "params": run(3)}
+    return [
+        (f"/threads/{thread_id}/runs/wait", run(1)),
+        (f"/threads/{thread_id}/state", {"values": {"messages": [human(2)]}}),
+        (f"/threads/{thread_id}/commands", command),
+    ]
+
+
+async def test_a_large_agent_protocol_body_is_checked_off_the_event_loop(monkeypatch):
+    """The AG-UI route's rule (OFF_LOOP_BYTES) on every Agent Protocol body that
+    carries messages: a large one is parsed and its parts checked in a thread."""
+    import threading
+
+    from agui_bridge import parts
+
+    on_loop = []
+    real = parts.canonical
+
+    def recording(value):
+        on_loop.append(threading.current_thread() is threading.main_thread())
+        return real(value)
+
+    monkeypatch.setattr(parts, "canonical", recording)
+    app, _seen = recording_app()
+    async with client(app) as http:
+        for size, thread_id in ((64, "ap-small"), (1 << 20, "ap-large")):
+            made = await http.post("/threads", json={"thread_id": thread_id})
+            assert made.status_code == 200, made.text
+            for path, body in _agent_protocol_posts(thread_id, size):
+                answer = await http.post(path, json=body)
+                assert answer.status_code == 200, (path, answer.text)
+    # the small bodies on the loop, the large ones not
+    assert on_loop == [True, True, True, False, False, False]
+
+
 def test_a_resent_value_is_not_checked_again(monkeypatch):
     """A client resends every attachment with each run: a value found canonical
     is known by its hash, a changed one is checked (and refused) again."""

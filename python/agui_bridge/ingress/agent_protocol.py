@@ -40,7 +40,7 @@ from ..agent_protocol.threads import search as search_threads
 from ..errors import RunInputError
 from ..gate import Queued
 from ..parts import input_error
-from ..run_input import Resume, RunInput, _check_depth, _text_of, decision_of
+from ..run_input import Resume, RunInput, _check_depth, _text_of, decision_of, off_loop
 from ..runs import open_stream
 from ..runs.supersede import reading
 from ..shapes import check_id
@@ -235,6 +235,12 @@ class AgentProtocol:
 
     async def _body(self, conn, action: str) -> tuple[object, dict]:
         """The caller, then the JSON object body (an empty POST is ``{}``)."""
+        identity, body, _ = await self._sized_body(conn, action)
+        return identity, body
+
+    async def _sized_body(self, conn, action: str) -> tuple[object, dict, int]:
+        """``_body`` and the body's size: a large one is parsed and checked off the
+        event loop (``run_input.off_loop``), as are the messages it carries."""
         length = conn.headers.get("content-length")
         if conn.headers.get("content-type") is None and length in (None, "0"):
             raw, refused = None, None  # what the SDK's cancel sends
@@ -244,17 +250,23 @@ class AgentProtocol:
         if refused is not None:
             raise refused
         if not raw:
-            return identity, {}
-        body = request.body
+            return identity, {}, 0
+
+        def parsed():
+            body = request.body
+            if isinstance(body, dict):
+                _check_depth(body)
+            return body
+
+        try:
+            body = await off_loop(len(raw), parsed)
+        except RunInputError as error:
+            raise _unprocessable(str(error)) from None
         if request.json_error is not None:
             raise _unprocessable(f"the body is not JSON: {request.json_error}", "invalid_json")
         if not isinstance(body, dict):
             raise _unprocessable("the body must be a JSON object")
-        try:
-            _check_depth(body)
-        except RunInputError as error:
-            raise _unprocessable(str(error)) from None
-        return identity, body
+        return identity, body, len(raw)
 
     async def _thread(self, identity, thread_id: str, agent=None, must_exist: bool = True):
         """The thread, once the caller may touch it (403 before 404)."""
@@ -267,6 +279,7 @@ class AgentProtocol:
 
     # The request steps the thread-centric routes share (ingress.agent_threads).
     request_body = _body
+    sized_body = _sized_body
     thread_of = _thread
 
     # -- threads -------------------------------------------------------------
@@ -368,7 +381,7 @@ class AgentProtocol:
         agent_protocol/steps.py); any other than the current one is a 422, never an
         update of the current state."""
         app = self.app
-        identity, body = await self._body(conn, "run")
+        identity, body, size = await self._sized_body(conn, "run")
         wanted = _named_checkpoint(body)
         values = body.get("values")
         if isinstance(values, list) and len(values) == 1 and isinstance(values[0], dict):
@@ -376,10 +389,11 @@ class AgentProtocol:
         if values is not None and not isinstance(values, dict):
             raise _unprocessable("'values' must be an object")
         values = dict(values or {})
+        sent = _listed(values.pop("messages", []))
         try:
-            added = [
-                to_agui(m, i, app.parts) for i, m in enumerate(_listed(values.pop("messages", [])))
-            ]
+            added = await off_loop(
+                size, lambda: [to_agui(m, i, app.parts) for i, m in enumerate(sent)]
+            )
         except MessageError as error:
             raise input_error(error, 422, "invalid_request") from None
         thread = await self._thread(identity, thread_id)
@@ -513,8 +527,8 @@ class AgentProtocol:
         )
 
     async def _create_run(self, conn, thread_id: str | None, kind: str) -> None:
-        identity, body = await self._body(conn, "run")
-        begun = await self.begin(identity, body, thread_id)
+        identity, body, size = await self._sized_body(conn, "run")
+        begun = await self.begin(identity, body, thread_id, size)
         record, stateless = begun.record, begun.stateless
         thread_id, run_id = record.thread_id, record.run_id
         location = f"/runs/{run_id}" if stateless else f"/threads/{thread_id}/runs/{run_id}"
@@ -532,9 +546,10 @@ class AgentProtocol:
                 headers.append(("location", location + "/stream"))
             await self._stream(conn, record, begun.modes, 0, headers, on_disconnect, keep)
 
-    async def begin(self, identity, body: dict, thread_id: str | None) -> Begun:
+    async def begin(self, identity, body: dict, thread_id: str | None, size: int = 0) -> Begun:
         """Starts (or queues) the run a RunCreate ``body`` asks for on ``thread_id``
-        (None: a stateless run); HttpError 422/404/409 as the routes answer them."""
+        (None: a stateless run); HttpError 422/404/409 as the routes answer them.
+        ``size``: the request body's, for ``off_loop``."""
         assistant_id = body.get("assistant_id")
         if not isinstance(assistant_id, str) or not assistant_id:
             raise _unprocessable("'assistant_id' must be the id of an agent")
@@ -574,7 +589,7 @@ class AgentProtocol:
         if thread is None and not stateless and if_not_exists == "reject":
             raise HttpError(404, "not_found", f"no thread {thread_id!r}")
         run_id = str(uuid.uuid4())
-        run_input = self._run_input(body, thread_id, run_id, thread)
+        run_input = await off_loop(size, self._run_input, body, thread_id, run_id, thread)
         wanted = _named_checkpoint(body)
         if wanted is not None:
             run_input = _from_step(run_input, thread, wanted)

@@ -80,7 +80,7 @@ class ThreadRoutes:
     # -- commands ------------------------------------------------------------
 
     async def command(self, conn, thread_id: str) -> None:
-        identity, body = await self.ap.request_body(conn, "read")
+        identity, body, size = await self.ap.sized_body(conn, "read")
         command_id = body.get("id")
         method = body.get("method")
         params = body.get("params", {})
@@ -97,7 +97,7 @@ class ThreadRoutes:
                 "a command is {id: a non-negative integer, method: a string, params: an object}",
             )
         try:
-            result, meta = await self._dispatch(identity, thread_id, method, params)
+            result, meta = await self._dispatch(identity, thread_id, method, params, size)
         except _Refused as refused:
             answer = {"type": "error", "id": command_id, "error": refused.code}
             answer["message"] = refused.message
@@ -116,13 +116,14 @@ class ThreadRoutes:
             answer["meta"] = meta
         await conn.respond(200, orjson.dumps(answer), JSON)
 
-    async def _dispatch(self, identity, thread_id: str, method: str, params: dict):
+    async def _dispatch(self, identity, thread_id: str, method: str, params: dict, size: int):
+        """``size``: the body's, for ``off_loop`` (a run's messages are checked there)."""
         if method == "run.start":
             require(identity, "run")
-            return await self._run_start(identity, thread_id, params)
+            return await self._run_start(identity, thread_id, params, size)
         if method == "input.respond":
             require(identity, "run")
-            return await self._respond(identity, thread_id, params)
+            return await self._respond(identity, thread_id, params, size)
         if method == "state.get":
             thread = await self.ap.thread_of(identity, thread_id)
             values = values_of(thread.state, thread.messages, thread.interrupts)
@@ -166,7 +167,7 @@ class ThreadRoutes:
     def _checkpoint_id(thread) -> str:
         return checkpoint(thread)["checkpoint_id"]
 
-    async def _run_start(self, identity, thread_id: str, params: dict):
+    async def _run_start(self, identity, thread_id: str, params: dict, size: int):
         assistant_id = params.get("assistant_id")
         if not isinstance(assistant_id, str) or not assistant_id:
             raise _Refused(422, "invalid_argument", "'assistant_id' must be the id of an agent")
@@ -179,9 +180,9 @@ class ThreadRoutes:
         for key in ("config", "metadata"):
             if params.get(key) is not None:
                 body[key] = params[key]
-        return await self._begin(identity, thread_id, body)
+        return await self._begin(identity, thread_id, body, size)
 
-    async def _respond(self, identity, thread_id: str, params: dict):
+    async def _respond(self, identity, thread_id: str, params: dict, size: int):
         """``input.respond``: one answer (``interrupt_id``, ``response``) or several
         (``responses``), resuming the thread's pending interrupts in a new run."""
         if "responses" in params:
@@ -221,7 +222,7 @@ class ThreadRoutes:
         for key in ("config", "metadata"):
             if params.get(key) is not None:
                 body[key] = params[key]
-        return await self._begin(identity, thread_id, body)
+        return await self._begin(identity, thread_id, body, size)
 
     async def _settled(self, thread_id: str) -> None:
         """Waits (bounded) for the thread's active run to have ended: the interrupts
@@ -239,8 +240,8 @@ class ThreadRoutes:
             except TimeoutError:
                 return  # still going: the pending interrupts are checked as stored
 
-    async def _begin(self, identity, thread_id: str, body: dict):
-        begun = await self.ap.begin(identity, body, thread_id)
+    async def _begin(self, identity, thread_id: str, body: dict, size: int):
+        begun = await self.ap.begin(identity, body, thread_id, size)
         record = begun.record
         now = time.monotonic()
         for other, fresh in list(self.fresh.items()):

@@ -33,7 +33,7 @@ from ..errors import (
 )
 from ..parts import input_error
 from ..playground import response as playground_response
-from ..run_input import OFF_LOOP_BYTES
+from ..run_input import off_loop
 from ..runs import Run, exact_prelude, open_stream
 from ..runs import prelude as shared_prelude
 from ..runs.supersede import admitted, reading
@@ -338,15 +338,12 @@ class Handler:
             raise refused
         # A large body (attachments: base64 takes milliseconds per MiB to parse
         # and check) is parsed and checked in a thread, never on the event loop.
-        large = raw is not None and len(raw) > OFF_LOOP_BYTES
-        body = await asyncio.to_thread(lambda: request.body) if large else request.body
+        size = len(raw) if raw is not None else 0
+        body = await off_loop(size, lambda: request.body)
         if request.json_error is not None:
             raise HttpError(400, "invalid_json", f"the body is not JSON: {request.json_error}")
         try:
-            if large:
-                run_input = await asyncio.to_thread(map_run_input, body, app.parts)
-            else:
-                run_input = map_run_input(body, app.parts)
+            run_input = await off_loop(size, map_run_input, body, app.parts)
         except RunInputError as error:
             raise input_error(error) from None
         thread_id = run_input.thread_id
