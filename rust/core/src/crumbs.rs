@@ -394,7 +394,10 @@ impl Dialect for Crumbs {
             check_error_object(crumb_type, error)?;
         }
         if parsed_kind == Some(Known::ReasoningEncrypted) {
-            crate::reasoning::check_subtype(crumb_type, fields.get("subtype"))?;
+            crate::reasoning::check_subtype(
+                crumb_type,
+                fields.get("subtype").and_then(Value::as_str),
+            )?;
         }
         if let Some(field) = parsed_kind.and_then(fresh_field)
             && let Some(id) = fields.get(field).and_then(Value::as_str)

@@ -111,12 +111,89 @@ pub enum Parsed {
     Unknown,
 }
 
-fn text<'a>(fields: &'a Fields, key: &str) -> &'a str {
-    fields.get(key).and_then(Value::as_str).unwrap_or_default()
+/// A row's string fields by name: parsed `Fields`, or `Strings` read in place
+/// from the item. The string rows' rules read their fields only through this,
+/// so both readers apply the same rules.
+pub trait Texts {
+    fn text(&self, name: &str) -> Option<&str>;
 }
 
-fn opt_text(fields: &Fields, key: &str) -> Option<String> {
-    fields.get(key).and_then(Value::as_str).map(str::to_owned)
+impl Texts for Fields {
+    fn text(&self, name: &str) -> Option<&str> {
+        self.get(name).and_then(Value::as_str)
+    }
+}
+
+/// The most fields a string row lists.
+pub const STRING_FIELDS: usize = 6;
+
+const _: () = {
+    let mut at = 0;
+    while at < table::EVENTS.len() {
+        assert!(
+            table::EVENTS[at].2.len() <= STRING_FIELDS || !all_strings(table::EVENTS[at].2),
+            "a string row lists more fields than `Strings` holds"
+        );
+        at += 1;
+    }
+};
+
+const fn all_strings(kinds: &[(&str, Kind)]) -> bool {
+    let mut at = 0;
+    while at < kinds.len() {
+        if !matches!(kinds[at].1, Kind::Str) {
+            return false;
+        }
+        at += 1;
+    }
+    true
+}
+
+/// The fields of an item of a string row (`string_row`), borrowed from the
+/// item: by the row's listed fields, the value of each one present.
+#[derive(Debug)]
+pub struct Strings<'a> {
+    kinds: &'static [(&'static str, Kind)],
+    values: [Option<&'a str>; STRING_FIELDS],
+}
+
+impl<'a> Strings<'a> {
+    pub fn new(kinds: &'static [(&'static str, Kind)]) -> Self {
+        Self {
+            kinds,
+            values: [None; STRING_FIELDS],
+        }
+    }
+
+    /// The value of the row's `at`th listed field.
+    pub fn set(&mut self, at: usize, value: &'a str) {
+        self.values[at] = Some(value);
+    }
+
+    fn to_fields(&self) -> Fields {
+        let mut fields = Fields::with_capacity(self.kinds.len());
+        for (&(name, _), value) in self.kinds.iter().zip(self.values) {
+            if let Some(value) = value {
+                fields.insert(name.into(), Value::String(value.to_owned()));
+            }
+        }
+        fields
+    }
+}
+
+impl Texts for Strings<'_> {
+    fn text(&self, name: &str) -> Option<&str> {
+        let at = self.kinds.iter().position(|(listed, _)| *listed == name)?;
+        self.values[at]
+    }
+}
+
+fn text<'a>(fields: &'a impl Texts, key: &str) -> &'a str {
+    fields.text(key).unwrap_or_default()
+}
+
+fn opt_text(fields: &impl Texts, key: &str) -> Option<String> {
+    fields.text(key).map(str::to_owned)
 }
 
 #[derive(Debug, Clone)]
@@ -217,11 +294,11 @@ impl Events {
         }
     }
 
-    fn tool_chunk(&mut self, f: &Fields) {
+    fn tool_chunk(&mut self, f: &impl Texts) {
         let tool_call_id = match opt_text(f, "toolCallId") {
             None => self.framer.last_open_tool(),
             Some(id) if self.framer.is_known_tool(&id) => Some(id),
-            Some(id) => match f.get("toolCallName").and_then(Value::as_str) {
+            Some(id) => match f.text("toolCallName") {
                 Some(name) => {
                     self.framer.tool_start(&id, name);
                     Some(id)
@@ -238,26 +315,62 @@ impl Events {
 }
 
 impl Events {
-    /// The rows of contract section 8, repaired by `reasoning::Repair`.
-    fn reasoning_row(&mut self, row: Row, mut f: Fields) {
+    /// A row whose fields the rules read as text (from parsed fields or in
+    /// place), to a started run; `false`: a row with other rules, untouched.
+    fn apply_texts(&mut self, row: Row, f: &impl Texts) -> bool {
+        let (framer, repair) = (&mut self.framer, &mut self.reasoning);
+        match row {
+            Row::TextStart => self.start_text(text(f, "messageId")),
+            Row::TextContent => self.content(text(f, "messageId"), text(f, "delta")),
+            Row::TextEnd => self.end_text(text(f, "messageId")),
+            Row::TextChunk => match f.text("messageId") {
+                None => framer.text(text(f, "delta")),
+                Some(message_id) => self.content(message_id, text(f, "delta")),
+            },
+            Row::ToolStart => {
+                framer.tool_start(text(f, "toolCallId"), text(f, "toolCallName"));
+            }
+            Row::ToolArgs => framer.tool_args(text(f, "toolCallId"), text(f, "delta")),
+            Row::ToolEnd => framer.tool_end(text(f, "toolCallId")),
+            Row::ToolChunk => self.tool_chunk(f),
+            Row::ToolResult => {
+                framer.tool_result(text(f, "toolCallId"), text(f, "content").to_owned());
+            }
+            Row::StepStarted => framer.step_start(text(f, "stepName")),
+            Row::StepFinished => framer.step_end(text(f, "stepName")),
+            // The rows of contract section 8, repaired by `reasoning::Repair`.
+            Row::ReasoningStart => repair.start_span(framer, text(f, "messageId")),
+            Row::ReasoningEnd => repair.end_span(framer, text(f, "messageId")),
+            Row::ReasoningMessageStart => repair.start(framer, text(f, "messageId")),
+            Row::ReasoningContent => {
+                repair.content(framer, text(f, "messageId"), text(f, "delta"));
+            }
+            Row::ReasoningMessageEnd => repair.end(framer, text(f, "messageId")),
+            Row::ReasoningChunk => repair.chunk(framer, f.text("messageId"), text(f, "delta")),
+            Row::ReasoningEncrypted => repair.encrypted(
+                framer,
+                text(f, "subtype"),
+                text(f, "entityId"),
+                text(f, "encryptedValue"),
+            ),
+            _ => return false,
+        }
+        true
+    }
+
+    /// A string row (`string_row`) read in place by a reader that skips the
+    /// general conversion, to a started run: the rules of `apply`.
+    pub fn apply_strings(&mut self, row: Row, strings: &Strings<'_>) {
+        if !self.apply_texts(row, strings) {
+            self.apply(Parsed::Row(row, strings.to_fields()));
+        }
+    }
+
+    /// The activity rows of contract section 8, repaired by `reasoning::Repair`.
+    fn activity_row(&mut self, row: Row, mut f: Fields) {
         let (framer, repair) = (&mut self.framer, &mut self.reasoning);
         let id = text(&f, "messageId").to_owned();
         match row {
-            Row::ReasoningStart => repair.start_span(framer, &id),
-            Row::ReasoningEnd => repair.end_span(framer, &id),
-            Row::ReasoningMessageStart => repair.start(framer, &id),
-            Row::ReasoningContent => repair.content(framer, &id, text(&f, "delta")),
-            Row::ReasoningMessageEnd => repair.end(framer, &id),
-            Row::ReasoningChunk => {
-                let id = f.get("messageId").and_then(Value::as_str);
-                repair.chunk(framer, id, text(&f, "delta"));
-            }
-            Row::ReasoningEncrypted => repair.encrypted(
-                framer,
-                text(&f, "subtype"),
-                text(&f, "entityId"),
-                text(&f, "encryptedValue"),
-            ),
             Row::ActivitySnapshot => {
                 let content = f.remove("content").unwrap_or(Value::Null);
                 let replace = f.remove("replace");
@@ -271,19 +384,22 @@ impl Events {
         }
     }
 
-    /// What parsing refuses of a row's checked fields given the run: a tool
+    /// What parsing refuses of a row's string fields given the run: a tool
     /// call the thread holds may not be opened again (contract section 6).
-    pub fn check_row(&self, event_type: &str, row: Row, fields: &Fields) -> Result<(), CrumbError> {
-        let opens =
-            row == Row::ToolStart || (row == Row::ToolChunk && fields.contains_key("toolCallName"));
-        if opens && let Some(id) = fields.get("toolCallId").and_then(Value::as_str) {
+    pub fn check_row(
+        &self,
+        event_type: &str,
+        row: Row,
+        fields: &impl Texts,
+    ) -> Result<(), CrumbError> {
+        // A field of a string kind is a string once parsed, or absent.
+        let opens = row == Row::ToolStart
+            || (row == Row::ToolChunk && fields.text("toolCallName").is_some());
+        if opens && let Some(id) = fields.text("toolCallId") {
             self.framer.check_fresh(event_type, "toolCallId", id)?;
         }
         if row == Row::ReasoningEncrypted {
-            crate::reasoning::check_subtype(event_type, fields.get("subtype"))?;
-        }
-        if row == Row::SubagentFinished {
-            crate::subagents::check_outcome(event_type, fields.get("outcome"))?;
+            crate::reasoning::check_subtype(event_type, fields.text("subtype"))?;
         }
         Ok(())
     }
@@ -311,6 +427,9 @@ impl Dialect for Events {
             let (state, delta) =
                 patch::apply_patch(&event_type, &self.framer.state, fields.get("delta"))?;
             return Ok(Parsed::Delta(state, delta));
+        }
+        if row == Row::SubagentFinished {
+            crate::subagents::check_outcome(&event_type, fields.get("outcome"))?;
         }
         self.check_row(&event_type, row, &fields)?;
         Ok(Parsed::Row(row, fields))
@@ -349,9 +468,10 @@ impl Dialect for Events {
         if !self.framer.started {
             self.framer.start(None, None);
         }
+        if self.apply_texts(row, &f) {
+            return;
+        }
         match row {
-            // Both are taken before this match.
-            Row::RunStarted | Row::StateDelta => {}
             Row::RunFinished => {
                 if let Some(usage) = f.get("usage") {
                     self.framer.usage.add_all(usage);
@@ -370,26 +490,6 @@ impl Dialect for Events {
                 let code = opt_text(&f, "code");
                 self.framer.run_error(text(&f, "message"), code.as_deref());
             }
-            Row::TextStart => self.start_text(text(&f, "messageId")),
-            Row::TextContent => self.content(text(&f, "messageId"), text(&f, "delta")),
-            Row::TextEnd => self.end_text(text(&f, "messageId")),
-            Row::TextChunk => match f.get("messageId").and_then(Value::as_str) {
-                None => self.framer.text(text(&f, "delta")),
-                Some(message_id) => self.content(message_id, text(&f, "delta")),
-            },
-            Row::ToolStart => {
-                self.framer
-                    .tool_start(text(&f, "toolCallId"), text(&f, "toolCallName"));
-            }
-            Row::ToolArgs => self
-                .framer
-                .tool_args(text(&f, "toolCallId"), text(&f, "delta")),
-            Row::ToolEnd => self.framer.tool_end(text(&f, "toolCallId")),
-            Row::ToolChunk => self.tool_chunk(&f),
-            Row::ToolResult => {
-                let content = text(&f, "content").to_owned();
-                self.framer.tool_result(text(&f, "toolCallId"), content);
-            }
             Row::StateSnapshot => {
                 if let Some(Value::Object(snapshot)) = f.remove("snapshot") {
                     self.framer.snapshot(snapshot);
@@ -405,15 +505,15 @@ impl Dialect for Events {
             }
             Row::SubagentFinished => crate::subagents::finished(&mut self.framer, &mut f),
             Row::SubagentError => crate::subagents::error(&mut self.framer, &f),
-            Row::StepStarted => self.framer.step_start(text(&f, "stepName")),
-            Row::StepFinished => self.framer.step_end(text(&f, "stepName")),
             Row::Custom => match f.remove("value") {
                 // The schema requires a value and a top-level null is never written
                 // (a NaN value is null once normal).
                 None | Some(Value::Null) => self.framer.dropped += 1,
                 Some(value) => self.framer.custom(text(&f, "name"), value),
             },
-            _ => self.reasoning_row(row, f),
+            Row::ActivitySnapshot | Row::ActivityDelta => self.activity_row(row, f),
+            // Taken before this match (run start, state delta) or by `apply_texts`.
+            _ => {}
         }
     }
 
@@ -453,5 +553,72 @@ impl Dialect for Events {
 
     fn fail_run(&mut self, message: &str, code: &str) {
         self.framer.run_error(message, Some(code));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Every string row read in place (`Strings`, `apply_strings`) makes the
+    /// events the general path makes of the same item, and refuses what it refuses.
+    #[test]
+    fn string_rows_in_place_as_parsed() {
+        let items = [
+            json!({"type": "RUN_STARTED", "threadId": "t", "runId": "r"}),
+            json!({"type": "STEP_STARTED", "stepName": "s"}),
+            json!({"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"}),
+            json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "a"}),
+            json!({"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "f"}),
+            json!({"type": "TOOL_CALL_ARGS", "toolCallId": "c", "delta": "{}"}),
+            json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "b"}),
+            json!({"type": "TOOL_CALL_END", "toolCallId": "c"}),
+            json!({"type": "TOOL_CALL_RESULT", "toolCallId": "c", "content": "ok", "role": "tool"}),
+            json!({"type": "TOOL_CALL_CHUNK", "toolCallId": "d", "toolCallName": "g", "delta": "{"}),
+            json!({"type": "TOOL_CALL_CHUNK", "delta": "}"}),
+            json!({"type": "TEXT_MESSAGE_CHUNK", "delta": "c"}),
+            json!({"type": "TEXT_MESSAGE_END", "messageId": "m"}),
+            json!({"type": "TEXT_MESSAGE_END", "messageId": "m"}),
+            json!({"type": "REASONING_START", "messageId": "r1"}),
+            json!({"type": "REASONING_MESSAGE_START", "messageId": "r1"}),
+            json!({"type": "REASONING_MESSAGE_CONTENT", "messageId": "r1", "delta": "x"}),
+            json!({"type": "REASONING_MESSAGE_CHUNK", "delta": "y"}),
+            json!({"type": "REASONING_MESSAGE_END", "messageId": "r1"}),
+            json!({"type": "REASONING_ENCRYPTED_VALUE", "subtype": "message",
+                   "entityId": "r1", "encryptedValue": "e"}),
+            json!({"type": "REASONING_ENCRYPTED_VALUE", "subtype": "other",
+                   "entityId": "r1", "encryptedValue": "e"}),
+            json!({"type": "REASONING_END", "messageId": "r1"}),
+            json!({"type": "SUBAGENT_STARTED", "subagentRunId": "a", "name": "critic"}),
+            json!({"type": "SUBAGENT_ERROR", "subagentRunId": "a", "message": "no"}),
+            json!({"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "f"}),
+            json!({"type": "STEP_FINISHED", "stepName": "s"}),
+        ];
+        let mut general = Events::new("t".into(), "r".into(), Map::new());
+        let mut in_place = general.clone();
+        let mut read = 0;
+        for item in items {
+            let expected = general.call(Input::from_json(&item));
+            let event_type = item["type"].as_str().unwrap_or_default();
+            let got = match string_row(event_type) {
+                Some((row, _, kinds)) if in_place.framer.started => {
+                    read += 1;
+                    let mut strings = Strings::new(kinds);
+                    for (at, (name, _)) in kinds.iter().enumerate() {
+                        if let Some(value) = item.get(*name).and_then(Value::as_str) {
+                            strings.set(at, value);
+                        }
+                    }
+                    in_place.check_row(event_type, row, &strings).map(|()| {
+                        in_place.call_checked(|events| events.apply_strings(row, &strings));
+                        in_place.framer.take_out()
+                    })
+                }
+                _ => in_place.call(Input::from_json(&item)),
+            };
+            assert_eq!(got, expected, "{item}");
+        }
+        assert_eq!(read, 25);
     }
 }

@@ -104,8 +104,8 @@ impl Framer {
 }
 
 /// A subtype `REASONING_ENCRYPTED_VALUE` knows, or the error naming the field.
-pub fn check_subtype(item_type: &str, subtype: Option<&Value>) -> Result<(), crate::CrumbError> {
-    match subtype.and_then(Value::as_str) {
+pub fn check_subtype(item_type: &str, subtype: Option<&str>) -> Result<(), crate::CrumbError> {
+    match subtype {
         None => Ok(()),
         Some(subtype) if SUBTYPES.contains(&subtype) => Ok(()),
         Some(_) => Err(crate::CrumbError::new(format!(

@@ -13,15 +13,12 @@
 use agui_bridge_core::CrumbError;
 use agui_bridge_core::chunks::{self, Chunks};
 use agui_bridge_core::crumbs::{self, Crumbs};
-use agui_bridge_core::event::Fields;
-use agui_bridge_core::events::{self, Events};
+use agui_bridge_core::events::{self, Events, Texts};
 use agui_bridge_core::fields::Kind;
-use agui_bridge_core::json::Value;
 use agui_bridge_core::stream::Dialect;
 use agui_bridge_core::table;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
-use std::borrow::Cow;
 
 use crate::convert::json_text;
 
@@ -294,39 +291,22 @@ impl HotInput for Chunks {
     }
 }
 
-/// An event read by `read_event`: its type, for errors, and its row and fields.
-pub struct EventHot {
-    event_type: String,
+/// An event read by `read_event`: its type, for errors, and its row and fields, borrowed.
+pub struct EventHot<'a> {
+    event_type: &'a str,
     row: events::Row,
-    fields: Fields,
+    strings: events::Strings<'a>,
 }
 
 /// The most fields an events dict may have for the reader (more: the general path).
 const EVENT_FIELDS: usize = 8;
 
-/// The value under the key `name`, if any; `None` when two keys hold that text.
-#[allow(clippy::option_option)]
-fn once<'a, 'py>(
-    entries: &'a [Option<(Bound<'py, PyString>, Bound<'py, PyAny>)>],
-    name: &str,
-) -> Option<Option<&'a Bound<'py, PyAny>>> {
-    let mut found = None;
-    for (key, value) in entries.iter().flatten() {
-        if key.to_str().is_ok_and(|key| key == name) {
-            if found.is_some() {
-                return None;
-            }
-            found = Some(value);
-        }
-    }
-    Some(found)
-}
-
 /// An event of a row whose listed fields are all strings (`events::string_row`),
 /// read as the parser would take it: every key a string, the type and each
 /// listed field once, required ones present, listed ones strings (a `None`
 /// one is absent). Fields the row does not list are not read, as in the parser.
-fn read_event(item: &Bound<'_, PyAny>) -> Option<EventHot> {
+/// The strings stay the item's: `with_hot` runs its closure while they live.
+fn read_event<R>(item: &Bound<'_, PyAny>, run: impl FnOnce(EventHot<'_>) -> R) -> Option<R> {
     let dict = item.cast::<PyDict>().ok()?;
     let len = dict.len();
     if len > EVENT_FIELDS {
@@ -338,56 +318,63 @@ fn read_event(item: &Bound<'_, PyAny>) -> Option<EventHot> {
     for (at, (key, value)) in dict.iter().take(len).enumerate() {
         entries[at] = Some((key.cast_into::<PyString>().ok()?, value));
     }
-    let entries = &entries[..len];
-    // A key that is no valid text: the general path decides.
-    if entries
-        .iter()
-        .flatten()
-        .any(|(key, _)| key.to_str().is_err())
-    {
-        return None;
-    }
-    let event_type = once(entries, "type")??
-        .cast::<PyString>()
-        .ok()?
-        .to_str()
-        .ok()?;
-    let (row, required, kinds) = events::string_row(event_type)?;
-    let mut fields = Fields::with_capacity(kinds.len());
-    for &(name, _) in kinds {
-        match once(entries, name)? {
-            Some(value) if !value.is_none() => {
-                let text = value.cast::<PyString>().ok()?.to_str().ok()?;
-                fields.insert(Cow::Borrowed(name), Value::String(text.to_owned()));
+    let mut keys = [""; EVENT_FIELDS];
+    let mut event_type = None;
+    for (at, (key, value)) in entries[..len].iter().flatten().enumerate() {
+        // A key that is no valid text: the general path decides.
+        keys[at] = key.to_str().ok()?;
+        if keys[at] == "type" {
+            if event_type.is_some() {
+                return None;
             }
-            // Absent or null: only an optional field may be.
-            _ if required.contains(&name) => return None,
-            _ => {}
+            event_type = Some(value.cast::<PyString>().ok()?.to_str().ok()?);
         }
     }
-    Some(EventHot {
-        event_type: event_type.to_owned(),
+    let event_type = event_type?;
+    let (row, required, kinds) = events::string_row(event_type)?;
+    let mut strings = events::Strings::new(kinds);
+    let mut present = 0u8;
+    for ((_, value), name) in entries[..len].iter().flatten().zip(keys) {
+        // Fields the row does not list are not read.
+        let Some(at) = kinds.iter().position(|(listed, _)| *listed == name) else {
+            continue;
+        };
+        // Two str subclass keys may hold the same text: leave that to the general path.
+        if present & (1 << at) != 0 {
+            return None;
+        }
+        present |= 1 << at;
+        if !value.is_none() {
+            strings.set(at, value.cast::<PyString>().ok()?.to_str().ok()?);
+        }
+    }
+    // Absent or null: only an optional field may be.
+    if required.iter().any(|name| strings.text(name).is_none()) {
+        return None;
+    }
+    Some(run(EventHot {
+        event_type,
         row,
-        fields,
-    })
+        strings,
+    }))
 }
 
 impl HotInput for Events {
-    type Hot<'a> = EventHot;
+    type Hot<'a> = EventHot<'a>;
 
-    fn check_hot(&self, hot: &EventHot) -> Result<(), CrumbError> {
+    fn check_hot(&self, hot: &EventHot<'_>) -> Result<(), CrumbError> {
         // Input after the end is dropped, never refused (rule 2).
         if self.framer().finished {
             return Ok(());
         }
-        self.check_row(&hot.event_type, hot.row, &hot.fields)
+        self.check_row(hot.event_type, hot.row, &hot.strings)
     }
 
-    fn apply_hot(&mut self, hot: EventHot) {
-        self.apply(events::Parsed::Row(hot.row, hot.fields));
+    fn apply_hot(&mut self, hot: EventHot<'_>) {
+        self.apply_strings(hot.row, &hot.strings);
     }
 
-    fn with_hot<R>(item: &Bound<'_, PyAny>, run: impl FnOnce(EventHot) -> R) -> Option<R> {
-        read_event(item).map(run)
+    fn with_hot<R>(item: &Bound<'_, PyAny>, run: impl FnOnce(EventHot<'_>) -> R) -> Option<R> {
+        read_event(item, run)
     }
 }
