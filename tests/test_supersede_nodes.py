@@ -105,7 +105,28 @@ def test_stop_on_a_then_type_on_b_supersedes(pair):
     assert state_of(b, thread) == stored
 
 
-def test_a_reader_on_the_other_node_keeps_the_409(pair):
+def read_until_data(response):
+    """Reads up to the first data line; the lines' iterator is returned (dropping it closes)."""
+    lines = response.iter_lines()
+    if not any(line.startswith("data:") for line in lines):
+        raise AssertionError("the stream sent nothing")
+    return lines
+
+
+# Readers on node B of a run on node A: an AG-UI join of the run's events, and
+# the Agent Protocol's thread event stream (threads.stream) following it.
+READERS = {
+    "run-events": lambda client, b, thread: client.stream(
+        "GET", f"{b}/threads/{thread}/runs/r1/events"
+    ),
+    "thread-stream": lambda client, b, thread: client.stream(
+        "POST", f"{b}/threads/{thread}/stream/events", json={"channels": ["messages"]}
+    ),
+}
+
+
+@pytest.mark.parametrize("reader", sorted(READERS))
+def test_a_reader_on_the_other_node_keeps_the_409(pair, reader):
     a, b, r = pair
     thread = f"sr-{uuid.uuid4().hex[:8]}"
     with httpx.Client(timeout=30) as client:
@@ -113,10 +134,11 @@ def test_a_reader_on_the_other_node_keeps_the_409(pair):
             "POST", a + "/agui/slow", json=body(thread, "r1", "count 6000")
         ) as first:
             lines = read_until_text(first)
-            joined = client.stream("GET", f"{b}/threads/{thread}/runs/r1/events")
+            joined = READERS[reader](client, b, thread)
             join = joined.__enter__()
-            joining = read_until_text(join)
-            assert reading_nodes(r, thread, "r1") == 2  # A's POST and B's join
+            assert join.status_code == 200
+            joining = read_until_data(join)
+            assert reading_nodes(r, thread, "r1") == 2  # A's POST and B's reader
             del lines  # the client stopped
         try:
             until(lambda: reading_nodes(r, thread, "r1") == 1, "A's reader did not leave")
