@@ -398,3 +398,17 @@ def test_a_joining_reader_ends_like_a_whole_one(impl, version, dialect, run):
         assert result["ok"], (at, result)
         assert result["messages"] == first["messages"], at
         assert result["state"] == first["state"], at
+
+
+def test_a_run_read_back_from_its_log_holds_the_same_activity_messages(impl):
+    """Another node rebuilds a run's messages by putting its logged events through
+    the events dialect (runs/replay.py): the activities come out the same, also
+    those the run renamed for an id the thread held."""
+    t = make(impl, "events", held_ids=["a0"])
+    events = [e for item in EVENT_RUN_ACTIVITY for e in t(item)]
+    assert [e["messageId"] for e in events if e["type"] == "ACTIVITY_SNAPSHOT"][0] == "r1:a1"
+    again = make(impl, "events")
+    for event in events:
+        again(event)
+    assert again.snapshot()["messages"] == t.snapshot()["messages"]
+    assert again.dropped == 0
