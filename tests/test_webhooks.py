@@ -307,3 +307,33 @@ async def test_a_run_whose_node_died_is_delivered_once_by_another_node(hook_node
         assert (await a.runs.get(thread_id, run["run_id"]))["status"] == "error"
     finally:
         await a.aclose()
+
+
+async def test_a_run_whose_node_died_after_it_ended_is_delivered_by_another_node(
+    hook_nodes, receiver
+):
+    """The node ran the run to its end and died before it took the webhook off the
+    owed runs: the run's webhook is left owed in Redis as that node left it (a run
+    ended without one, its entry written as the create writes it); another node
+    delivers it, once, after a lease's time."""
+    import redis.asyncio
+
+    a_url, _, env = hook_nodes
+    a = get_client(url=a_url, api_key=None)
+    path = f"/orphan/{uuid.uuid4()}"
+    try:
+        thread_id = (await a.threads.create())["thread_id"]
+        run = await a.runs.create(thread_id, "demo", input={"messages": ["hi"]})
+        await a.runs.join(thread_id, run["run_id"])
+        owed = redis.asyncio.from_url(env["AGUI_TEST_RUNS"])
+        try:
+            key = orjson.dumps([thread_id, run["run_id"]])
+            hook = f"http://127.0.0.1:{receiver.port}{path}"
+            await owed.hset("agui:webhooks:owed", key, hook)
+            record = _once(receiver, path)
+            assert not await owed.hexists("agui:webhooks:owed", key)
+        finally:
+            await owed.aclose()
+        assert record["run_id"] == run["run_id"] and record["status"] == "success"
+    finally:
+        await a.aclose()

@@ -16,20 +16,21 @@ by the node that takes it off the hash (``HDEL`` answers 1 to one caller):
   seconds (``watch``). A run whose ``alive`` key expired (its node stopped
   renewing it) and whose log has not ended is read here, which ends it
   ``run_lost`` for every node (``runs.redis``); one ended ``run_lost`` is
-  delivered by the node that takes it off first.
+  delivered by the node that takes it off first. One that ended otherwise
+  is its own node's to take, at once; still owed ``grace`` seconds after
+  this node saw it ended, that node died in between: this one takes it.
 
 What is owed is at most once after it is taken: a node that dies while it
-delivers (its retries included) loses that delivery. A run whose node died
-after its run ended but before it took the run off, and a queued run whose
-node died before it started, are not delivered (both are logged at ERROR
-when their records expire). A node starts watching at its first Agent
-Protocol request.
+delivers (its retries included) loses that delivery. A queued run whose
+node died before it started is not delivered (logged at ERROR when its
+record expires). A node starts watching at its first Agent Protocol request.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 import orjson
 
@@ -44,13 +45,15 @@ KEY = b"agui:webhooks:owed"
 class Owed:
     """The runs whose webhook is still owed, on the shared run logs' Redis."""
 
-    def __init__(self, runs, registry, send, every: float):
-        """``send(url, record)``: the delivery; ``every``: seconds between two looks."""
+    def __init__(self, runs, registry, send, every: float, grace: float):
+        """``send(url, record)``: the delivery; ``every``: seconds between two looks;
+        ``grace``: how long an ended run is left to its own node."""
         self.runs = runs
         self.client = runs.client
         self.registry = registry
         self.send = send
         self.every = every
+        self.grace = grace
         self.watcher: asyncio.Task | None = None
 
     async def owe(self, thread_id: str, run_id: str, url: str) -> None:
@@ -88,9 +91,12 @@ class Owed:
             if run_log is None:
                 await self._unknown(thread_id, run_id)
                 continue
-            end = terminal_event(run_log) if run_log.ended else None
-            if end is None or end.get("code") != "run_lost":
-                continue  # still being read here (it ends lost), or ended by its node
+            if not run_log.ended:
+                continue  # read here from now: it ends run_lost if its node is gone
+            end = terminal_event(run_log)
+            lost = end is not None and end.get("code") == "run_lost"
+            if not lost and time.monotonic() - run_log.ended_at < self.grace:
+                continue  # ended by its node, which takes it at once
             if not await self.take(thread_id, run_id):
                 continue
             record = await self.registry.get(thread_id, run_id)
@@ -104,8 +110,8 @@ class Owed:
             return
         if await self.take(thread_id, run_id):
             log.error(
-                "webhook for run %s of thread %s not delivered: its node ended it or"
-                " queued it and went away before delivering, and its record expired",
+                "webhook for run %s of thread %s not delivered: its node queued it and"
+                " went away before it started, and its record expired",
                 run_id,
                 thread_id,
             )

@@ -134,8 +134,8 @@ class AgentProtocol:
         if self.webhooks is not None and self.registry.shared is not None:
             from ..agent_protocol.hooks import Owed  # shared run logs: redis-py is there
 
-            every = max(0.5, handler.app.lease_ttl / 4)
-            self.owed = Owed(handler.app.runs, self.registry, self._deliver, every)
+            ttl = handler.app.lease_ttl
+            self.owed = Owed(handler.app.runs, self.registry, self._deliver, max(0.5, ttl / 4), ttl)
 
     # -- routes --------------------------------------------------------------
 
