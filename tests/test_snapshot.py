@@ -406,7 +406,7 @@ def test_a_run_read_back_from_its_log_holds_the_same_activity_messages(impl):
     those the run renamed for an id the thread held."""
     t = make(impl, "events", held_ids=["a0"])
     events = [e for item in EVENT_RUN_ACTIVITY for e in t(item)]
-    assert [e["messageId"] for e in events if e["type"] == "ACTIVITY_SNAPSHOT"][0] == "r1:a1"
+    assert next(e["messageId"] for e in events if e["type"] == "ACTIVITY_SNAPSHOT") == "r1:a1"
     again = make(impl, "events")
     for event in events:
         again(event)
