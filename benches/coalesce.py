@@ -7,10 +7,14 @@ absolute schedule (token i is yielded at start + i / rate). ``--streams``
 streams run on each server at once, both servers at the same time, so the
 machine's load hits them alike. Per server: the events and bytes received,
 the worker's CPU time (``/proc``) per token, and per token the time from its
-scheduled yield (the agent sends its schedule's start on the wall clock) to
-the frame that carried it. The added latency of a token is that time on the
-coalescing server minus the same token's on the plain one (same stream
-index); its p50/p99/max are reported.
+yield (the agent writes its tokens' yield times to ``BENCH_YIELDS``, beside
+the stream: the bytes on the wire are the tokens') to the frame that carried
+it. A token's added latency is that time on the coalescing server less the
+plain server's median of it (the path every frame takes); its p50/p99/max
+are reported. Beside it, the figure before 2026-12-04: the token's arrival
+against the same token's on the plain server, both from its scheduled
+yield, which adds the two agents' scheduling differences (one server's
+agent yields late on a loaded machine, the other's not).
 
 "Events sent" counts the events that carry the tokens (TEXT_MESSAGE_CONTENT):
 one per token without coalescing. Each stream's six others are the same
@@ -30,7 +34,9 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import time
+import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,25 +68,31 @@ def make_app():
         # The schedule's start on the wall clock, which the client on this machine reads too.
         yield crumbs.step_start(f"start {time.time() - (loop.time() - start)!r}")
         delta = crumbs.text_delta(TOKEN)
+        yields = []  # each token's yield on the wall clock
         for at in range(count):
             wait = start + at / rate - loop.time()
             if wait > 0:
                 await asyncio.sleep(wait)
+            yields.append(time.time())
             yield delta
+        # Beside the stream, not in it (the bytes on the wire stay the tokens').
+        out = os.environ.get("BENCH_YIELDS")
+        if out:
+            Path(out, ctx.run_id).write_text(json.dumps(yields))
 
     return app
 
 
-def request(port: int, tokens: int, rate: float) -> bytes:
-    return run_request(port, {"tokens": tokens, "rate": rate})
-
-
 async def one_stream(port: int, tokens: int, rate: float) -> dict:
-    """Reads one response: per token the seconds from its scheduled yield to its frame."""
+    """Reads one response: per token the wall clock when its frame came, and
+    the seconds from its scheduled yield to then."""
+    run_id = uuid.uuid4().hex
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(request(port, tokens, rate))
+    writer.write(run_request(port, {"tokens": tokens, "rate": rate}, run_id=run_id))
     await writer.drain()
     buffer, nbytes, events, carriers, arrivals, start = b"", 0, 0, 0, [], None
+    came: list[float] = []  # per token: when its frame came (wall clock)
+    sizes: dict[int, int] = {}  # tokens per TEXT_MESSAGE_CONTENT: how many events held each
     body = False
     while True:
         chunk = await reader.read(65536)
@@ -106,11 +118,21 @@ async def one_stream(port: int, tokens: int, rate: float) -> dict:
                 start = float(event["stepName"].split()[1])
             elif event["type"] == "TEXT_MESSAGE_CONTENT":
                 carriers += 1
+                sizes[len(event["delta"])] = sizes.get(len(event["delta"]), 0) + 1
                 for _ in event["delta"]:
                     arrivals.append(now - (start + len(arrivals) / rate))
+                    came.append(now)
     writer.close()
     assert len(arrivals) == tokens, (len(arrivals), tokens)
-    return {"bytes": nbytes, "events": events, "carriers": carriers, "arrivals": arrivals}
+    return {
+        "bytes": nbytes,
+        "events": events,
+        "carriers": carriers,
+        "arrivals": arrivals,
+        "came": came,
+        "run_id": run_id,
+        "sizes": sizes,
+    }
 
 
 def cpu_seconds(pid: int) -> float:
@@ -129,7 +151,18 @@ async def timer_lateness(window: float, out: list) -> None:
         out.append(loop.time() - due)
 
 
-async def measure(ports: dict, pids: dict, streams: int, tokens: int, rate: float) -> dict:
+def after_yield(got: list[dict], yields: Path) -> list[float]:
+    """Per token, the seconds from its yield (as its server's agent wrote it) to its frame."""
+    out = []
+    for run in got:
+        stamps = json.loads((yields / run["run_id"]).read_text())
+        out += [came - at for came, at in zip(run["came"], stamps, strict=True)]
+    return out
+
+
+async def measure(
+    ports: dict, pids: dict, streams: int, tokens: int, rate: float, yields: Path
+) -> dict:
     before = {name: cpu_seconds(pid) for name, pid in pids.items()}
     names = list(ports)
     late: list[float] = []
@@ -148,7 +181,12 @@ async def measure(ports: dict, pids: dict, streams: int, tokens: int, rate: floa
             "bytes": sum(r["bytes"] for r in got),
             "cpu_per_token_us": (after[name] - before[name]) / (streams * tokens) * 1e6,
             "arrivals": [r["arrivals"] for r in got],
+            "after_yield": after_yield(got, yields),
+            "sizes": {},
         }
+        for r in got:
+            for size, n in r["sizes"].items():
+                out[name]["sizes"][size] = out[name]["sizes"].get(size, 0) + n
     return out
 
 
@@ -162,6 +200,9 @@ async def main_async(args) -> int:
     argv = [sys.executable, "-m", "granian", "--interface", "rsgi", "--host", "127.0.0.1"]
     argv += ["--port", "{port}", "--workers", "1", "--loop", "uvloop", "--http", "1"]
     argv += ["--log-level", "warning", "--factory", agent_module()]
+    scratch = tempfile.TemporaryDirectory(prefix="coalesce-bench-")
+    yields = Path(scratch.name)
+    env["BENCH_YIELDS"] = str(yields)
     servers = {
         "plain": Server("plain", argv, {**env, "COALESCE_MS": "0"}, True),
         "coalesced": Server("coalesced", argv, {**env, "COALESCE_MS": str(args.window)}, True),
@@ -171,14 +212,24 @@ async def main_async(args) -> int:
     try:
         ports = {name: s.port for name, s in servers.items()}
         pids = {name: s.worker for name, s in servers.items()}
-        await measure(ports, pids, 2, 20, 1000)  # warm-up
+        await measure(ports, pids, 2, 20, 1000, yields)  # warm-up
         load = os.getloadavg()[0]
-        got = await measure(ports, pids, args.streams, args.tokens, args.rate)
+        got = await measure(ports, pids, args.streams, args.tokens, args.rate, yields)
     finally:
         for server in servers.values():
             server.stop()
+        scratch.cleanup()
     plain, merged, late = got["plain"], got["coalesced"], got["late"]
-    added = [
+    # A token's added latency: from its yield to its frame on the coalescing
+    # server, less what that takes without coalescing (the plain server's
+    # median: the path every frame takes). Each token is timed from its own
+    # yield, so a scheduling hiccup that makes one server's agent yield late
+    # is not counted as held.
+    path = statistics.median(plain["after_yield"])
+    added = [took - path for took in merged["after_yield"]]
+    # The figure before 2026-12-04 (kept beside it): against the plain
+    # server's same token, which adds both agents' scheduling differences.
+    across = [
         m - p
         for ms, ps in zip(merged["arrivals"], plain["arrivals"], strict=True)
         for m, p in zip(ms, ps, strict=True)
@@ -221,16 +272,30 @@ async def main_async(args) -> int:
             f"{side['bytes']} bytes, worker CPU {side['cpu_per_token_us']:.1f} µs per token"
         )
     print(f"all events, plain / coalesced: {plain['events'] / merged['events']:.2f}x")
+    sizes = ", ".join(f"{size}: {n}" for size, n in sorted(merged["sizes"].items()))
+    print(f"coalesced: tokens per TEXT_MESSAGE_CONTENT (tokens: events): {sizes}")
     for name, runs in (("plain", plain), ("coalesced", merged)):
         lags = [lag for run in runs["arrivals"] for lag in run]
         print(
             f"{name}: token lag behind its schedule (ms): p50 "
             f"{statistics.median(lags) * 1000:.1f}, p99 {pct(lags, 0.99) * 1000:.1f}"
         )
+    for name, side in (("plain", plain), ("coalesced", merged)):
+        took = side["after_yield"]
+        print(
+            f"{name}: from a token's yield to its frame (ms): p50 "
+            f"{statistics.median(took) * 1000:.2f}, p99 {pct(took, 0.99) * 1000:.1f}, "
+            f"max {max(took) * 1000:.1f}"
+        )
     print(
         "added latency (ms): p50 "
         f"{statistics.median(added) * 1000:.1f}, p99 {pct(added, 0.99) * 1000:.1f}, "
         f"max {max(added) * 1000:.1f}"
+    )
+    print(
+        "against the plain server's same token (ms; both agents' scheduling too): p50 "
+        f"{statistics.median(across) * 1000:.1f}, p99 {pct(across, 0.99) * 1000:.1f}, "
+        f"max {max(across) * 1000:.1f}"
     )
     if late:
         p50, p90, p99 = (pct(late, q) * 1000 for q in (0.5, 0.9, 0.99))

@@ -275,7 +275,7 @@ class Run:
             self._pending.append(frames)
             self._pending_size += len(frames)
         if self.holder is not None:
-            self.holder.after_item(self._items_at)
+            self.holder.after_item(self._items_at, count)
 
     def flush(self, last_id: int | None = None) -> None:
         """Appends the queued frames; ``last_id`` is the last one's (default: the
