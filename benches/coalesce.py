@@ -52,12 +52,34 @@ def agent_module() -> str:
     return "benches.coalesce:make_app"
 
 
+def record_holds(path: Path) -> None:
+    """Writes, for each hold the window sends (its pace or its timer; not the
+    ones another event or the agent's FLUSH sends), how long its first delta
+    waited in the server: the bound itself, without the path after it."""
+    from agui_bridge import coalesce
+
+    out = path.open("a", buffering=1)
+    init = coalesce.Holder.__init__
+
+    def holder_init(self, t, settings, send):
+        def sending():
+            if self._deadline is not None:
+                out.write(f"{time.monotonic() - (self._deadline - self.window)!r}\n")
+            send()
+
+        init(self, t, settings, sending)
+
+    coalesce.Holder.__init__ = holder_init
+
+
 def make_app():
     """``granian --factory benches.coalesce:make_app``; window from ``COALESCE_MS``."""
     from agui_bridge import App, Coalesce, crumbs
 
     window = float(os.environ.get("COALESCE_MS", "0"))
     app = App(store="memory://", coalesce=Coalesce(window) if window else None)
+    if window and os.environ.get("BENCH_YIELDS"):
+        record_holds(Path(os.environ["BENCH_YIELDS"], "holds"))
 
     @app.agent("tokens", path="/ag-ui/run")
     async def tokens(ctx):
@@ -214,7 +236,10 @@ async def main_async(args) -> int:
         pids = {name: s.worker for name, s in servers.items()}
         await measure(ports, pids, 2, 20, 1000, yields)  # warm-up
         load = os.getloadavg()[0]
+        # The measured run's holds only (the warm-up's were written before).
+        warm = len((yields / "holds").read_text().split())
         got = await measure(ports, pids, args.streams, args.tokens, args.rate, yields)
+        holds = [float(line) for line in (yields / "holds").read_text().split()][warm:]
     finally:
         for server in servers.values():
             server.stop()
@@ -297,6 +322,14 @@ async def main_async(args) -> int:
         f"{statistics.median(across) * 1000:.1f}, p99 {pct(across, 0.99) * 1000:.1f}, "
         f"max {max(across) * 1000:.1f}"
     )
+    if holds:
+        over = sum(wait > args.window / 1000 for wait in holds)
+        print(
+            f"coalesced: holds the window sent: {len(holds)}, their first delta's wait in "
+            f"the server (ms): p50 {statistics.median(holds) * 1000:.1f}, p99 "
+            f"{pct(holds, 0.99) * 1000:.1f}, max {max(holds) * 1000:.1f}; "
+            f"past the deadline: {over}"
+        )
     if late:
         p50, p90, p99 = (pct(late, q) * 1000 for q in (0.5, 0.9, 0.99))
         print(
