@@ -20,7 +20,7 @@ import redis
 from agui_bridge.runs import Limits
 from agui_bridge.runs.backend import open_runs
 
-from tests.servers import serve
+from tests.servers import free_port, serve
 
 
 @pytest.fixture(scope="module")
@@ -242,3 +242,13 @@ async def test_a_dead_nodes_readers_lapse(redis_url):
             renewing.cancel()
         await a.aclose()
         await b.aclose()
+
+
+async def test_redis_unreachable_counts_no_run_so_the_409_stays():
+    """A new run refused 409 asks whom the thread's run has; Redis down cannot
+    say, so nothing is superseded and the 409 stands (not a 503 from the count)."""
+    runs = open_runs(f"redis://127.0.0.1:{free_port()}/0", Limits())
+    try:
+        assert await runs.presence.active("t") is None
+    finally:
+        await runs.aclose()

@@ -20,6 +20,7 @@ import contextlib
 import logging
 from dataclasses import dataclass
 
+from ...errors import RunsUnavailable
 from ..supersede import stop
 from . import control
 from .client import DOWN, Client, RedisError
@@ -83,16 +84,17 @@ class Presence:
         self._kick()
 
     async def active(self, thread_id: str) -> Seen | None:
-        """The thread's active run and how many nodes read it now (None: no active run)."""
-        run_id = await self.client.call("get", Keys(thread_id, "").active)
-        if run_id is None:
-            return None
-        run_id = run_id.decode()
-        keys = Keys(thread_id, run_id)
+        """The thread's active run and how many nodes read it now (None: no active
+        run, or Redis cannot say: the new run keeps its 409)."""
         try:
+            run_id = await self.client.call("get", Keys(thread_id, "").active)
+            if run_id is None:
+                return None
+            run_id = run_id.decode()
+            keys = Keys(thread_id, run_id)
             found = await self.client.script("readers", [keys.meta, keys.readers], [])
-        except (*DOWN, RedisError) as error:
-            log.warning("run %s: counting its readers failed: %s", run_id, error)
+        except (*DOWN, RedisError, RunsUnavailable) as error:
+            log.warning("thread %s: counting its run's readers failed: %s", thread_id, error)
             return None
         if not found:
             return None
