@@ -11,7 +11,13 @@ PLAYGROUND := clients/playground
 # pytest's tiers (tests/tiers.py): unit (in process), server, external (PostgreSQL,
 # Redis), interop (Node), browser (Chromium). Two workers on this 2-core machine:
 # most of the suite waits on servers and clients, not on the CPU (benches/RESULTS.md).
-PYTEST := $(BIN)/python -m pytest -q
+#
+# Every pytest process (each xdist worker) rewrites the asserts of every test
+# module, and every server a test starts compiles the package: both are cached
+# in __pycache__ (gitignored; never in a wheel) only when Python may write
+# bytecode. Environments that set PYTHONDONTWRITEBYTECODE (this team's shells
+# do) made each worker spend about 15 s of CPU collecting instead of 5.
+PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q
 XDIST := -n 2 --dist loadfile
 
 .PHONY: dev build build-dev check test test-rust test-py test-pure test-wheel wheel-smoke native-from-dist dist bench-abi3 postgresql chromium redis copilotkit-example assistant-ui-example node-deps playground lint stubtest bench bench-profile bench-server demo clean
@@ -50,11 +56,15 @@ $(INTEROP)/node_modules/.installed: $(wildcard $(INTEROP)/package*.json)
 # Everything CI proves, on one release build: the wheels of `make dist` are built
 # once (fat LTO, the shipping profile), the cp311 one's module is what pytest
 # tests (native-from-dist), and both wheels are smoke-tested as installed. The
-# wheels build while npm installs the Node packages (one core is idle during
-# LTO); the tests then run one phase at a time.
+# wheels build while npm installs the Node packages and cargo builds and runs
+# the Rust tests (debug: target/debug has its own lock, so it never waits for
+# the release build; fat LTO leaves a core idle). Then the Python tests: every
+# test on the native build, then the pure build's unit tier beside the smoke
+# of the two wheels (half a minute each, which had the machine to themselves).
 test: $(VENV)/.deps postgresql chromium redis
-	$(MAKE) --no-print-directory -j3 --output-sync=target native-from-dist node-deps copilotkit-example assistant-ui-example
-	$(MAKE) --no-print-directory test-rust test-py test-pure wheel-smoke
+	$(MAKE) --no-print-directory -j4 --output-sync=target native-from-dist test-rust copilotkit-example node-deps assistant-ui-example
+	$(MAKE) --no-print-directory test-py
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-pure wheel-smoke
 
 # The CopilotKit example app's pinned packages, from its lockfile (its browser
 # test builds and serves it); reinstalled when the lockfile changes.
