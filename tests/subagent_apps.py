@@ -1,13 +1,17 @@
-"""An AG-UI 1.0 agent with nested subagents, events dialect (``tests.subagent_apps:app``).
+"""AG-UI 1.0 agents with subagents, events dialect (``tests.subagent_apps:app``).
 
 ``nested``: the parent says something, delegates to a researcher (``s1``),
 which runs a reader (``s2``, a tool call and text inside) and a checker
 (``s3``, which fails), then the parent answers and leaves one more subagent
 (``s4``) open for the run's end to close. Inner events carry the
-``subagentRunId`` a 1.0 producer tags them with. On a memory store.
+``subagentRunId`` a 1.0 producer tags them with. ``held``: a subagent open
+while the run waits to be cancelled; ``counted``: a subagent that ends, then
+token usage (tests/test_reader_version.py). On a memory store.
 """
 
 from __future__ import annotations
+
+import asyncio
 
 from agui_bridge.app import App
 
@@ -63,3 +67,30 @@ async def nested(ctx):
     for event in _text(ctx.new_id("answer"), "the answer is 42."):
         yield event
     yield {"type": "SUBAGENT_STARTED", "subagentRunId": "s4", "name": "left open"}
+
+
+@app.agent("held", dialect="events")
+async def held(ctx):
+    """A subagent left open while the run waits, until the test cancels the run."""
+    asking = ctx.new_id("asking")
+    for event in _text(asking, "asking. "):
+        yield event
+    yield {"type": "SUBAGENT_STARTED", "subagentRunId": "s1", "name": "researcher"}
+    for event in _text(ctx.new_id("searching"), "searching. ", "s1"):
+        yield event
+    for _ in range(1200):  # a minute at most: the test cancels it
+        await asyncio.sleep(0.05)
+    yield {"type": "SUBAGENT_FINISHED", "subagentRunId": "s1"}
+
+
+@app.agent("counted", dialect="events")
+async def counted(ctx):
+    """A subagent that ends, then the run ends with the token usage it reports."""
+    yield {"type": "SUBAGENT_STARTED", "subagentRunId": "s1", "name": "researcher"}
+    for event in _text(ctx.new_id("found"), "found it. ", "s1"):
+        yield event
+    yield {"type": "SUBAGENT_FINISHED", "subagentRunId": "s1", "outcome": {"type": "success"}}
+    for event in _text(ctx.new_id("answer"), "42."):
+        yield event
+    usage = {"provider": "p", "model": "m", "inputTokens": 3, "outputTokens": 2}
+    yield {"type": "RUN_FINISHED", "threadId": ctx.thread_id, "runId": ctx.run_id, "usage": [usage]}

@@ -88,7 +88,9 @@ def prelude(url: str, protocol_version: str | None) -> tuple[list, list]:
     if protocol_version:
         body["protocolVersion"] = protocol_version
     assert httpx.post(url + "/parts", json=body).status_code == 200
-    response = httpx.get(f"{url}/threads/{thread}/runs/{thread}-r/events")
+    # The reader declares what the run's client declared (a 1.0 reader's join).
+    declared = {"agui-protocol-version": protocol_version} if protocol_version else {}
+    response = httpx.get(f"{url}/threads/{thread}/runs/{thread}-r/events", headers=declared)
     assert response.status_code == 200, response.text
     events, _ = parse_sse(response.text)
     return events, content

@@ -20,6 +20,7 @@ from tests.test_ingress_transport import eventually, read_first_frame_and_leave
 from tests.test_run_streams import wait_mark
 
 V1 = {"protocolVersion": "1.0"}
+V1_READER = {"agui-protocol-version": "1.0"}
 USAGE = [{"model": "m-u", "inputTokens": 5, "outputTokens": 2, "totalTokens": 7}]
 
 
@@ -97,7 +98,10 @@ async def test_a_client_that_left_ends_a_1_0_run_as_cancelled(cancel_url):
         return response.status_code == 200 and "RUN_FINISHED" in response.text
 
     assert await eventually(ended)
-    replay = httpx.get(f"{cancel_url}/threads/{tid}/runs/{rid}/events", timeout=20).text
+    # A 1.0 reader (one that declares none reads 0.0.x shapes: test_reader_version).
+    replay = httpx.get(
+        f"{cancel_url}/threads/{tid}/runs/{rid}/events", headers=V1_READER, timeout=20
+    ).text
     events, _ = parse_sse(replay)
     assert events[-1]["type"] == "RUN_FINISHED"
     assert events[-1]["outcome"] == {"type": "cancelled"}

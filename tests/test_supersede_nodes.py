@@ -93,8 +93,9 @@ def test_stop_on_a_then_type_on_b_supersedes(pair):
     assert events_of(second.text)[-1]["type"] == "RUN_FINISHED"
 
     # a 1.0 client joining the old run on either node reads that it was stopped
+    declared = {"agui-protocol-version": "1.0"}
     for url in (a, b):
-        old = httpx.get(f"{url}/threads/{thread}/runs/r1/events", timeout=30)
+        old = httpx.get(f"{url}/threads/{thread}/runs/r1/events", headers=declared, timeout=30)
         end = events_of(old.text)[-1]
         assert end["type"] == "RUN_FINISHED" and end["outcome"]["type"] == "cancelled", end
     stored = state_of(a, thread)

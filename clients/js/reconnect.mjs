@@ -118,8 +118,17 @@ export function withReconnect(HttpAgent, Observable) {
       return this.#stream(() => this.fetch(url, this.#getInit()), this.joinRunId);
     }
 
+    // The AG-UI version this client's runs declare (RunAgentInput.protocolVersion;
+    // none before 1.0): a reader that declares none reads a run a 1.0 client
+    // started as a 0.0.x run gives it, what a 0.0.x client's schema takes.
+    #protocolVersion() {
+      return this.prepareRunAgentInput?.({}).protocolVersion;
+    }
+
     #getInit(lastId) {
       const headers = { ...this.headers, Accept: "text/event-stream" };
+      const declared = this.#protocolVersion();
+      if (declared !== undefined) headers["agui-protocol-version"] = declared;
       if (lastId !== undefined) headers["Last-Event-ID"] = String(lastId);
       return { method: "GET", headers, signal: this.abortController.signal };
     }

@@ -34,14 +34,14 @@ from ..errors import (
 from ..parts import input_error
 from ..playground import response as playground_response
 from ..run_input import off_loop
-from ..runs import Run, exact_prelude, open_stream
+from ..runs import Run, downgrade, exact_prelude, open_stream
 from ..runs import prelude as shared_prelude
 from ..runs.supersede import admitted, reading
 from ..store import Thread
 from ..turns import carried
 from . import branches
 from .access import refuse_cross_site, require
-from .params import integer, last_event_id
+from .params import integer, last_event_id, protocol_version
 
 log = logging.getLogger("agui_bridge.ingress")
 
@@ -363,7 +363,7 @@ class Handler:
             and carried(run_input.messages) <= done.input_ids
         ):
             await self.may_read(identity, done)
-            await self._read_log(conn, done, 0)
+            await self._read_log(conn, done, 0, run_input.protocol_version)
             return
         run = await self.start(agent, run_input, identity)
         await self._stream(conn, run.log, 0, b"", on_left=run.client_left)
@@ -393,8 +393,11 @@ class Handler:
 
     # -- streams of a run ---------------------------------------------------
 
-    async def _stream(self, conn, run_log, after: int, prelude, headers=(), on_left=None) -> None:
-        """One reader of a run log: this response is a cursor on it, from event ``after``."""
+    async def _stream(
+        self, conn, run_log, after: int, prelude, headers=(), on_left=None, transform=None
+    ) -> None:
+        """One reader of a run log: this response is a cursor on it, from event ``after``
+        (``transform``: a reader of another version, ``runs.downgrade``)."""
         app = self.app
         limits, keepalive = app.limits, app.keepalive
         # A reader: a run nobody reads any more is superseded (runs.supersede).
@@ -402,9 +405,11 @@ class Handler:
             reading(app.runs, run_log),
             open_stream(conn, limits, keepalive, run_log.run_id, headers, on_left) as stream,
         ):
+            if prelude and transform is not None:
+                prelude = transform(prelude, 0)
             if prelude:
                 await stream.write(prelude)
-            await stream.follow(run_log, after)
+            await stream.follow(run_log, after, transform)
 
     async def _stream_access(self, conn, thread_id: str, run_id: str | None, action: str):
         """authenticate, the action, the thread's owner, then ``authorize_stream``."""
@@ -445,11 +450,14 @@ class Handler:
         run_log = await self._stream_access(conn, thread_id, run_id, "read")
         if run_log is None:
             raise HttpError(404, "not_found", f"no run {run_id!r} on thread {thread_id!r}")
-        await self._read_log(conn, run_log, after)
+        await self._read_log(conn, run_log, after, protocol_version(conn))
 
-    async def _read_log(self, conn, run_log, after: int | None) -> None:
+    async def _read_log(self, conn, run_log, after: int | None, declared: str | None) -> None:
+        """A reader of ``run_log`` that declared ``declared`` (a 0.0.x one reads a
+        1.0 run as a 0.0.x run gives it: ``runs.downgrade``)."""
         await self.app.ops.admit_reader(run_log)  # 429 past a per-identity limit
         ids = self.app.event_ids
+        transform = downgrade.for_reader(run_log, declared)
         if after is not None and run_log.ended and after == run_log.last:
             # At the terminal event: it is sent again, so that the response is a
             # valid stream alone (RUN_STARTED … the run's end), not RUN_STARTED only.
@@ -464,11 +472,15 @@ class Handler:
             )
             try:
                 headers = [("agui-resume", "snapshot")]
-                await self._stream(conn, run_log, shared.after, shared.data, headers)
+                await self._stream(
+                    conn, run_log, shared.after, shared.data, headers, transform=transform
+                )
             finally:
                 shared_prelude.release(shared)
             return
-        await self._stream(conn, run_log, after, prelude, [("agui-resume", mode)])
+        await self._stream(
+            conn, run_log, after, prelude, [("agui-resume", mode)], transform=transform
+        )
 
     async def _join(self, conn, thread_id: str) -> None:
         """GET /threads/{id}/events: the thread's active run (prelude + tail), 204 if none."""
@@ -478,7 +490,7 @@ class Handler:
             return
         # A run that ended while the access was checked (the store is read in a
         # thread) was active when the request came: its reader gets its end.
-        await self._read_log(conn, run_log, None)
+        await self._read_log(conn, run_log, None, protocol_version(conn))
 
     async def cancel_run(self, conn, thread_id: str, run_id: str) -> None:
         """POST /threads/{id}/runs/{run}/cancel: stops a live run from any connection."""

@@ -1,4 +1,5 @@
-"""What a request says in numbers: one integer rule, one ``Last-Event-ID`` rule.
+"""What a request says in numbers and versions: one integer rule, one
+``Last-Event-ID`` rule, the version a stream's reader declares.
 
 A number in a header, a query or a JSON string is ASCII decimal digits (a
 ``-`` in front where negatives mean something), at most 18 of them: Python's
@@ -67,3 +68,14 @@ def last_event_id(conn) -> int | None:
     if n is None:
         raise HttpError(400, "invalid_cursor", "Last-Event-ID must be a non-negative integer")
     return n
+
+
+def protocol_version(conn) -> str | None:
+    """The AG-UI version a GET stream's reader declares: ``agui-protocol-version``,
+    else ``?protocol_version=`` (an EventSource sets no header); None when
+    neither is given: a reader that did not declare 1.0 reads 0.0.x shapes
+    (contract section 8, ``runs.downgrade``)."""
+    value = conn.headers.get("agui-protocol-version")
+    if value is None:
+        value = query_value(conn.query_string, "protocol_version")
+    return value.strip() if value is not None else None

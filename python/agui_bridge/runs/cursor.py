@@ -36,6 +36,7 @@ from functools import partial
 
 from ..errors import Closed
 from ..parts import legacy_readable
+from .downgrade import run_speaks_v1
 from .frames import frame
 from .log import RunLog, Trimmed
 from .replay import replay
@@ -111,7 +112,7 @@ def join_prelude(
     the last frame carries ``after`` as its id. A run of a 0.0.x client
     (``started`` without ``protocolVersion``) gets messages its schema takes
     (``parts.legacy_readable``)."""
-    if b'"protocolVersion"' not in started:
+    if not run_speaks_v1(started):
         messages = legacy_readable(messages)
     frames = [
         started,

@@ -53,11 +53,15 @@ _OPENS = {
     "TEXT_MESSAGE_START": ("t", "messageId"),
     "TOOL_CALL_START": ("c", "toolCallId"),
     "STEP_STARTED": ("s", "stepName"),
+    # An open subagent (a 1.0 run's) is re-opened too: its end follows.
+    "SUBAGENT_STARTED": ("a", "subagentRunId"),
 }
 _CLOSES = {
     "TEXT_MESSAGE_END": ("t", "messageId"),
     "TOOL_CALL_END": ("c", "toolCallId"),
     "STEP_FINISHED": ("s", "stepName"),
+    "SUBAGENT_FINISHED": ("a", "subagentRunId"),
+    "SUBAGENT_ERROR": ("a", "subagentRunId"),
 }
 
 
