@@ -170,6 +170,9 @@ def test_an_agent_protocol_join_stream_is_a_reader(base_url):
     assert admitted.status_code == 200, admitted.text
     contents = [m["content"] for m in state_messages(base_url, thread)]
     assert contents == ["one", "partial answer to one", "four", "You said: four"]
+    # The superseded run was stopped: its record says so, as a cancelled one's does.
+    record = httpx.get(f"{base_url}/threads/{thread}/runs/{run}", headers=RUNNER).json()
+    assert record["status"] == "interrupted", record
 
 
 def state_messages(base_url: str, thread: str) -> list[dict]:

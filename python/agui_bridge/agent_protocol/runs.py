@@ -92,7 +92,7 @@ class RunRecord:
             return "error" if self.failed is not None else "pending"
         if not log.ended:
             return "running"
-        if self.cancelled:
+        if self.cancelled or log.stopped:  # by a cancel of either protocol, or superseded
             return "interrupted"
         end = terminal_event(log)
         return "error" if end is None or end.get("type") == "RUN_ERROR" else "success"
