@@ -6,16 +6,21 @@ which runs a reader (``s2``, a tool call and text inside) and a checker
 (``s4``) open for the run's end to close. Inner events carry the
 ``subagentRunId`` a 1.0 producer tags them with. ``held``: a subagent open
 while the run waits to be cancelled; ``counted``: a subagent that ends, then
-token usage (tests/test_reader_version.py). On a memory store.
+token usage (tests/test_reader_version.py). On a memory store; AGUI_TEST_STORE
+and AGUI_TEST_RUNS name others (two nodes).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 
 from agui_bridge.app import App
 
-app = App(store="memory://")
+app = App(
+    store=os.environ.get("AGUI_TEST_STORE", "memory://"),
+    runs=os.environ.get("AGUI_TEST_RUNS", "memory://"),
+)
 
 
 def _text(message_id: str, delta: str, subagent: str | None = None) -> list[dict]:

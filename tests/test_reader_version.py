@@ -234,6 +234,46 @@ def test_a_0_0_x_reader_of_a_1_0_run_reads_what_a_0_0_x_run_gives(node, url, age
     judge(node, v0_run, "1.0.0")
 
 
+# ---- two nodes -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def two_nodes(redis_server, tmp_path_factory):
+    """Two nodes (RSGI and ASGI) on one redis-server's run logs and one SQLite store."""
+    store = tmp_path_factory.mktemp("rv") / "threads.db"
+    env = {"AGUI_TEST_RUNS": redis_server.url(redis_server.fresh_db()),
+           "AGUI_TEST_STORE": f"sqlite:///{store}"}  # fmt: skip
+    with (
+        serve("tests.subagent_apps:app", env=env) as a,
+        serve("tests.subagent_apps:app", env=env, interface="asgi") as b,
+    ):
+        yield a, b
+
+
+def test_a_0_0_x_reader_on_another_node_reads_0_0_x_shapes(node, two_nodes):  # noqa: F811
+    a, b = two_nodes
+    thread, run = f"rv2-{uuid.uuid4().hex[:8]}", "r1"
+    starter = held_run(a, thread, run)
+    with (
+        httpx.Client(timeout=60) as client,
+        client.stream("GET", f"{b}/threads/{thread}/events") as joined,
+    ):
+        assert joined.status_code == 200
+        text = ""
+        chunks = joined.iter_text()
+        while "subagent_s1" not in text:  # B's prelude re-opens the subagent
+            text += next(chunks)
+        cancel(a, thread, run)
+        text += "".join(chunks)
+    starter.ended()
+    mid_run = parse_sse(text)[0]
+    resumed = events(b, thread, run, {"Last-Event-ID": "1"})
+    for stream in (mid_run, resumed):
+        assert_0_0_x_shapes(stream)
+        judge(node, stream)
+    assert ("STEP_FINISHED", "subagent_s1") in steps(mid_run)
+
+
 # ---- the frames alone -----------------------------------------------------------
 
 
