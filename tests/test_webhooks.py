@@ -309,6 +309,42 @@ async def test_a_run_whose_node_died_is_delivered_once_by_another_node(hook_node
         await a.aclose()
 
 
+async def test_a_node_never_asked_anything_delivers_what_a_dead_node_owed(
+    receiver, redis_server, pg_server
+):
+    """Each node looks at the owed webhooks from its start, not from its first Agent
+    Protocol request: the only survivor of the run's node has answered nothing but
+    its readiness probe, and delivers the lost run's webhook."""
+    database = pg_server.create_database()
+    env = {
+        "AGUI_TEST_RUNS": redis_server.url(redis_server.fresh_db()),
+        "AGUI_TEST_STORE": pg_server.url(database),
+        "AGUI_DEMO_DELAY": "0",
+        "AGUI_TEST_WEBHOOKS": f"127.0.0.1:{receiver.port}",
+        "AGUI_TEST_WEBHOOK_SECRET": SECRET,
+        "AGUI_TEST_LEASE_TTL": "2",
+    }
+    path = f"/idle/{uuid.uuid4()}"
+    hook = f"http://127.0.0.1:{receiver.port}{path}"
+    try:
+        with (
+            serve("tests.agent_protocol_apps:app", env=env),  # the survivor: never asked
+            serve("tests.agent_protocol_apps:app", env=env) as c_url,
+        ):
+            c = get_client(url=c_url, api_key=None)
+            thread_id = (await c.threads.create())["thread_id"]
+            run = await c.runs.create(
+                thread_id, "slow", input={"messages": ["count 600"]}, webhook=hook
+            )
+            await _running(c, thread_id, run["run_id"])
+            await c.aclose()
+            os.killpg(server_process(c_url).pid, signal.SIGKILL)
+            record = _once(receiver, path)
+        assert record["run_id"] == run["run_id"] and record["status"] == "error"
+    finally:
+        pg_server.drop_database(database)
+
+
 async def test_a_run_whose_node_died_after_it_ended_is_delivered_by_another_node(
     hook_nodes, receiver
 ):

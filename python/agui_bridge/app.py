@@ -271,8 +271,10 @@ class App:
             self._store = self.ops.watch_store(open_store(self._store_spec))
 
     async def startup(self, loop) -> None:
-        """The App's start in a worker (ASGI lifespan): signals watched, the store opened."""
+        """The App's start in a worker (ASGI lifespan): signals watched, the webhooks dead
+        nodes owe looked at, the store opened."""
         self.watch_signals(loop)
+        self._handler.agent_protocol.start(loop)
         await asyncio.to_thread(self.open_store)
 
     def agent(
@@ -362,6 +364,7 @@ class App:
     async def aclose(self) -> None:
         if self._sweeper is not None:
             self._sweeper.cancel()
+        self._handler.agent_protocol.stop()
         drain = self._drain_task
         if drain is not None and not drain.done():
             drain.cancel()
@@ -422,6 +425,7 @@ class App:
     def __rsgi_init__(self, loop) -> None:
         # granian calls this before the worker serves: nothing waits on the loop yet.
         self.watch_signals(loop)
+        self._handler.agent_protocol.start(loop)
         self.open_store()
 
     def __rsgi_del__(self, loop) -> None:

@@ -63,10 +63,16 @@ class Owed:
         """True for the one caller that takes the run's webhook off (it delivers it)."""
         return await self.client.call("hdel", KEY, orjson.dumps([thread_id, run_id])) == 1
 
-    def watch(self) -> None:
-        """Starts this node's look at the owed runs (once)."""
+    def watch(self, loop=None) -> None:
+        """Starts this node's look at the owed runs (once), on ``loop`` (default: the
+        running one)."""
         if self.watcher is None:
-            self.watcher = asyncio.ensure_future(self._watch())
+            self.watcher = (loop or asyncio.get_running_loop()).create_task(self._watch())
+
+    def stop(self) -> None:
+        if self.watcher is not None:
+            self.watcher.cancel()
+            self.watcher = None
 
     async def _watch(self) -> None:
         while True:

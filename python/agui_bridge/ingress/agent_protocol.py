@@ -139,6 +139,16 @@ class AgentProtocol:
 
     # -- routes --------------------------------------------------------------
 
+    def start(self, loop) -> None:
+        """The App's start in a worker: a node looks at the webhooks dead nodes owe
+        whether or not it is ever asked anything on these routes."""
+        if self.owed is not None:
+            self.owed.watch(loop)
+
+    def stop(self) -> None:
+        if self.owed is not None:
+            self.owed.stop()
+
     def register(self, routes) -> None:
         """The Agent Protocol's rows in the app's route table.
 
@@ -227,7 +237,7 @@ class AgentProtocol:
 
     async def _identity(self, conn, action: str, raw: bytes | None = None):
         if self.owed is not None:
-            self.owed.watch()  # in the event loop: from this node's first request
+            self.owed.watch()  # an App served without a start (no ASGI lifespan)
         request = self.handler.request_of(conn, raw)
         identity = await self.handler.identify(request)
         require(identity, action)
