@@ -99,3 +99,14 @@ async def counted(ctx):
         yield event
     usage = {"provider": "p", "model": "m", "inputTokens": 3, "outputTokens": 2}
     yield {"type": "RUN_FINISHED", "threadId": ctx.thread_id, "runId": ctx.run_id, "usage": [usage]}
+
+
+@app.agent("thinking", dialect="events")
+async def thinking(ctx):
+    """Reasoning left open while the run waits, until the test cancels the run."""
+    reasoning = ctx.new_id("thought")
+    yield {"type": "REASONING_START", "messageId": reasoning}
+    yield {"type": "REASONING_MESSAGE_START", "messageId": reasoning, "role": "reasoning"}
+    yield {"type": "REASONING_MESSAGE_CONTENT", "messageId": reasoning, "delta": "hmm. "}
+    for _ in range(1200):  # a minute at most: the test cancels it
+        await asyncio.sleep(0.05)

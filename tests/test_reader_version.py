@@ -49,8 +49,8 @@ def body(thread: str, run: str, declared: dict) -> dict:
 
 
 class Started:
-    """A run's POST read in a thread until it ends; ``subagent`` is set once its
-    stream carried the subagent's start."""
+    """A run's POST read in a thread until it ends (``text``: what came so far);
+    ``subagent`` is set once its stream carried the subagent's start."""
 
     def __init__(self, url: str, agent: str, thread: str, run: str, declared: dict):
         self.subagent = threading.Event()
@@ -232,6 +232,28 @@ def test_a_0_0_x_reader_of_a_1_0_run_reads_what_a_0_0_x_run_gives(node, url, age
     # and a 0.0.x run as it is: 1.0 takes 0.0.x shapes.
     assert events(url, v0_thread, run, {"Last-Event-ID": "0", **DECLARES_V1}) == v0_run
     judge(node, v0_run, "1.0.0")
+
+
+@pytest.mark.parametrize("declared", [{}, DECLARES_V1])
+def test_an_exact_resume_re_opens_open_reasoning(node, url, declared):  # noqa: F811
+    """What the resume re-sends (RUN_STARTED, then the STARTs of what is open)
+    makes the response a valid stream alone, reasoning included."""
+    thread, run = f"rv-th-{uuid.uuid4().hex[:8]}", "r1"
+    starter = Started(url, "thinking", thread, run, V1)
+    deadline = time.monotonic() + 60
+    while "REASONING_MESSAGE_CONTENT" not in starter.text and time.monotonic() < deadline:
+        time.sleep(0.05)
+    cancel(url, thread, run)
+    starter.ended()
+    whole = events(url, thread, run, {"Last-Event-ID": "0", **declared})
+    content = next(i for i, e in enumerate(whole) if e["type"] == "REASONING_MESSAGE_CONTENT")
+    resumed = events(url, thread, run, {"Last-Event-ID": str(content + 1), **declared})
+    assert [e["type"] for e in resumed[:3]] == [
+        "RUN_STARTED",
+        "REASONING_START",
+        "REASONING_MESSAGE_START",
+    ]
+    judge(node, resumed, "1.0.0" if declared else "0.0.58")
 
 
 # ---- two nodes -------------------------------------------------------------------

@@ -53,13 +53,18 @@ _OPENS = {
     "TEXT_MESSAGE_START": ("t", "messageId"),
     "TOOL_CALL_START": ("c", "toolCallId"),
     "STEP_STARTED": ("s", "stepName"),
-    # An open subagent (a 1.0 run's) is re-opened too: its end follows.
+    # Open reasoning (its span, then its message: one id, two brackets) and an
+    # open subagent (a 1.0 run's) are re-opened too: their ends follow.
+    "REASONING_START": ("rs", "messageId"),
+    "REASONING_MESSAGE_START": ("rm", "messageId"),
     "SUBAGENT_STARTED": ("a", "subagentRunId"),
 }
 _CLOSES = {
     "TEXT_MESSAGE_END": ("t", "messageId"),
     "TOOL_CALL_END": ("c", "toolCallId"),
     "STEP_FINISHED": ("s", "stepName"),
+    "REASONING_END": ("rs", "messageId"),
+    "REASONING_MESSAGE_END": ("rm", "messageId"),
     "SUBAGENT_FINISHED": ("a", "subagentRunId"),
     "SUBAGENT_ERROR": ("a", "subagentRunId"),
 }
