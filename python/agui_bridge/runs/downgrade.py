@@ -32,7 +32,7 @@ import orjson
 from ..parts import legacy_readable
 from ..pure.subagents import step_name
 from ..pure.usage import speaks_v1
-from .frames import frame, split
+from .frames import frame
 
 # The types whose frames change; encoders write compact JSON, and a string
 # holding these bytes is escaped (\"), so only an event's own "type" matches.
@@ -71,20 +71,41 @@ def downgraded(event: dict) -> dict:
 
 
 def downgrade_frames(data: bytes) -> bytes:
-    """Whole frames of a 1.0 run (the log's, or a prelude) as a 0.0.x run's."""
-    if not any(marker in data for marker in _MARKERS):
-        return data
+    """Whole frames of a 1.0 run (the log's, or a prelude) as a 0.0.x run's.
+
+    The frames between those carrying a marker are copied as slices: a batch
+    costs its searches, and each changed frame its parse."""
+    found = {m: data.find(m) for m in _MARKERS}
     out = []
-    for raw in split(data):
-        if not any(marker in raw for marker in _MARKERS):
-            out.append(raw + b"\n\n")
-            continue
-        head = b""
-        if raw.startswith(b"id: "):
-            line, _, raw = raw.partition(b"\n")
-            head = line + b"\n"
-        out.append(head + frame(downgraded(orjson.loads(raw[6:]))))
+    done = 0
+    while True:
+        hits = [at for at in found.values() if at >= 0]
+        if not hits:
+            break
+        at = min(hits)
+        # A frame's JSON is one line: the blank lines around ``at`` bound its frame.
+        before = data.rfind(b"\n\n", done, at)
+        start = before + 2 if before >= 0 else done
+        end = data.index(b"\n\n", at) + 2
+        out.append(data[done:start])
+        out.append(_downgraded_frame(data[start:end]))
+        done = end
+        for m, where in found.items():
+            if 0 <= where < done:
+                found[m] = data.find(m, done)
+    if not out:
+        return data
+    out.append(data[done:])
     return b"".join(out)
+
+
+def _downgraded_frame(raw: bytes) -> bytes:
+    """One frame (its ``id:`` line kept, blank line included) through ``downgraded``."""
+    head = b""
+    if raw.startswith(b"id: "):
+        line, _, raw = raw.partition(b"\n")
+        head = line + b"\n"
+    return head + frame(downgraded(orjson.loads(raw[6:].rstrip(b"\n"))))
 
 
 class Downgrade:
