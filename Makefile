@@ -116,8 +116,10 @@ redis:
 		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server; \
 	else echo "redis: redis-server not installed and not root; its tests skip (CI fails them)" >&2; fi
 
+# Under make -j (make test) cargo would find MAKEFLAGS naming a jobserver whose
+# pipe make gives only to recursive makes, and warn: it uses its own jobs.
 test-rust:
-	cargo test --workspace -q
+	MAKEFLAGS= cargo test --workspace -q
 
 # Every test on the native build (the transformer tests also on the pure one,
 # through the impl fixture).
