@@ -15,9 +15,12 @@ machine, side by side:
 
 Each figure is the median over many rounds of one whole run, divided by the
 number of items, measured with ``time.perf_counter_ns`` and the garbage
-collector paused (as ``timeit`` does). The script refuses to run when the
-native module is missing or a debug build, unless ``--allow-missing-native``
-(then only pure vs SDK is measured). ``--out FILE`` also writes the report.
+collector paused (as ``timeit`` does). Every stream's items are rebuilt by
+one rule (``as_received``: an orjson round trip) right before its timed
+section, so where they lie in memory is the same for every dialect. The
+script refuses to run when the native module is missing or a debug build,
+unless ``--allow-missing-native`` (then only pure vs SDK is measured).
+``--out FILE`` also writes the report.
 """
 
 from __future__ import annotations
@@ -276,6 +279,25 @@ def measure(modes: dict, rounds: int) -> dict[str, float]:
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
+def as_received(items: list) -> list:
+    """The stream as an agent that parses a model's JSON stream holds it.
+
+    Every dialect's items are rebuilt this way (an orjson round trip: fresh
+    dicts and strings, allocated together) right before its timed section.
+    Without it, where the inputs lie in memory depends on how each stream was
+    made: the events stream comes out of the pure transformer among its own
+    objects, after the sections before it churned the heap, and that alone
+    made its native ``encode`` about 20 % slower against the crumbs' than the
+    same two streams copied afresh (RESULTS.md, issue 23). One procedure for
+    all streams, so no dialect's items carry another section's heap history.
+    """
+    import orjson
+
+    received = orjson.loads(orjson.dumps(items))
+    assert received == items
+    return received
+
+
 def modes_for(dialect: str, items: list, native):
     def create(impl):
         if dialect == "crumbs":
@@ -290,11 +312,11 @@ def modes_for(dialect: str, items: list, native):
     plan = sdk_plan(events_per_item)
     encoder = EventEncoder()
 
-    def per_item(impl):
+    def per_item(impl, stream):
         # What a server does: encode each item as it arrives and write the bytes out.
         def run():
             encode = create(impl).encode
-            for item in items:
+            for item in stream:
                 encode(item)
 
         return run
@@ -303,39 +325,26 @@ def modes_for(dialect: str, items: list, native):
         encode = create(impl).encode
         return b"".join([encode(item) for item in items])
 
-    def many(impl):
-        return lambda: create(impl).encode_many(items)
+    def many(impl, stream):
+        return lambda: create(impl).encode_many(stream)
 
     def sdk_path():
         encode = encoder.encode
         return "".join([encode(cls(**kwargs)) for events in plan for cls, kwargs in events])
 
-    modes = {}
-    if native is not None:
-        modes["native encode"] = per_item(native)
-        modes["native encode_many"] = many(native)
-    modes["pure encode"] = per_item(pure)
-    if native is not None and dialect == "events":
-        # The same stream as crumbs (events_run is made from crumbs_run), timed
-        # in the same rounds: the events dialect's cost per event against theirs.
-        # Each of the two runs follows a pure-Python path (the events one the SDK
-        # path of the round before), so both start with the caches as cold:
-        # timed after native encode_many instead, the crumbs' run started warm.
-        crumbs = crumbs_run()
-
-        def crumbs_encode():
-            encode = native.create_agui_transformer(THREAD, RUN).encode
-            for item in crumbs:
+    def per_item_crumbs(impl, stream):
+        def run():
+            encode = impl.create_agui_transformer(THREAD, RUN).encode
+            for item in stream:
                 encode(item)
 
-        modes["native encode (crumbs)"] = crumbs_encode
-    modes["SDK path"] = sdk_path
+        return run
 
     # Every path must produce the same bytes before any of it is timed.
     outputs = {"pure encode": per_item_bytes(pure)}
     if native is not None:
         outputs["native encode"] = per_item_bytes(native)
-        outputs["native encode_many"] = many(native)()
+        outputs["native encode_many"] = many(native, items)()
     for name, got in outputs.items():
         if got != expected:
             sys.exit(f"{dialect}: {name} bytes differ from the pure reference; not measuring")
@@ -343,6 +352,23 @@ def modes_for(dialect: str, items: list, native):
     frames_sdk = sdk_path().encode().split(b"\n\n")
     same = sum(a == b for a, b in zip(frames_ours, frames_sdk, strict=False))
     checks = [f"SDK frames byte-identical to ours: {same - 1} of {len(frames_ours) - 1}"]
+
+    # The timed inputs, every stream prepared by the same rule, last.
+    stream = as_received(items)
+    modes = {}
+    if native is not None:
+        modes["native encode"] = per_item(native, stream)
+        modes["native encode_many"] = many(native, stream)
+    modes["pure encode"] = per_item(pure, stream)
+    if native is not None and dialect == "events":
+        # The same stream as crumbs (events_run is made from crumbs_run), timed
+        # in the same rounds: the events dialect's cost per event against theirs.
+        # Each of the two runs follows a pure-Python path (the events one the SDK
+        # path of the round before), so both start with the caches as cold:
+        # timed after native encode_many instead, the crumbs' run started warm.
+        modes["native encode (crumbs)"] = per_item_crumbs(native, as_received(crumbs_run()))
+    modes["SDK path"] = sdk_path
+
     n_events = sum(len(e) for e in events_per_item)
     return modes, n_events, checks
 
