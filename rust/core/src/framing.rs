@@ -158,7 +158,7 @@ impl Framer {
             ignored: 0,
             close_text_always,
             event_ids: EventIds::default(),
-            messages: RunMessages::default(),
+            messages: RunMessages::new(),
             coalesce_bytes: 0,
             pending: None,
         }

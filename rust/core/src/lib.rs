@@ -3,6 +3,7 @@
 //! Both input dialects (crumbs, chunks) drive one [`framing::Framer`]; the
 //! [`sse`] module writes its events as frames byte for byte like orjson.
 
+pub mod appended;
 pub mod chunks;
 pub mod crumbs;
 pub mod error;

@@ -106,6 +106,9 @@ pub trait Dialect: Sized {
     }
 
     /// Decides a valid text delta without building events, when it can.
+    // Inlined into the encode_many loop, with the delta's recording.
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
     fn fast_text(&mut self, delta: &str) -> FastText {
         let framer = self.framer_mut();
         if framer.finished {
