@@ -385,3 +385,23 @@ def test_edit(page, shots, example):
     expect(assistant).to_have_count(2)
     assert shown(page) == now
     shots("reloaded")
+
+    # Editing the first message sends it alone under a new id, none of the
+    # thread's messages: on the example's App (clients_resend) that is the
+    # conversation started over, a branch from the thread's start. It was
+    # appended after everything (stored [u1, a1, u2, a2, u9, a9], shown [u9, a9]).
+    user.first.get_by_role("button", name="Edit").click()
+    editor = page.get_by_label("Edit message")
+    editor.fill("good morning")
+    page.get_by_role("button", name="Save").click()
+    expect(assistant.last).to_contain_text("You said: 'good morning'. This is turn 1")
+    expect(assistant).to_have_count(1)
+    started_over = assert_stored_is_shown(page, example)
+    assert [text for role, text in started_over if role == "user"] == ["good morning"]
+    first, second = branches(example, thread_of(page))
+    assert texts(first["messages"]) == before and texts(second["messages"]) == now
+    shots("first message edited")
+
+    page.reload()
+    expect(assistant).to_have_count(1)
+    assert shown(page) == started_over

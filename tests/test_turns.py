@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from agui_bridge.errors import HttpError
 from agui_bridge.run_input import Resume, RunInput
@@ -140,6 +142,29 @@ def test_an_edit_as_a_new_message_branches_where_the_client_cut_the_history():
     turn = merge(stored(CONVERSATION), request([user("u1"), assistant("a1"), user("u9")]))
     assert turn.cut.after == "a1" and turn.new == [user("u9")] and turn.new_user == user("u9")
     assert turn.history == CONVERSATION[:2] and turn.base == [*CONVERSATION[:2], user("u9")]
+
+
+def test_an_app_whose_clients_resend_starts_a_conversation_over_on_none_of_it():
+    """assistant-ui edits the first message by sending it alone, under a new id
+    (the issue's stored [u1, a1, a2, u9, a4] against shown [u9, a4]). Nothing
+    in the request tells it from a fresh tab that sends only its new message,
+    so only an App that says its clients resend (``clients_resend``) branches."""
+    edit = replace(request([user("u9")], run_id="r4"), conversation=True)
+    turn = merge(stored(CONVERSATION), edit, clients_resend=True)
+    assert turn.cut is not None and (turn.cut.after, turn.cut.run_id) == (None, "r4")
+    assert turn.history == [] and turn.new == [user("u9")] and turn.base == [user("u9")]
+    assert turn.new_user == user("u9")
+    # A system message under a fresh id first is still none of the thread's.
+    system = {"id": "s1", "role": "system", "content": "be brief"}
+    with_system = replace(edit, messages=[system, user("u9")])
+    assert merge(stored(CONVERSATION), with_system, clients_resend=True).cut.after is None
+    # By default it appends (the history stays on the server); so does the
+    # Agent Protocol's new input, and a client that resends anything held.
+    assert merge(stored(CONVERSATION), edit).cut is None
+    assert merge(stored(CONVERSATION), request([user("u9")]), clients_resend=True).cut is None
+    resent = replace(edit, messages=[*CONVERSATION, user("u9")])
+    assert merge(stored(CONVERSATION), resent, clients_resend=True).cut is None
+    assert merge(None, edit, clients_resend=True).cut is None  # a new thread
 
 
 def test_an_edit_under_the_same_id_branches_when_the_client_cut_what_followed():

@@ -95,6 +95,15 @@ class App:
     its history lands) or ``"cancel"`` (the agent is cancelled, nothing it
     produced is stored). Either way the user's turn is stored when the run
     starts.
+    ``clients_resend``: every AG-UI client of this App resends the whole
+    conversation it shows with each run (assistant-ui, CopilotKit's chat, a
+    page built on ``@ag-ui/client`` that keeps its messages). A request then
+    holding none of the thread's messages is that conversation started over
+    (assistant-ui's edit of the first message sends it alone, under a new id)
+    and branches at the thread's start, the old branch kept. Off (the
+    default), such a request appends: a fresh tab that knows only the thread
+    id sends its new message and the history stays on the server
+    (``docs/branches.md``).
 
     Run streams: every run's frames go once into its log, and every response
     is a reader of that log (the POST, ``GET /threads/{id}/runs/{run}/events``
@@ -174,6 +183,7 @@ class App:
         url_schemes: tuple[str, ...] = ("https",),
         mime_types: tuple[str, ...] | None = None,
         webhooks: Any = None,
+        clients_resend: bool = False,
     ):
         mimes = tuple(mime_types) if mime_types is not None else None
         self.parts = PartPolicy(max_part_bytes, tuple(url_schemes), mimes)
@@ -220,7 +230,9 @@ class App:
         self._drain_task: asyncio.Task | None = None
         self._agents: dict[str, Agent] = {}
         self._listeners: list[Callable] = []
-        settings = RunSettings(event_ids, self._listeners, on_disconnect == "cancel", self.coalesce)
+        settings = RunSettings(
+            event_ids, self._listeners, on_disconnect == "cancel", self.coalesce, clients_resend
+        )
         # Every run and state update of this worker is admitted here (both protocols).
         self.gate = Gate(
             lambda: self.store,

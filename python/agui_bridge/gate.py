@@ -210,7 +210,13 @@ class Gate:
             parent_head = None
             if run_input.parent_run_id is not None and thread is not None:
                 parent_head = await head_of(store, thread_id, run_input.parent_run_id)
-            turn = merge(thread, run_input, keeps_branches(store), parent_head)
+            turn = merge(
+                thread,
+                run_input,
+                keeps_branches(store),
+                parent_head,
+                self.settings.clients_resend,
+            )
             ctx = RunContext(
                 thread_id=thread_id,
                 run_id=run_input.run_id,

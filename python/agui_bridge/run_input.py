@@ -52,6 +52,9 @@ class RunInput:
     protocol_version: str | None = None
     # AG-UI 1.0 ``parentRunId``: the run whose end the new branch starts from (turns.py).
     parent_run_id: str | None = None
+    # The messages are the client's conversation as it holds it (AG-UI's
+    # RunAgentInput), not only its new input (the Agent Protocol's): turns.py.
+    conversation: bool = False
 
 
 def _text_of(content) -> str:
@@ -184,6 +187,7 @@ def map_run_input(body, policy: PartPolicy = DEFAULT_POLICY) -> RunInput:
         resume=_resume(body),
         protocol_version=_protocol_version(body),
         parent_run_id=_parent_run_id(body),
+        conversation=True,
     )
 
 

@@ -18,6 +18,13 @@ there: the current branch keeps the shared prefix, the client's own messages
 follow it, and the store keeps the old branch aside (``store/branches.py``).
 A regenerate (the list ends with a held user message the thread answered)
 runs the agent on that message again.
+
+A list holding none of the branch's messages appends: a client that sends
+only its new messages (a fresh tab that knows the thread id) is told apart
+from a conversation started over (assistant-ui's edit of the first message,
+sent alone under a new id) by nothing in the request. An App whose clients
+all resend what they show says so (``App(clients_resend=True)``): there
+such an AG-UI request branches at the thread's start.
 """
 
 from __future__ import annotations
@@ -50,11 +57,19 @@ class Turn:
     cut: Cut | None = None  # the new branch the run starts (None: it appends)
 
 
-def merge(thread, run_input, branches: bool = True, parent_head: str | None = None) -> Turn:
+def merge(
+    thread,
+    run_input,
+    branches: bool = True,
+    parent_head: str | None = None,
+    clients_resend: bool = False,
+) -> Turn:
     """The turn a request makes on ``thread`` (None: a new thread); without
     ``branches`` (a store that keeps none) the turn always appends.
     ``parent_head``: the last message of the branch when the request's
-    ``parentRunId`` ended (the store's ``head``), the branch point it names."""
+    ``parentRunId`` ended (the store's ``head``), the branch point it names.
+    ``clients_resend``: the App's AG-UI clients resend the conversation they
+    show (``started_over``)."""
     stored = thread.messages if thread is not None else []
     pending = thread.interrupts if thread is not None else []
     resume = resumption(run_input.resume, pending)
@@ -66,6 +81,8 @@ def merge(thread, run_input, branches: bool = True, parent_head: str | None = No
         kept = named_point(stored, parent_head)
         if kept is None:
             kept = branch_point(run_input.messages, stored, held)
+        if kept is None and clients_resend and started_over(stored, run_input, held):
+            kept = 0
         if kept is not None and kept < len(stored):
             cut = Cut(stored[kept - 1]["id"] if kept else None, run_input.run_id)
             stored = stored[:kept]
@@ -91,6 +108,17 @@ def merge(thread, run_input, branches: bool = True, parent_head: str | None = No
         else thread_ids(held, known_calls, pending),
         base=list(stored) + new,
         cut=cut,
+    )
+
+
+def started_over(stored: list[dict], run_input, held) -> bool:
+    """From a client that resends the conversation it shows, an AG-UI request
+    holding none of the branch's messages is that conversation started over
+    (the Agent Protocol's requests carry new input only: they append)."""
+    return (
+        run_input.conversation
+        and bool(stored)
+        and not any(isinstance(m.get("id"), str) and m["id"] in held for m in run_input.messages)
     )
 
 

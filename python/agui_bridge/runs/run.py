@@ -78,6 +78,7 @@ class RunSettings:
     listeners: list = field(default_factory=list)  # on_event callbacks (the App's list)
     cancel_on_leave: bool = False  # on_disconnect="cancel"
     coalesce: object = None  # the app's coalescing (agui_bridge.coalesce), None: off
+    clients_resend: bool = False  # App(clients_resend=...): turns.started_over
 
 
 class Run:
