@@ -67,9 +67,10 @@ SCENARIO = """async ({gw, auth}) => {
   agent.messages = [{id: "b1-m1", role: "user", content: "one two three"}];
   const result = await agent.runAgent({runId: "b1-r1"});
   out.reply = result.newMessages.map((m) => m.content).join("");
-  // 2. A resume of that run's stream after event 2 (Last-Event-ID).
-  const resumed = await fetch(gw + "/threads/b1/runs/b1-r1/events",
-                              {headers: {...headers, "last-event-id": "2"}});
+  // 2. A resume of that run's stream after event 2 (Last-Event-ID), declaring
+  // the reader's AG-UI version as clients/js/reconnect.mjs does from a 1.0 page.
+  const resumed = await fetch(gw + "/threads/b1/runs/b1-r1/events", {headers: {
+      ...headers, "last-event-id": "2", "agui-protocol-version": "1.0.0"}});
   out.resumeStatus = resumed.status;
   out.resumeKind = resumed.headers.get("agui-resume");
   out.resumed = await resumed.text();

@@ -30,6 +30,7 @@ import orjson
 EXPOSE = ("agui-resume", "content-location", "location", "retry-after")
 ALLOW_HEADERS = (
     "accept",
+    "agui-protocol-version",  # a reader's declared AG-UI version (clients/js/reconnect.mjs)
     "authorization",
     "content-type",
     "last-event-id",
