@@ -19,6 +19,7 @@ import pytest
 import redis
 from agui_bridge.runs import Limits
 from agui_bridge.runs.backend import open_runs
+from agui_bridge.runs.supersede import reading
 
 from tests.servers import free_port, serve
 
@@ -241,6 +242,85 @@ async def test_a_dead_nodes_readers_lapse(redis_url):
     finally:
         if renewing is not None:
             renewing.cancel()
+        await a.aclose()
+        await b.aclose()
+
+
+async def started_run(runs, thread: str, run: str):
+    """A run of ``runs``'s node, its liveness renewed until the task is cancelled."""
+    _, sink = await runs.start(thread, run, "slow", "slow", frozenset(), 1, {})
+    running = Running(sink)
+    sink.bind(running)
+    sink.append(b'id: 1\ndata: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n', 1)
+    renew = runs.renewer(running)
+
+    async def alive():
+        while True:
+            await renew()
+            await asyncio.sleep(0.1)
+
+    return asyncio.get_running_loop().create_task(alive())
+
+
+async def mirror_of(runs, thread: str, run: str):
+    async with asyncio.timeout(20):
+        while (mirror := await runs.get(thread, run)) is None:
+            await asyncio.sleep(0.02)
+    return mirror
+
+
+async def test_a_steady_reader_stays_counted_while_others_come_and_go(redis_url):
+    """A node renews every reader it has, however often its other readers enter
+    and leave: each change used to restart the renewal timer and send only the
+    changed runs, so a reader that stayed put lapsed after ``lease_ttl`` and a
+    run someone was watching could be superseded."""
+    a, b = (open_runs(redis_url, Limits(), lease_ttl=1.0) for _ in range(2))
+    tasks = []
+    try:
+        tasks += [await started_run(a, "t1", "r1"), await started_run(a, "t2", "r2")]
+        watched, busy = await mirror_of(b, "t1", "r1"), await mirror_of(b, "t2", "r2")
+        await b.presence.enter(watched)  # one tab stays on r1
+        deadline = time.monotonic() + 3.0  # three times the ttl
+        while time.monotonic() < deadline:  # readers of r2 come and go on the same node
+            await b.presence.enter(busy)
+            await asyncio.sleep(0.1)
+            b.presence.leave(busy)
+            await asyncio.sleep(0.1)
+            assert (await a.presence.active("t1")).readers == 1
+    finally:
+        for task in tasks:
+            task.cancel()
+        await a.aclose()
+        await b.aclose()
+
+
+async def test_a_reader_cancelled_while_it_is_counted_is_not_counted_for_good(redis_url):
+    """A reader whose task is cancelled while its enter waits for Redis (an
+    Agent Protocol wait whose client left) leaves again: before, the count
+    stayed and the run was renewed as read until it ended (never superseded)."""
+    a, b = (open_runs(redis_url, Limits(), lease_ttl=1.0) for _ in range(2))
+    tasks = []
+    try:
+        tasks.append(await started_run(a, "t", "r"))
+        mirror = await mirror_of(b, "t", "r")
+
+        async def read():
+            async with reading(b, mirror):
+                await asyncio.sleep(60)
+
+        reader = asyncio.get_running_loop().create_task(read())
+        await asyncio.sleep(0)  # the reader now waits on its enter's round trip
+        assert b.presence.counts.get(mirror) == 1
+        reader.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await reader
+        assert mirror not in b.presence.counts
+        async with asyncio.timeout(20):
+            while (await a.presence.active("t")).readers:
+                await asyncio.sleep(0.05)
+    finally:
+        for task in tasks:
+            task.cancel()
         await a.aclose()
         await b.aclose()
 

@@ -62,8 +62,9 @@ async def reading(runs, run_log):
     App's run-log backend; a shared one counts it for every node)."""
     presence = getattr(runs, "presence", None)
     if presence is not None:
-        await presence.enter(run_log)
         try:
+            # Counted before its round trip: cancelled while it waits, it leaves too.
+            await presence.enter(run_log)
             yield
         finally:
             presence.leave(run_log)

@@ -125,6 +125,10 @@ class Presence:
             self.wake.set()
 
     async def _write(self) -> None:
+        loop = asyncio.get_running_loop()
+        # Its own deadline: readers coming and going elsewhere on this node must
+        # not put off renewing the ones that stay (they would lapse, read).
+        renew_at = loop.time() + self.renew_every
         try:
             while True:
                 if not self.changed and not self.waiting:
@@ -132,11 +136,15 @@ class Presence:
                         return
                     self.wake.clear()
                     with contextlib.suppress(TimeoutError):
-                        async with asyncio.timeout(self.renew_every):
+                        async with asyncio.timeout_at(renew_at):
                             await self.wake.wait()
                             continue
+                if loop.time() >= renew_at:
                     # Renewed while they read: a node that dies stops renewing.
-                    self.changed = dict.fromkeys(m for m in self.counts if not m.ended)
+                    for mirror in self.counts:
+                        if not mirror.ended:
+                            self.changed.setdefault(mirror, None)
+                    renew_at = loop.time() + self.renew_every
                 changed, self.changed = self.changed, {}
                 waiting, self.waiting = self.waiting, []
                 if changed:
