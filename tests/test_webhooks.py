@@ -373,3 +373,40 @@ async def test_a_run_whose_node_died_after_it_ended_is_delivered_by_another_node
         assert record["run_id"] == run["run_id"] and record["status"] == "success"
     finally:
         await a.aclose()
+
+
+async def test_a_run_queued_past_the_retention_keeps_its_webhook(redis_url):
+    """A run queued behind a long one has no log yet, only its shared record, which
+    expired ``run_retention`` after its last write: another node's look then took
+    the webhook as a dead node's (logged "not delivered") and the run, ending
+    later on its own node, had none. Its node now writes the record again while
+    it waits, so every node sees it queued and its own node delivers it."""
+    from agui_bridge.agent_protocol.hooks import KEY, Owed
+    from agui_bridge.agent_protocol.runs import Registry, RunRecord
+    from agui_bridge.runs import Limits
+    from agui_bridge.runs.backend import open_runs
+
+    a, b = (open_runs(redis_url, Limits(run_retention=1)) for _ in range(2))
+    sent = []
+    try:
+        registries = Registry(a), Registry(b)
+        owed_a, owed_b = (
+            Owed(runs, registry, lambda url, record: sent.append(url), every=0.2, grace=1.0)
+            for runs, registry in zip((a, b), registries, strict=True)
+        )
+        thread_id, run_id = f"t-{uuid.uuid4().hex[:8]}", "r-queued"
+        queued = RunRecord(thread_id, run_id, "slow", {}, {}, "enqueue")
+        registries[0].add(queued)
+        await registries[0].share(queued)
+        await owed_a.owe(thread_id, run_id, "https://hooks.example.com/x")
+        field = orjson.dumps([thread_id, run_id])
+        for _ in range(12):  # 2.4 s: more than twice the retention
+            await owed_a.look()
+            await owed_b.look()
+            assert await a.client.call("hexists", KEY, field) == 1
+            await asyncio.sleep(0.2)
+        assert sent == []
+        assert await owed_a.take(thread_id, run_id)  # its own node, when the run ends
+    finally:
+        await a.aclose()
+        await b.aclose()

@@ -21,9 +21,10 @@ by the node that takes it off the hash (``HDEL`` answers 1 to one caller):
   this node saw it ended, that node died in between: this one takes it.
 
 What is owed is at most once after it is taken: a node that dies while it
-delivers (its retries included) loses that delivery. A queued run whose
-node died before it started is not delivered (logged at ERROR when its
-record expires). A node starts watching at its first Agent Protocol request.
+delivers (its retries included) loses that delivery. A run queued on a
+node keeps its shared record written by that node's looks while it waits;
+one whose node died before it started is not delivered (logged at ERROR
+when its record expires). A node watches from the App's start.
 """
 
 from __future__ import annotations
@@ -91,6 +92,12 @@ class Owed:
             thread_id, run_id = orjson.loads(field)
             if (thread_id, run_id) in local:
                 continue  # this node runs it: it delivers when it ends
+            queued = self._queued_here(thread_id, run_id)
+            if queued is not None:
+                # It delivers when the run ends; its shared record is written
+                # again so that it outlives a long wait (every node reads it).
+                await self.registry.share(queued)
+                continue
             if await self.client.call("exists", Keys(thread_id, run_id).alive):
                 continue  # its node renews it: that node delivers
             run_log = await self.runs.get(thread_id, run_id)
@@ -108,6 +115,13 @@ class Owed:
             record = await self.registry.get(thread_id, run_id)
             if record is not None:
                 self.send(url.decode(), record)
+
+    def _queued_here(self, thread_id: str, run_id: str):
+        """This node's record of the run while it waits in this node's queue."""
+        record = self.registry.records.get(thread_id, {}).get(run_id)
+        if record is None or record.log is not None or record.failed or record.cancelled:
+            return None
+        return record
 
     async def _unknown(self, thread_id: str, run_id: str) -> None:
         """A run with no log: queued (its record says pending), or gone (expired)."""
