@@ -44,6 +44,7 @@ class RunRecord:
         "run_id",
         "started",
         "state",
+        "stopped",
         "stored",
         "strategy",
         "thread_id",
@@ -61,6 +62,8 @@ class RunRecord:
         self.log = log
         self.failed: str | None = None  # why it could not start
         self.cancelled = False
+        # Stopped on its own node (a supersede): its log here ends like a finish.
+        self.stopped = False
         # The thread's messages and state when the run started (what its stream
         # builds on), taken from the live run.
         self.base: list | None = None
@@ -92,7 +95,7 @@ class RunRecord:
             return "error" if self.failed is not None else "pending"
         if not log.ended:
             return "running"
-        if self.cancelled or log.stopped:  # by a cancel of either protocol, or superseded
+        if self.cancelled or self.stopped or log.stopped:  # a cancel (either protocol), a supersede
             return "interrupted"
         end = terminal_event(log)
         return "error" if end is None or end.get("type") == "RUN_ERROR" else "success"
@@ -134,8 +137,10 @@ class RunRecord:
         return record
 
     def adopt(self, fields: dict) -> None:
-        """What another node changed: a cancel, a failure to start."""
+        """What another node changed: a cancel, a failure to start, a stop that
+        only the run's own node knows of (its log on this node cannot tell)."""
         self.cancelled = self.cancelled or bool(fields.get("cancelled"))
+        self.stopped = self.stopped or fields.get("status") == "interrupted"
         if self.failed is None and fields.get("failed"):
             self.failed = fields["failed"]
 

@@ -79,8 +79,9 @@ class RunLog:
         self.ended = False
         self.ended_at: float | None = None
         self.run = None  # the live Run, while it runs
-        # The run was stopped (a cancel, a supersede): a 0.0.x run's log ends with a
-        # plain RUN_FINISHED all the same, so its records learn it here.
+        # The run was stopped (a cancel, a supersede; set by ``Run.stop``): a 0.0.x
+        # run's log ends with a plain RUN_FINISHED all the same, so its records
+        # learn it here.
         self.stopped = False
         # What the run opened: [start id, end id or None, START frame without id]
         self.spans: list[list] = []
@@ -145,7 +146,6 @@ class RunLog:
         """No more frames: the terminal event is in."""
         self.ended = True
         self.ended_at = time.monotonic()
-        self.stopped = self.run is not None and self.run.stopping
         self.run = None
         self._wake()
 

@@ -192,6 +192,9 @@ class Run:
         if self.t.finished or self.task is None or self.task.done() or self.stopping:
             return False
         self.stopping = True
+        # Told to the log this node reads (memory, or its Redis mirror, which no
+        # run is bound to): a 0.0.x run's log ends with a plain RUN_FINISHED.
+        self.log.stopped = True
         self.task.cancel()
         return True
 
