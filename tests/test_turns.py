@@ -305,3 +305,22 @@ def test_a_regenerate_and_an_edit_on_a_thread_with_activity_messages():
     only = [user("u1"), activity("p0")]
     turn = merge(stored(only), request([user("u1")], run_id="r2"))
     assert turn.cut.after == "u1" and turn.new_user == user("u1") and turn.history == []
+
+
+def test_reasoning_after_a_shared_tool_result_goes_with_the_answer_it_is_for():
+    """A client resends up to a tool result: the answer after it (its reasoning
+    first) is replaced, and its reasoning is not kept as the new run's history
+    (it was kept, and the new branch had two reasoning messages in a row)."""
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    asked = {"id": "a1", "role": "assistant", "content": "", "toolCalls": [call]}
+    result = {"id": "t1", "role": "tool", "toolCallId": "c1", "content": "42"}
+    thinking = {"id": "r2", "role": "reasoning", "content": "so the answer is"}
+    thread = stored([user("u1"), asked, result, thinking, assistant("a2")])
+    turn = merge(thread, request([user("u1"), asked, result], run_id="r3"))
+    assert turn.cut is not None and turn.cut.after == "t1"
+    assert turn.history == [user("u1"), asked, result]
+    # Activity after a shared answer is still that answer's.
+    shown = {"id": "v1", "role": "activity", "activityType": "plan", "content": {}}
+    thread = stored([user("u1"), assistant("a1"), shown, user("u2"), assistant("a2")])
+    turn = merge(thread, request([user("u1"), assistant("a1"), user("u9")]))
+    assert turn.cut.after == "v1" and turn.history == [user("u1"), assistant("a1"), shown]

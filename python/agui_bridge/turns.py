@@ -178,10 +178,11 @@ def branch_point(messages, stored, held) -> int | None:
         return None
     kept = last + 1
     if stored[last].get("role") != "user":
-        # What clients leave out right after a shared answer (its run's activity
-        # messages) is that answer's: it stays with it. After a user message it
-        # is the answer's, which a regenerate or an edit replaces.
-        while kept < size and stored[kept].get("role") in UNSENT_ROLES:
+        # Activity messages right after a shared answer are that answer's run's:
+        # they stay with it. Reasoning comes before the answer it is for (the
+        # next one, which a cut replaces), and after a user message anything
+        # left out is the answer a regenerate or an edit replaces.
+        while kept < size and stored[kept].get("role") == "activity":
             kept += 1
     end = size
     while end > kept and stored[end - 1].get("role") in UNSENT_ROLES:
