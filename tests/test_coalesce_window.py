@@ -183,3 +183,33 @@ async def test_a_window_never_delays_the_terminal_event():
     types = [e["type"] for e in events]
     assert types[-3:] == ["TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "RUN_FINISHED"]
     assert [e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT"] == ["ab"]
+
+
+async def test_listeners_get_the_deltas_in_the_streams_order():
+    """An item that sends the hold before it (over ``max_bytes``) and begins one
+    the pace rule sends at once: the listeners got the new hold first (``bbb``
+    before ``aaa``), the stream had them in order. Deltas ``0.8`` windows apart
+    make both happen (the gap is known after the second)."""
+    told = []
+    app = App(store="memory://", coalesce=Coalesce(200, max_bytes=4))
+    app.on_event(lambda event, info: told.append(event))
+
+    @app.agent("a", path="/ag-ui/run")
+    async def agent(ctx):
+        for text in ("aaa", "bbb", "ccc", "ddd"):
+            yield c.text_delta(text)
+            await asyncio.sleep(0.16)
+
+    transport = httpx.ASGITransport(app=app)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://a") as http:
+            response = await http.post("/ag-ui/run", json=run_body("order", "go"))
+            streamed, _ = parse_sse(response.text)
+    finally:
+        await app.aclose()
+
+    def deltas(events):
+        return [e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT"]
+
+    assert "".join(deltas(streamed)) == "aaabbbcccddd"
+    assert deltas(told) == deltas(streamed)

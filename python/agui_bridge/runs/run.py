@@ -498,15 +498,19 @@ class Run:
                             await asyncio.sleep(0)
                     continue
                 events, frame = apply(item)
+                earlier = None
+                if listeners and self._late:
+                    # A window's end sent these before the item came: they go first.
+                    earlier, self._late = self._late, []
                 if frame and publish(frame):
                     await asyncio.sleep(0)
                 if holder is not None:
-                    holder.after_item()
-                if listeners and self._late:
+                    holder.after_item()  # may send the hold this item began: after it
+                if listeners:
                     late, self._late = self._late, []
-                    await self._deliver(late)
-                if events and listeners:
-                    await self._deliver(events)
+                    for told in (earlier, events, late):
+                        if told:
+                            await self._deliver(told)
                 if self.ended:
                     break
             if items:
