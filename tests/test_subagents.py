@@ -260,3 +260,30 @@ def test_subagents_side_by_side_may_end_in_any_order():
     ]
     assert said[-1] == ("", "the parent")
     assert said[1][0] == said[0][0] and "|subagent_s2:" in said[1][0]
+
+
+def test_a_subagent_whose_id_extends_another_ends_only_its_own():
+    """Ending ``s1`` closed ``s1:retry``'s namespace (matched by its text), and
+    ``s1``'s stayed open: the parent's parts after both ended were named as
+    ``s1``'s for the rest of the run."""
+    events = [
+        {"type": "SUBAGENT_STARTED", "subagentRunId": "s1", "name": "a"},
+        {"type": "SUBAGENT_STARTED", "subagentRunId": "s1:retry", "name": "b"},
+        {"type": "SUBAGENT_FINISHED", "subagentRunId": "s1"},
+        {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m1", "delta": "from s1:retry"},
+        {"type": "SUBAGENT_FINISHED", "subagentRunId": "s1:retry"},
+        {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m2", "delta": "the parent"},
+    ]
+    from agui_bridge import pure
+
+    t = pure.create_agui_repairer("t1", "r1", protocol_version="1.0")
+    log = [e for item in events for e in t(item)] + t.finish()
+    projector = Projector({"messages-tuple"}, "n", "t1", "r1", [], {}, True)
+    said = [
+        (event.partition("|")[2], data[0]["content"])
+        for e in log
+        for event, data in projector.feed(e)
+        if data[0].get("content")
+    ]
+    assert said[0][1] == "from s1:retry" and "|subagent_s1:retry:" in "|" + said[0][0]
+    assert said[-1] == ("", "the parent")

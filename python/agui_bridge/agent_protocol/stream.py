@@ -86,6 +86,7 @@ class Projector:
         # named "{mode}|{namespace}" as LangGraph names a subgraph's.
         self.subgraphs = subgraphs
         self.ns: list[str] = []
+        self.ns_steps: list[str] = []  # the step that opened each of ``ns``
 
     def made(self) -> list[dict]:
         """The run's messages so far, what is open with what it streamed."""
@@ -169,18 +170,22 @@ class Projector:
         task = uuid.uuid5(uuid.NAMESPACE_URL, f"{self.meta['run_id']}:{len(self.ns)}:{step}")
         inner = f"{step}:{task}"
         self.ns.append(f"{self.ns[-1]}|{inner}" if self.ns else inner)
+        self.ns_steps.append(step)
         self.meta = {**self.meta, "langgraph_checkpoint_ns": self.ns[-1]}
 
     def _leave(self, step) -> None:
         """A subagent's end closes its namespace, wherever it is: subagents that run
         side by side (AG-UI 1.0 allows it) may end in any order, and the parts
         after the last one ends are the parent's again."""
-        for at in range(len(self.ns) - 1, -1, -1):
-            if self.ns[at].rsplit("|", 1)[-1].startswith(f"{step}:"):
+        # By the step itself: an id may hold ":" or "|", which a namespace's text
+        # cannot tell apart (``s1`` would close ``s1:retry``'s).
+        for at in range(len(self.ns_steps) - 1, -1, -1):
+            if self.ns_steps[at] == step:
                 break
         else:
             return
         del self.ns[at]
+        del self.ns_steps[at]
         self.meta = {**self.meta, "langgraph_checkpoint_ns": self.ns[-1] if self.ns else ""}
 
     # What the events parts look up of the run so far (lc_events.LcEvents.feed).
