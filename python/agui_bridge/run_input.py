@@ -201,13 +201,15 @@ def _parent_run_id(body: dict) -> str | None:
 
 # A run's body past this many bytes is parsed and checked in a thread (the
 # ingress): its inline attachments' base64 takes milliseconds per MiB to check.
+# The same for a join prelude rewritten for a reader of another AG-UI version.
 OFF_LOOP_BYTES = 256 << 10
 
 
 async def off_loop(size: int, fn, *args):
-    """``fn(*args)`` for a request body of ``size`` bytes: parsing it or checking its
-    parts, in a thread past ``OFF_LOOP_BYTES`` (never on the event loop), else here
-    (a small body costs less than the hop). Every protocol's routes use this rule."""
+    """``fn(*args)`` for ``size`` bytes of JSON (a request body, a join prelude):
+    parsing it or checking its parts, in a thread past ``OFF_LOOP_BYTES`` (never on
+    the event loop), else here (a small body costs less than the hop). Every
+    protocol's routes use this rule."""
     if size > OFF_LOOP_BYTES:
         return await asyncio.to_thread(fn, *args)
     return fn(*args)

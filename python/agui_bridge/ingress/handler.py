@@ -406,7 +406,8 @@ class Handler:
             open_stream(conn, limits, keepalive, run_log.run_id, headers, on_left) as stream,
         ):
             if prelude and transform is not None:
-                prelude = transform(prelude, 0)
+                # A long thread's snapshot is parsed and written again: off the loop.
+                prelude = await off_loop(len(prelude), transform, prelude, 0)
             if prelude:
                 await stream.write(prelude)
             await stream.follow(run_log, after, transform)
