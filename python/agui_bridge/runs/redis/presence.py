@@ -106,10 +106,16 @@ class Presence:
         if seen.node == self.node:
             sink = self.local.get((seen.thread_id, seen.run_id))
             return sink is not None and stop(sink.run)
-        # False: no node listens there (it is gone; its run ends as run_lost).
-        return await control.send_cancel(
-            self.client, seen.node, seen.thread_id, seen.run_id, "supersede"
-        )
+        # False: no node listens there (it is gone; its run ends as run_lost), or
+        # Redis refused the message (a failover): the new run keeps its 409.
+        try:
+            return await control.send_cancel(
+                self.client, seen.node, seen.thread_id, seen.run_id, "supersede"
+            )
+        except (*DOWN, RedisError, RunsUnavailable) as error:
+            log.warning("thread %s: stopping its run on node %s failed: %s", seen.thread_id,
+                        seen.node, error)  # fmt: skip
+            return False
 
     def close(self) -> None:
         if self.task is not None:
