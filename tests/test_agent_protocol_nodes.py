@@ -44,3 +44,29 @@ async def test_a_run_on_one_node_seen_joined_and_cancelled_on_the_other(nodes):
     finally:
         await a.aclose()
         await b.aclose()
+
+
+async def test_a_state_update_read_after_the_run_is_its_update_on_every_node(nodes):
+    """A run read after its save, on the node that did not run it, compared its
+    state snapshots with the thread's saved state (already the run's): its
+    ``updates`` part vanished, and the thread stream's ``since`` positions moved
+    under a client that had read the run live. The run's starting state is the
+    one its log keeps."""
+    a = get_client(url=nodes[0], api_key=None)
+    b = get_client(url=nodes[1], api_key=None)
+    try:
+        thread_id = (await a.threads.create(thread_id=str(uuid.uuid4())))["thread_id"]
+        run = await a.runs.create(thread_id, "signals", input={"messages": ["go"]})
+        await a.runs.join(thread_id, run["run_id"])
+        for client in (b, a):
+            parts = [
+                part.data
+                async for part in client.runs.join_stream(
+                    thread_id, run["run_id"], stream_mode="updates"
+                )
+                if part.event == "updates"
+            ]
+            assert any("half" in str(data) for data in parts), parts
+    finally:
+        await a.aclose()
+        await b.aclose()

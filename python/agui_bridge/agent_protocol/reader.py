@@ -45,8 +45,11 @@ async def origin(app, record):
             event = event_of(frame)
             if event is not None:
                 made(event)
+    # The state the run started from, where its log keeps it (shared run logs):
+    # the stored thread's is the run's own once it saved, or a later run's.
+    state0 = getattr(run_log, "state0", None)
     if thread is None:
-        return _before([], run_log.turn, []), {}
+        return _before([], run_log.turn, []), dict(state0 or {})
     messages = made_so_far(made.snapshot())
     ids = {m["id"] for m in messages}
     # A tool result is the run's by its call: its message id is generated again.
@@ -56,7 +59,9 @@ async def origin(app, record):
         for m in thread.messages
         if m.get("id") in ids or (m.get("role") == "tool" and m.get("toolCallId") in calls)
     ]
-    return _before(thread.messages, run_log.turn, own), thread.state
+    return _before(thread.messages, run_log.turn, own), (
+        dict(state0) if state0 is not None else thread.state
+    )
 
 
 def _before(messages: list, turn: list, own: list) -> list:
