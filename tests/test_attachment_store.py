@@ -214,3 +214,22 @@ async def test_a_branch_keeps_its_images_whole(make_store, tmp_path):
         assert state["messages"][0] == first
         assert old["messages"][0] == first and old["messages"][2] == second
         await app.aclose()
+
+
+async def test_only_a_media_parts_source_is_kept_in_or_filled_from_the_blob_table(make_store):
+    """A text part may carry a field named ``source`` (the door refuses ``aguiBlob``
+    in it; a message stored some other way may hold anything): the stores keep
+    it as sent. Before, a text part naming another thread's blob was given that
+    blob's bytes on load, and a malformed one was a 500 or lost the turn."""
+    store = make_store()
+    await store.save("victim", "agent", [with_image("v1")], {}, [])
+    named = {"type": "text", "text": "hi", "source": {"type": "data", "aguiBlob": DIGEST}}
+    odd = {"type": "text", "text": "x", "source": {"type": "data", "value": "!!not base64!"}}
+    sent = {"id": "u1", "role": "user", "content": [named, odd]}
+    await store.save("other", "agent", [sent], {}, [])
+    assert (await store.load("other")).messages == [sent]
+    await store.close()
+    if make_store.kind != "memory":
+        reopened = make_store()  # another process: nothing cached
+        assert (await reopened.load("other")).messages == [sent]
+        await reopened.close()

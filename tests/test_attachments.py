@@ -218,6 +218,13 @@ def test_a_mime_allowlist_refuses_other_types_and_absent_ones():
             ("aguiBlob", "reserved"),
             id="reserved-key",
         ),
+        pytest.param(
+            # A blob named from a text part: it was filled in with another
+            # thread's bytes on load (SQLite, PostgreSQL), or a 500.
+            {"type": "text", "text": "hi", "source": {"type": "data", "aguiBlob": "ab"}},
+            ("content[0].source.aguiBlob", "reserved"),
+            id="reserved-key-on-a-text-part",
+        ),
     ],
 )
 def test_an_unknown_part_or_a_malformed_source_is_refused(part, words):

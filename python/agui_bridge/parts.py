@@ -214,12 +214,13 @@ def check_policy(content, where: str, policy: PartPolicy) -> None:
     if not isinstance(content, list):
         return
     for n, part in enumerate(content):
+        at = f"{where}[{n}]"
+        source = part.get("source")
+        if isinstance(source, dict) and STORED_KEY in source:
+            # On any part: the stores' own reference to a blob, never a client's.
+            raise RunInputError(f"{at}.source.{STORED_KEY} is reserved")
         if part.get("type") not in MEDIA:
             continue
-        at = f"{where}[{n}]"
-        source = part["source"]
-        if STORED_KEY in source:
-            raise RunInputError(f"{at}.source.{STORED_KEY} is reserved")
         if not policy.mime_allowed(source.get("mimeType")):
             raise RunInputError(
                 f"{at}.source.mimeType {source.get('mimeType')!r} is not allowed"

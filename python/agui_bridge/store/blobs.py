@@ -38,6 +38,16 @@ MAX_CACHED_CHARS = 256 << 20
 _ON_LOOP_CHARS = 64 << 10
 
 
+def _media_source(part) -> dict | None:
+    """A media part's source: the only sources the blob table keeps or fills in
+    (another part's ``source`` is the client's own field, stored as sent: a text
+    part naming a blob must not be filled in with another thread's bytes)."""
+    if not isinstance(part, dict) or part.get("type") not in MEDIA:
+        return None
+    source = part.get("source")
+    return source if isinstance(source, dict) else None
+
+
 def _data_parts(message: dict) -> Iterable[dict]:
     content = message.get("content")
     if not isinstance(content, list):
@@ -71,8 +81,8 @@ def split(message: dict, blobs: dict[str, bytes], texts: dict[str, str] | None =
         return message
     parts = []
     for part in content:
-        source = part.get("source") if isinstance(part, dict) else None
-        if isinstance(source, dict) and source.get("type") == "data" and "value" in source:
+        source = _media_source(part)
+        if source is not None and source.get("type") == "data" and "value" in source:
             raw = binascii.a2b_base64(source["value"])
             digest = hashlib.sha256(raw).hexdigest()
             blobs.setdefault(digest, raw)
@@ -107,8 +117,8 @@ def refs(message) -> list[str]:
         return []
     out = []
     for part in content:
-        source = part.get("source") if isinstance(part, dict) else None
-        if isinstance(source, dict) and isinstance(source.get(STORED_KEY), str):
+        source = _media_source(part)
+        if source is not None and isinstance(source.get(STORED_KEY), str):
             out.append(source[STORED_KEY])
     return out
 
@@ -122,8 +132,8 @@ def join(message, value_of: Callable[[str], str | None]):
         return message
     parts = []
     for part in message["content"]:
-        source = part.get("source") if isinstance(part, dict) else None
-        if isinstance(source, dict) and isinstance(source.get(STORED_KEY), str):
+        source = _media_source(part)
+        if source is not None and isinstance(source.get(STORED_KEY), str):
             value = value_of(source[STORED_KEY])
             if value is None:
                 continue
