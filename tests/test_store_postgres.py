@@ -8,6 +8,7 @@ fresh database (``pg_url``).
 from __future__ import annotations
 
 import asyncio
+import uuid
 
 import asyncpg
 import httpx
@@ -398,3 +399,42 @@ async def test_version_3_indexes_search_and_cleans_nul_metadata(pg_url):
         assert {"agui_threads_by_owner_status", "agui_threads_by_metadata"} <= indexes
     finally:
         await conn.close()
+
+
+async def test_a_blob_another_threads_save_refers_to_survives_a_delete(pg_url):
+    """Thread T2 saves the image thread T1 holds while T1 is deleted: the delete
+    checked for other references in a snapshot taken before T2's save committed,
+    and deleted the blob T2 refers to (T2's image was gone on its next load).
+    T2's save is held between its blob row and its reference (another
+    connection holds the same reference uncommitted) while T1 is deleted."""
+    import base64
+
+    from agui_bridge.store.blobs import split_all
+
+    raw = b"a scan" * 1000
+    image = {"type": "image", "source": {"type": "data", "value": base64.b64encode(raw).decode(),
+                                         "mimeType": "image/png"}}  # fmt: skip
+    t1, t2 = f"t1-{uuid.uuid4().hex[:6]}", f"t2-{uuid.uuid4().hex[:6]}"
+    store = PostgresStore(pg_url)
+    blocker = await asyncpg.connect(pg_url)
+    try:
+        await store.save(t1, "a", [{"id": "m1", "role": "user", "content": [image]}], {}, [])
+        _, blobs = split_all([{"id": "x", "role": "user", "content": [image]}])
+        (digest,) = blobs
+        tx = blocker.transaction()
+        await tx.start()
+        await blocker.execute("INSERT INTO agui_blob_refs (hash, thread_id) VALUES ($1, $2)",
+                              digest, t2)  # fmt: skip
+        message = {"id": "m2", "role": "user", "content": [image]}
+        saving = asyncio.ensure_future(store.save(t2, "a", [message], {}, []))
+        await asyncio.sleep(0.5)  # T2's save waits on the uncommitted reference
+        deleting = asyncio.ensure_future(store.delete(t1))
+        await asyncio.sleep(0.5)
+        await tx.rollback()
+        await saving
+        assert await deleting
+        assert (await PostgresStore(pg_url).load(t2)).messages == [message]
+        assert await blocker.fetchval("SELECT count(*) FROM agui_blobs WHERE hash = $1", digest)
+    finally:
+        await blocker.close()
+        await store.close()

@@ -108,15 +108,29 @@ async def _v3(conn) -> None:
 
 
 async def _drop_refs(conn, threads: list[str]) -> None:
-    """The threads' blob references, and the blobs no other thread refers to."""
-    if threads:
-        await conn.execute(
-            "WITH gone AS (DELETE FROM agui_blob_refs WHERE thread_id = ANY($1::text[])"
-            " RETURNING hash) DELETE FROM agui_blobs b WHERE b.hash IN (SELECT hash FROM gone)"
-            " AND NOT EXISTS (SELECT 1 FROM agui_blob_refs r WHERE r.hash = b.hash"
-            " AND NOT (r.thread_id = ANY($1::text[])))",
-            threads,
-        )
+    """The threads' blob references, and the blobs no other thread refers to.
+
+    A save that refers to a blob holds its row locked until it commits (its
+    insert updates the row on conflict): the blobs are locked here first, and
+    the check for other references is a statement of its own, whose snapshot
+    then holds that save's reference. One statement checked against a
+    snapshot taken before that save committed, and deleted a blob it refers to."""
+    if not threads:
+        return
+    rows = await conn.fetch(
+        "DELETE FROM agui_blob_refs WHERE thread_id = ANY($1::text[]) RETURNING hash", threads
+    )
+    hashes = sorted({row["hash"] for row in rows})
+    if not hashes:
+        return
+    await conn.execute(
+        "SELECT 1 FROM agui_blobs WHERE hash = ANY($1::text[]) ORDER BY hash FOR UPDATE", hashes
+    )
+    await conn.execute(
+        "DELETE FROM agui_blobs b WHERE b.hash = ANY($1::text[])"
+        " AND NOT EXISTS (SELECT 1 FROM agui_blob_refs r WHERE r.hash = b.hash)",
+        hashes,
+    )
 
 
 def _without_nul(value):
@@ -416,8 +430,11 @@ class PostgresStore:
             )
             if blobs:
                 await conn.execute(
+                    # On conflict the row is locked (a no-op update) until the
+                    # reference below commits: no delete takes the blob away meanwhile.
                     "INSERT INTO agui_blobs (hash, data) SELECT * FROM"
-                    " unnest($1::text[], $2::bytea[]) ON CONFLICT DO NOTHING",
+                    " unnest($1::text[], $2::bytea[]) ORDER BY 1"
+                    " ON CONFLICT (hash) DO UPDATE SET hash = excluded.hash",
                     list(blobs),
                     list(blobs.values()),
                 )
