@@ -48,11 +48,55 @@ def test_a_resent_history_is_not_stored_twice_and_the_stored_copy_wins():
 
 
 def test_the_newest_user_message_under_a_held_id_must_be_the_same():
-    thread = stored([user("u1", "hello")])
-    merge(thread, request([user("u1", "hello")]))  # a retry: nothing new
+    thread = stored([user("u1", "hello"), assistant("a1")])
+    merge(thread, request([user("u1", "hello"), assistant("a1")]))  # a retry: nothing new
     with pytest.raises(HttpError) as refused:
-        merge(thread, request([user("u1", "something else")]))
+        merge(thread, request([user("u1", "something else"), assistant("a1")]))
     assert (refused.value.status, refused.value.code) == (409, "message_id_conflict")
+
+
+def test_an_unanswered_message_edited_under_its_id_is_an_edit():
+    """The run failed or stopped before any output: the thread ends with the user
+    message, and the client resends it edited, under its id (it was 409)."""
+    thread = stored([user("u1"), assistant("a1"), user("u2", "hello")])
+    edited = user("u2", "hello!")
+    turn = merge(thread, request([user("u1"), assistant("a1"), edited], run_id="r3"))
+    assert turn.cut is not None and turn.cut.after == "a1"
+    assert turn.new == [edited] and turn.new_user == edited
+    assert turn.history == [user("u1"), assistant("a1")]
+    only = merge(stored([user("u1", "hello")]), request([user("u1", "hello!")]))
+    assert only.cut.after is None and only.new == [user("u1", "hello!")]
+
+
+def test_cancelling_the_pending_interrupts_to_edit_or_regenerate_branches():
+    """A client must answer pending interrupts to send anything; to edit or
+    regenerate instead it cancels them (AG-UI 1.0 entries). That is a new turn:
+    it branches as without interrupts (it appended, and a regenerate got an
+    empty input)."""
+    interrupt = {"id": "i1", "reason": "approval"}
+    thread = stored(CONVERSATION, interrupts=[interrupt])
+    cancel = Resume(entries=({"interruptId": "i1", "status": "cancelled"},))
+    edit = request([*CONVERSATION[:2], user("u9")], run_id="r3", resume=cancel)
+    turn = merge(thread, edit)
+    assert turn.cut is not None and turn.cut.after == "a1" and turn.new_user == user("u9")
+    again = merge(thread, request(CONVERSATION[:3], run_id="r4", resume=cancel))
+    assert again.cut.after == "u2" and again.new_user == user("u2")
+    # An answer goes on with the interrupted branch.
+    approve = Resume(entries=({"interruptId": "i1", "status": "resolved", "payload": "yes"},))
+    assert merge(thread, request(CONVERSATION[:3], resume=approve)).cut is None
+
+
+def test_regenerating_the_answer_to_tool_results_gives_them_again():
+    """A frontend tool's result, its answer, then a regenerate: the client resends
+    up to the result; the run gets it as its tool result again (it got none and
+    the agent called the tool again)."""
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    asked = {"id": "a1", "role": "assistant", "content": "", "toolCalls": [call]}
+    result = {"id": "t1", "role": "tool", "toolCallId": "c1", "content": "42"}
+    thread = stored([user("u1"), asked, result, assistant("a2")])
+    turn = merge(thread, request([user("u1"), asked, result], run_id="r3"))
+    assert turn.cut.after == "t1" and turn.tool_results == [result]
+    assert turn.history == [user("u1"), asked] and turn.new == []
 
 
 def test_an_id_less_user_message_gets_an_id_the_thread_does_not_hold():
@@ -318,7 +362,7 @@ def test_reasoning_after_a_shared_tool_result_goes_with_the_answer_it_is_for():
     thread = stored([user("u1"), asked, result, thinking, assistant("a2")])
     turn = merge(thread, request([user("u1"), asked, result], run_id="r3"))
     assert turn.cut is not None and turn.cut.after == "t1"
-    assert turn.history == [user("u1"), asked, result]
+    assert turn.history == [user("u1"), asked] and turn.tool_results == [result]
     # Activity after a shared answer is still that answer's.
     shown = {"id": "v1", "role": "activity", "activityType": "plan", "content": {}}
     thread = stored([user("u1"), assistant("a1"), shown, user("u2"), assistant("a2")])

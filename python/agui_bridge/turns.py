@@ -77,7 +77,11 @@ def merge(
     held, known_calls = held_ids(thread)
     left = (held, known_calls)  # ids made by the run skip the branch it leaves too
     cut = None
-    if branches and resume is None:  # a resume goes on with the branch it interrupted
+    # A resume goes on with the branch it interrupted; one that cancels every
+    # pending interrupt (what a client sends to edit or regenerate instead of
+    # answering) is a new turn like any other.
+    goes_on = resume is not None and not cancels_all(resume)
+    if branches and not goes_on:
         kept = named_point(stored, parent_head)
         if kept is None:
             kept = branch_point(run_input.messages, stored, held)
@@ -91,10 +95,16 @@ def merge(
         run_input.messages, run_input.thread_id, run_input.run_id, stored, held, known_calls
     )
     history = list(stored) + [m for m in new if m is not new_user and m not in tool_results]
-    if new_user is None and resume is None and rerun(run_input.messages, stored):
+    if new_user is None and not goes_on and rerun(run_input.messages, stored):
         # The client asks again (a regenerate): the user message it ends with is the input.
         new_user = stored[-1]
         history = history[: len(stored) - 1] + history[len(stored) :]
+    elif cut is not None and not new and not goes_on:
+        # A regenerate of the answer to tool results: those results are its input again.
+        again = rerun_results(run_input.messages, stored)
+        if again:
+            tool_results = again
+            history = history[: len(stored) - len(again)] + history[len(stored) :]
     return Turn(
         history=history,
         new=new,
@@ -167,7 +177,8 @@ def branch_point(messages, stored, held) -> int | None:
         kept = stored[position]
         if index == newest_user and _edited(kept, message):
             later = (m.get("id") for m in messages[index + 1 :])
-            if position < size - 1 and not any(i in held for i in later):
+            if not any(i in held for i in later):
+                # Answered or not (a run that failed, or stopped before any output).
                 return position
             return None  # today's rule: same_turn refuses it (409)
         if role == "assistant" and _stopped(kept, message):
@@ -252,6 +263,28 @@ def rerun(messages, stored: list[dict]) -> bool:
         return False
     sent = [m for m in messages if m.get("role") != "activity"]
     return bool(sent) and sent[-1].get("role") == "user" and sent[-1].get("id") == stored[-1]["id"]
+
+
+def rerun_results(messages, stored: list[dict]) -> list[dict]:
+    """The tool results the kept branch ends with, when the client's list ends with
+    the last of them (it asks again for the answer to them); else none."""
+    results = []
+    for message in reversed(stored):
+        if message.get("role") != "tool":
+            break
+        results.append(message)
+    if not results:
+        return []
+    sent = [m for m in messages if m.get("role") not in UNSENT_ROLES]
+    if not sent or sent[-1].get("id") != stored[-1]["id"]:
+        return []
+    return results[::-1]
+
+
+def cancels_all(resume: Resumption) -> bool:
+    """The resume cancels every pending interrupt (AG-UI 1.0 entries, all
+    ``status: "cancelled"``): nothing goes on from where the run stopped."""
+    return bool(resume.entries) and all(e.get("status") == "cancelled" for e in resume.entries)
 
 
 def held_ids(thread, stored: list[dict] | None = None) -> tuple[HeldIds, HeldIds]:
