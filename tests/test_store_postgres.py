@@ -433,7 +433,11 @@ async def test_a_blob_another_threads_save_refers_to_survives_a_delete(pg_url):
         await tx.rollback()
         await saving
         assert await deleting
-        assert (await PostgresStore(pg_url).load(t2)).messages == [message]
+        reopened = PostgresStore(pg_url)  # another process: nothing cached
+        try:
+            assert (await reopened.load(t2)).messages == [message]
+        finally:
+            await reopened.close()
         assert await blocker.fetchval("SELECT count(*) FROM agui_blobs WHERE hash = $1", digest)
     finally:
         await blocker.close()
