@@ -215,11 +215,16 @@ class RedisRuns:
             if sink.task is not None:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(asyncio.shield(sink.task), 5)
-        for mirror in list(self.logs.by_run.values()):
-            if mirror.reader is not None:
-                mirror.reader.cancel()
+        tasks = [m.reader for m in self.logs.by_run.values() if m.reader is not None]
+        tasks += [t for t in (self.control.task, self.presence.task) if t is not None]
+        for task in tasks:
+            task.cancel()
         self.control.close()
         self.presence.close()
+        # A task cancelled inside a Redis call gives its connection back once it
+        # has ended: closed before that, the connection was left open.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 5)
         await self.client.aclose()
 
 
