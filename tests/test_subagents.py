@@ -235,6 +235,22 @@ def test_a_1_0_run_log_is_named_as_a_0_0_x_one():
     assert any("|subagent_s2:" in e.partition("|")[2] for e, _ in v1)
 
 
+def said_by_namespace(events: list[dict]) -> list[tuple[str, str]]:
+    """A 1.0 run of ``events`` under ``stream_subgraphs``: (namespace, text) per
+    messages-tuple part with text."""
+    from agui_bridge import pure
+
+    t = pure.create_agui_repairer("t1", "r1", protocol_version="1.0")
+    log = [e for item in events for e in t(item)] + t.finish()
+    projector = Projector({"messages-tuple"}, "n", "t1", "r1", [], {}, True)
+    return [
+        (event.partition("|")[2], data[0]["content"])
+        for e in log
+        for event, data in projector.feed(e)
+        if data[0].get("content")
+    ]
+
+
 def test_subagents_side_by_side_may_end_in_any_order():
     """s1 and s2 run side by side and s1 ends first: s2's parts keep their
     name, and once s2 ends the parent's parts are named as the parent's."""
@@ -247,17 +263,7 @@ def test_subagents_side_by_side_may_end_in_any_order():
         {"type": "SUBAGENT_FINISHED", "subagentRunId": "s2"},
         {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m3", "delta": "the parent"},
     ]
-    from agui_bridge import pure
-
-    t = pure.create_agui_repairer("t1", "r1", protocol_version="1.0")
-    log = [e for item in events for e in t(item)] + t.finish()
-    projector = Projector({"messages-tuple"}, "n", "t1", "r1", [], {}, True)
-    said = [
-        (event.partition("|")[2], data[0]["content"])
-        for e in log
-        for event, data in projector.feed(e)
-        if data[0].get("content")
-    ]
+    said = said_by_namespace(events)
     assert said[-1] == ("", "the parent")
     assert said[1][0] == said[0][0] and "|subagent_s2:" in said[1][0]
 
@@ -274,16 +280,6 @@ def test_a_subagent_whose_id_extends_another_ends_only_its_own():
         {"type": "SUBAGENT_FINISHED", "subagentRunId": "s1:retry"},
         {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m2", "delta": "the parent"},
     ]
-    from agui_bridge import pure
-
-    t = pure.create_agui_repairer("t1", "r1", protocol_version="1.0")
-    log = [e for item in events for e in t(item)] + t.finish()
-    projector = Projector({"messages-tuple"}, "n", "t1", "r1", [], {}, True)
-    said = [
-        (event.partition("|")[2], data[0]["content"])
-        for e in log
-        for event, data in projector.feed(e)
-        if data[0].get("content")
-    ]
+    said = said_by_namespace(events)
     assert said[0][1] == "from s1:retry" and "|subagent_s1:retry:" in "|" + said[0][0]
     assert said[-1] == ("", "the parent")

@@ -208,23 +208,10 @@ class Running:
 
 async def test_a_dead_nodes_readers_lapse(redis_url):
     a, b = (open_runs(redis_url, Limits(), lease_ttl=1.0) for _ in range(2))
-    renewing = None
+    tasks = []
     try:
-        _, sink = await a.start("t", "r", "slow", "slow", frozenset(), 1, {})
-        run = Running(sink)
-        sink.bind(run)
-        sink.append(b'id: 1\ndata: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n', 1)
-        renew = a.renewer(run)
-
-        async def alive():  # node A lives on: its run's liveness is renewed
-            while True:
-                await renew()
-                await asyncio.sleep(0.1)
-
-        renewing = asyncio.get_running_loop().create_task(alive())
-        async with asyncio.timeout(20):
-            while (mirror := await b.get("t", "r")) is None:
-                await asyncio.sleep(0.02)
+        tasks.append(await started_run(a, "t", "r"))  # node A lives on
+        mirror = await mirror_of(b, "t", "r")
         seen = await a.presence.active("t")
         assert (seen.run_id, seen.node, seen.readers, seen.ever_read) == ("r", a.node, 0, False)
         await b.presence.enter(mirror)
@@ -240,7 +227,7 @@ async def test_a_dead_nodes_readers_lapse(redis_url):
         seen = await a.presence.active("t")
         assert (seen.run_id, seen.ever_read) == ("r", True)  # the run went on, read once
     finally:
-        await stopped([renewing] if renewing is not None else [])
+        await stopped(tasks)
         await a.aclose()
         await b.aclose()
 
