@@ -162,3 +162,25 @@ def test_input_after_the_end_is_dropped_not_refused(both):
             t.finish()
             assert t(item) == [] and t.encode(item) == b"" and t.encode_many([item]) == b""
             assert t.dropped == 3
+
+
+@pytest.mark.native_only
+@pytest.mark.parametrize("dialect", list(HOT))
+def test_parsed_items_agree_in_one_batch(both, dialect):
+    """Items as a JSON parser gives them share key objects that are not the
+    interned names (``encode_many`` remembers a key it matched by text); one
+    batch mixes them with str-subclass keys, doubled keys and wrong values, so
+    a remembered key never stands for another field."""
+    import orjson
+
+    native, pure = both
+    parsed = orjson.loads(orjson.dumps([*PRELUDE[dialect], *HOT[dialect]] * 2))
+    items = list(parsed)
+    for item in HOT[dialect]:
+        for _name, variant in variants(item):
+            items.append(variant)
+            items.append(orjson.loads(orjson.dumps(item)))
+    options = (("held",), None, None)
+    assert replay(native, dialect, items, "finish", options) == replay(
+        pure, dialect, items, "finish", options
+    )
