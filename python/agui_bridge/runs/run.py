@@ -467,10 +467,15 @@ class Run:
         if listeners:
             await self._deliver(self._first_events)
         agen = self.agent.fn(self.ctx)
-        # The hot path, kept in locals: a text delta while a text message is
-        # open needs no events, only its frame (listeners need the events).
-        is_text = _text_of(self.agent.dialect, self) if not listeners else None
+        # The hot path, kept in locals and inline (a call per item cost a fifth
+        # of the loop): a text delta while a text message is open needs no
+        # events, only its frame (listeners need the events, so not with them).
+        hot = not listeners
+        text_types, bare, by_id = _TEXT_SHAPES[self.agent.dialect]
+        text_open = hot and self.text_id is not None
         items = self._items
+        append = items.append
+        batch = self._batch
         loop = asyncio.get_running_loop()
         call_soon = loop.call_soon
         flush = self.flush
@@ -479,7 +484,15 @@ class Run:
         holder = self.holder
         try:
             async for item in agen:
-                if is_text is not None and self.text_id is not None and is_text(item):
+                if text_open and (
+                    (
+                        type(item) is dict
+                        and item.get("type") in text_types
+                        # Only content for the open message: any other one opens a message.
+                        and (not by_id or item.get("messageId") == self.text_id)
+                    )
+                    or type(item) is bare
+                ):
                     # Queued, encoded with the tick's others at its flush.
                     if not items:
                         if self._bad is not None:
@@ -488,8 +501,9 @@ class Run:
                             call_soon(flush)
                         if holder is not None:
                             self._items_at = loop.time()
-                    items.append(item)
-                    if len(items) >= self._batch:
+                        batch = self._batch  # learnt at the last batch's encoding
+                    append(item)
+                    if len(items) >= batch:
                         self._encode_items()
                         if self._bad is not None:
                             raise self._bad
@@ -498,6 +512,7 @@ class Run:
                             await asyncio.sleep(0)
                     continue
                 events, frame = apply(item)
+                text_open = hot and self.text_id is not None
                 earlier = None
                 if listeners and self._late:
                     # A window's end sent these before the item came: they go first.
@@ -696,28 +711,16 @@ def _first_item(dialect: str, ctx):
     return ""
 
 
-def _text_of(dialect: str, run: Run):
-    """Whether an item is a text delta (given a text message is open)."""
-    if dialect == "crumbs":
-        return _crumb_text
-    if dialect == "chunks":
-        return _chunk_text
-
-    def event_text(item):
-        # Only content for the open message: any other one opens a message.
-        return (
-            type(item) is dict
-            and item.get("type") == "TEXT_MESSAGE_CONTENT"
-            and item.get("messageId") == run.text_id
-        )
-
-    return event_text
+class _NoBareText:
+    """No item is of this type: a dialect whose text deltas are all dicts."""
 
 
-def _crumb_text(item) -> bool:
-    """A text:delta crumb (the transformer checks its delta)."""
-    return type(item) is dict and item.get("type") == "text:delta"
-
-
-def _chunk_text(item) -> bool:
-    return type(item) is str or (type(item) is dict and item.get("type") in ("token", "chunk"))
+# What a text delta looks like in each dialect (given a text message is open):
+# a dict whose type is one of these (naming the open message, for events), or
+# an item of the bare type (chunks: a plain string). The transformer checks
+# the delta itself.
+_TEXT_SHAPES = {
+    "crumbs": (("text:delta",), _NoBareText, False),
+    "chunks": (("token", "chunk"), str, False),
+    "events": (("TEXT_MESSAGE_CONTENT",), _NoBareText, True),
+}
