@@ -14,11 +14,14 @@ store, event ids on) as in ``benches/server.py``; the same load client runs
   belongs to (native code called from Python counts for its caller):
 
   agent        the agent's own code (``bench_agent``)
-  run loop     ``Run._drive``: the ``async for`` that drives the agent's
-               generator (its C machinery counts here), the hot path's
-               check, the queueing (``_publish``, ``flush``)
-  transformer  encoding the frames (``_encode_items``: ``encode_many``;
-               ``_apply``: the other items)
+  run loop     ``Run._drive``: ``Run._pull``, whose ``t.drive`` steps the
+               agent's generator and maps its items in native code (so the
+               mapping of the text deltas counts here: py-spy sees no frame
+               inside it), ``Resume``; ``Run._iterate``'s ``async for`` and
+               hot-path check (runs with listeners or coalescing); the
+               queueing (``_publish``, ``flush``)
+  transformer  encoding the frames outside ``drive`` (``_encode_items``:
+               ``encode_many``; ``_apply``: the other items)
   log          ``runs/log.py``: append, read, waking the readers
   cursor       ``runs/cursor.py`` but its writes: the reader's loop
   writes       handing the bytes to granian (``RsgiConn.send``)
@@ -59,11 +62,11 @@ PARTS = [
         "run loop",
         (
             "run.py:Run._drive",
+            "run.py:Run._pull",
+            "run.py:Run._iterate",
             "run.py:Run._publish",
             "run.py:Run.flush",
-            "run.py:_crumb_text",
-            "run.py:_chunk_text",
-            "run.py:_text_of.<locals>.event_text",
+            "runs/resume.py:",
         ),
     ),
     (

@@ -1,5 +1,7 @@
 """The run loop queues text deltas and encodes them together at the tick's
-flush (``encode_many``): what readers get is what per-item encoding gave.
+flush (``encode_many``), or has ``t.drive`` step the agent's generator and
+map them itself (a run without listeners or coalescing): what readers get is
+what per-item encoding gave, in both loops.
 
 A bad delta among queued ones ends the run as it did when each delta was
 encoded as it came: the deltas before it reach the readers, then RUN_ERROR,
@@ -23,8 +25,17 @@ from tests.ingress_apps import parse_sse, run_body
 BAD = {"type": "text:delta", "delta": 7}  # not a string: a CrumbError
 
 
-def _app(agent) -> App:
+@pytest.fixture(params=["drive", "listened"])
+def loop(request) -> str:
+    return request.param
+
+
+def _app(agent, loop: str) -> App:
     app = App(store="memory://")
+    if loop == "listened":
+        # An on_event listener needs every item's events: the run takes its
+        # ``async for`` loop (``Run._iterate``) instead of ``t.drive``.
+        app.on_event(lambda event, info: None)
     app.agent("a", path="/ag-ui/run")(agent)
     return app
 
@@ -50,7 +61,7 @@ def _types(events: list[dict]) -> list[str]:
 
 
 @pytest.mark.parametrize("before", [0, 1, 5, BATCH - 1, BATCH, BATCH + 3])
-async def test_a_bad_delta_in_a_burst_ends_the_run_after_the_deltas_before_it(before):
+async def test_a_bad_delta_in_a_burst_ends_the_run_after_the_deltas_before_it(before, loop):
     closed = []
 
     async def agent(ctx):
@@ -63,14 +74,14 @@ async def test_a_bad_delta_in_a_burst_ends_the_run_after_the_deltas_before_it(be
         finally:
             closed.append(True)
 
-    events = await _run(_app(agent), f"burst-{before}")
+    events = await _run(_app(agent, loop), f"burst-{before}")
     assert events[-1]["type"] == "RUN_ERROR"
     assert _deltas(events) == "".join(f"{at}," for at in range(before))
     assert "after" not in str(events)
     assert closed == [True]
 
 
-async def test_a_bad_delta_found_at_a_flush_while_the_agent_awaits_ends_the_run():
+async def test_a_bad_delta_found_at_a_flush_while_the_agent_awaits_ends_the_run(loop):
     async def agent(ctx):
         yield c.text_delta("a")
         yield c.text_delta("b")
@@ -79,35 +90,35 @@ async def test_a_bad_delta_found_at_a_flush_while_the_agent_awaits_ends_the_run(
         yield c.text_delta("after")
         yield c.text_delta("after")
 
-    events = await _run(_app(agent), "awaits")
+    events = await _run(_app(agent, loop), "awaits")
     assert events[-1]["type"] == "RUN_ERROR"
     assert _deltas(events) == "ab"
     assert "after" not in str(events)
 
 
-async def test_a_bad_delta_as_the_agents_last_item_ends_the_run():
+async def test_a_bad_delta_as_the_agents_last_item_ends_the_run(loop):
     async def agent(ctx):
         yield c.text_delta("a")
         yield BAD
 
-    events = await _run(_app(agent), "last")
+    events = await _run(_app(agent, loop), "last")
     assert _types(events)[-1] == "RUN_ERROR"
     assert _deltas(events) == "a"
 
 
-async def test_a_bad_delta_before_another_kind_of_item_ends_the_run():
+async def test_a_bad_delta_before_another_kind_of_item_ends_the_run(loop):
     async def agent(ctx):
         yield c.text_delta("a")
         yield BAD
         yield c.step_start("after")
 
-    events = await _run(_app(agent), "other")
+    events = await _run(_app(agent, loop), "other")
     assert _types(events)[-1] == "RUN_ERROR"
     assert _deltas(events) == "a"
     assert "STEP_STARTED" not in _types(events)
 
 
-async def test_a_long_burst_keeps_every_delta_in_order_with_consecutive_ids():
+async def test_a_long_burst_keeps_every_delta_in_order_with_consecutive_ids(loop):
     count = 3 * YIELD_AT // 40 + BATCH  # several batches and several forced flushes
 
     async def agent(ctx):
@@ -117,7 +128,7 @@ async def test_a_long_burst_keeps_every_delta_in_order_with_consecutive_ids():
                 yield c.step_start(f"s{at}")  # another kind of item between batches
                 yield c.step_end(f"s{at}")
 
-    app = _app(agent)
+    app = _app(agent, loop)
     transport = httpx.ASGITransport(app=app)
     try:
         async with httpx.AsyncClient(transport=transport, base_url="http://a") as http:
@@ -135,7 +146,7 @@ async def test_a_long_burst_keeps_every_delta_in_order_with_consecutive_ids():
 
 
 @pytest.mark.parametrize("size", [1, 1000, 20_000])
-async def test_an_agent_that_never_awaits_reaches_the_log_in_pieces_of_about_yield_at(size):
+async def test_an_agent_that_never_awaits_reaches_the_log_in_pieces_of_about_yield_at(size, loop):
     # A long burst in one write would keep the readers waiting and make the
     # log's trimming (whole entries, the newest kept) drop the whole run.
     count = 8 * YIELD_AT // (size + 60) + 10
@@ -144,7 +155,7 @@ async def test_an_agent_that_never_awaits_reaches_the_log_in_pieces_of_about_yie
         for at in range(count):
             yield c.text_delta(f"{at:05d}" + "x" * size)
 
-    app = _app(agent)
+    app = _app(agent, loop)
     transport = httpx.ASGITransport(app=app)
     try:
         async with httpx.AsyncClient(transport=transport, base_url="http://a") as http:

@@ -7,6 +7,10 @@ from .framing import Framer, error_text
 from .json_values import copy_json
 
 _MAX_BYTES = 2**63 - 1
+# The events ``drive`` maps without stopping: a run's loop has nothing to note
+# of them (they open and close nothing, end nothing).
+_STREAMED = frozenset(("TEXT_MESSAGE_CONTENT", "TOOL_CALL_ARGS"))
+_PULL = object()  # drive(): no item given, pull the next one
 
 
 class EventStream:
@@ -123,6 +127,55 @@ class EventStream:
         # str(exc) may raise: ask for it before anything changes.
         message, code = error_text(exc), type(exc).__name__
         return self._terminal(lambda: self._framer.run_error(message, code))
+
+    def drive(self, agen, yield_at, stop_at, *first) -> tuple[str, bytes, object]:
+        """Pulls items from the async generator ``agen`` and maps them until the
+        run must look. Returns ``(kind, frames, value)``: ``frames`` those of
+        every item mapped, and ``kind`` says why it stopped:
+
+        - ``"events"``: the last item made an event other than streamed
+          content (``TEXT_MESSAGE_CONTENT``, ``TOOL_CALL_ARGS``); ``value`` is
+          that item's events.
+        - ``"item"``: the item is ``stop_at``, left unmapped; ``value`` is it.
+        - ``"await"``: the generator awaits; ``value`` is ``(step, awaited)``,
+          its ``__anext__()`` awaitable and what that yielded. Awaiting the
+          rest of ``step`` gives the next item: pass it back as ``first``.
+        - ``"full"``: ``frames`` reached ``yield_at`` bytes.
+        - ``"end"``: the generator is exhausted.
+        - ``"raise"``: the generator or the mapping raised ``value``.
+        """
+        framer = self._framer
+        frames: list[bytes] = []
+        size = 0
+        given = iter(first)
+        while True:
+            item = next(given, _PULL)
+            if item is _PULL:
+                step = agen.__anext__()
+                try:
+                    awaited = step.send(None)
+                except StopIteration as returned:
+                    item = returned.value
+                except StopAsyncIteration:
+                    return "end", b"".join(frames), None
+                except BaseException as error:  # what the native build's PyErr holds
+                    return "raise", b"".join(frames), error
+                else:
+                    return "await", b"".join(frames), (step, awaited)
+            if item is stop_at:
+                return "item", b"".join(frames), item
+            first_id = framer.next_event_id
+            try:
+                events = self(item)
+            except BaseException as error:
+                return "raise", b"".join(frames), error
+            data = framer.framed(events, first_id)
+            frames.append(data)
+            size += len(data)
+            if any(event["type"] not in _STREAMED for event in events):
+                return "events", b"".join(frames), events
+            if size >= yield_at:
+                return "full", b"".join(frames), None
 
     def events_and_frames(self, item) -> tuple[list[dict], bytes]:
         """``t(item)`` and ``t.encode(item)`` from one mapping: the events and their frames."""

@@ -24,6 +24,7 @@ import math
 import time
 from dataclasses import dataclass, field
 from functools import partial
+from types import AsyncGeneratorType
 
 import orjson
 
@@ -35,6 +36,7 @@ from ..store.lease import save
 from . import saves
 from .end import ENDINGS, Stop, error_of
 from .log import RunLog
+from .resume import Resume
 
 log = logging.getLogger("agui_bridge.runs")
 
@@ -353,15 +355,19 @@ class Run:
             # The agent asks for what coalescing holds to go out now.
             return t.flush_events_and_frames()
         events, frames = t.events_and_frames(item)
+        self._took(events)
+        return events, frames
+
+    def _took(self, events: list[dict]) -> None:
+        """Notes what the transformer's last events (an item's) did to the run."""
         # Only an item off the text hot path can end the run.
-        self.ended = t.finished
+        self.ended = self.t.finished
         if events:
             if events[-1]["type"] == "RUN_ERROR":
                 # What readers saw before the error stays, closed, as in their
                 # reducers (a shutdown or a cancel keeps it the same way).
                 self.errored = True
             self._track(events)
-        return events, frames
 
     def _terminal(self, end) -> list[dict]:
         """The run's last events (``end()``: the transformer's finish or fail);
@@ -467,6 +473,52 @@ class Run:
         if listeners:
             await self._deliver(self._first_events)
         agen = self.agent.fn(self.ctx)
+        holder = self.holder
+        try:
+            if not listeners and holder is None and type(agen) is AsyncGeneratorType:
+                await self._pull(agen)
+            else:
+                await self._iterate(agen, listeners)
+        finally:
+            if holder is not None:
+                holder.cancel()
+            aclose = getattr(agen, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    async def _pull(self, agen) -> None:
+        """The loop of a plain run: ``t.drive`` steps the agent's generator and
+        maps its items itself, handing back only what the run must act on."""
+        drive = self.t.drive
+        first = ()
+        while True:
+            kind, frames, value = drive(agen, YIELD_AT, FLUSH, *first)
+            first = ()
+            if frames and self._publish(frames) and kind != "full":
+                await asyncio.sleep(0)
+            if kind == "events":
+                self._took(value)
+                if self.ended:
+                    return
+            elif kind == "await":
+                try:
+                    first = (await Resume(*value),)
+                except StopAsyncIteration:
+                    return
+            elif kind == "full":
+                self.flush()
+                await asyncio.sleep(0)
+            elif kind == "item":
+                _, frame = self._apply(value)
+                if frame and self._publish(frame):
+                    await asyncio.sleep(0)
+            elif kind == "raise":
+                raise value
+            else:  # "end"
+                return
+
+    async def _iterate(self, agen, listeners) -> None:
+        """The loop of any other run: ``async for`` over the agent's items."""
         # The hot path, kept in locals and inline (a call per item cost a fifth
         # of the loop): a text delta while a text message is open needs no
         # events, only its frame (listeners need the events, so not with them).
@@ -482,62 +534,55 @@ class Run:
         apply = self._apply
         publish = self._publish
         holder = self.holder
-        try:
-            async for item in agen:
-                if text_open and (
-                    (
-                        type(item) is dict
-                        and item.get("type") in text_types
-                        # Only content for the open message: any other one opens a message.
-                        and (not by_id or item.get("messageId") == self.text_id)
-                    )
-                    or type(item) is bare
-                ):
-                    # Queued, encoded with the tick's others at its flush.
-                    if not items:
-                        if self._bad is not None:
-                            raise self._bad
-                        if not self._pending:
-                            call_soon(flush)
-                        if holder is not None:
-                            self._items_at = loop.time()
-                        batch = self._batch  # learnt at the last batch's encoding
-                    append(item)
-                    if len(items) >= batch:
-                        self._encode_items()
-                        if self._bad is not None:
-                            raise self._bad
-                        if self._pending_size > YIELD_AT:
-                            flush()
-                            await asyncio.sleep(0)
-                    continue
-                events, frame = apply(item)
-                text_open = hot and self.text_id is not None
-                earlier = None
-                if listeners and self._late:
-                    # A window's end sent these before the item came: they go first.
-                    earlier, self._late = self._late, []
-                if frame and publish(frame):
-                    await asyncio.sleep(0)
-                if holder is not None:
-                    holder.after_item()  # may send the hold this item began: after it
-                if listeners:
-                    late, self._late = self._late, []
-                    for told in (earlier, events, late):
-                        if told:
-                            await self._deliver(told)
-                if self.ended:
-                    break
-            if items:
-                self._encode_items()
-            if self._bad is not None:
-                raise self._bad
-        finally:
+        async for item in agen:
+            if text_open and (
+                (
+                    type(item) is dict
+                    and item.get("type") in text_types
+                    # Only content for the open message: any other one opens a message.
+                    and (not by_id or item.get("messageId") == self.text_id)
+                )
+                or type(item) is bare
+            ):
+                # Queued, encoded with the tick's others at its flush.
+                if not items:
+                    if self._bad is not None:
+                        raise self._bad
+                    if not self._pending:
+                        call_soon(flush)
+                    if holder is not None:
+                        self._items_at = loop.time()
+                    batch = self._batch  # learnt at the last batch's encoding
+                append(item)
+                if len(items) >= batch:
+                    self._encode_items()
+                    if self._bad is not None:
+                        raise self._bad
+                    if self._pending_size > YIELD_AT:
+                        flush()
+                        await asyncio.sleep(0)
+                continue
+            events, frame = apply(item)
+            text_open = hot and self.text_id is not None
+            earlier = None
+            if listeners and self._late:
+                # A window's end sent these before the item came: they go first.
+                earlier, self._late = self._late, []
+            if frame and publish(frame):
+                await asyncio.sleep(0)
             if holder is not None:
-                holder.cancel()
-            aclose = getattr(agen, "aclose", None)
-            if aclose is not None:
-                await aclose()
+                holder.after_item()  # may send the hold this item began: after it
+            if listeners:
+                late, self._late = self._late, []
+                for told in (earlier, events, late):
+                    if told:
+                        await self._deliver(told)
+            if self.ended:
+                break
+        if items:
+            self._encode_items()
+        if self._bad is not None:
+            raise self._bad
 
     async def _tell(self, events: list[dict]) -> None:
         """The listeners get what coalescing sent late, then ``events``."""

@@ -11,7 +11,7 @@ use agui_bridge_core::sse::EventIds;
 use agui_bridge_core::stream::Dialect;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
 
 use crate::convert::{dict_value, type_name};
 use crate::stream::{self, MessageId, lock};
@@ -221,6 +221,19 @@ macro_rules! event_stream_class {
 
             fn fail_encoded<'py>(&self, exc: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
                 stream::fail_encoded(&self.inner, exc)
+            }
+
+            /// Pulls items from the async generator `agen` and maps them until
+            /// the run must look: `(kind, frames, value)` (the pure build's docstring).
+            #[pyo3(signature = (agen, yield_at, stop_at, *first))]
+            fn drive<'py>(
+                &self,
+                agen: &Bound<'py, PyAny>,
+                yield_at: usize,
+                stop_at: &Bound<'py, PyAny>,
+                first: &Bound<'py, PyTuple>,
+            ) -> PyResult<Bound<'py, PyTuple>> {
+                stream::drive(agen.py(), &self.inner, agen, yield_at, stop_at, first)
             }
 
             /// `t(item)` and `t.encode(item)` from one mapping: `(events, frames)`.

@@ -55,8 +55,14 @@ impl<'py> Fast<'py> {
         }
     }
 
-    /// `decide` and `write` in one, reading each string once: the `encode_many` loop.
-    pub fn decide_and_write<D: Dialect>(&self, dialect: &mut D, out: &mut Vec<u8>) -> FastText {
+    /// `decide` and `write` in one, reading each string once: the `encode_many`
+    /// loop. Without `OPEN` a delta that opens a message is left as `Open`,
+    /// nothing written (`drive` maps it on the general path, for its events).
+    pub fn decide_and_write<D: Dialect, const OPEN: bool>(
+        &self,
+        dialect: &mut D,
+        out: &mut Vec<u8>,
+    ) -> FastText {
         match self {
             Fast::Text(delta) => {
                 let Ok(text) = delta.to_str() else {
@@ -67,7 +73,7 @@ impl<'py> Fast<'py> {
                         dialect.framer_mut().write_content(out, text);
                         FastText::Content
                     }
-                    FastText::Open => {
+                    FastText::Open if OPEN => {
                         write_open(dialect, text, out);
                         FastText::Content
                     }

@@ -13,9 +13,10 @@ use agui_bridge_core::framing::Event;
 use agui_bridge_core::json::{Map, Value};
 use agui_bridge_core::sse;
 use agui_bridge_core::stream::{Dialect, FastText};
+use pyo3::exceptions::{PyStopAsyncIteration, PyTypeError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyIterator, PyList, PySendResult, PyString, PyTuple};
 
 use crate::convert::{events_to_py, map_to_py, maps_to_py, type_name};
 use crate::errors::{item_error, many_error};
@@ -154,7 +155,7 @@ fn write_item<'m, 'py, D: Dialect + FastInput + HotInput>(
 ) -> PyResult<Result<(), CrumbError>> {
     if let Some(fast) = recognizer.recognize(item) {
         let guard = held.get_or_insert_with(|| lock(inner));
-        match fast.decide_and_write(&mut **guard, out) {
+        match fast.decide_and_write::<_, true>(&mut **guard, out) {
             FastText::Nothing | FastText::Content | FastText::Open => return Ok(Ok(())),
             FastText::General => {}
         }
@@ -289,21 +290,130 @@ pub fn events_and_frames<'py, D: Dialect + FastInput + HotInput>(
     item: &Bound<'py, PyAny>,
 ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyBytes>)> {
     let mut out = Vec::with_capacity(256);
+    let events = events_written(inner, item, &mut out)?;
+    Ok((events_to_py(py, &events)?, PyBytes::new(py, &out)))
+}
+
+/// The events of one item, its frames appended to `out`.
+fn events_written<D: Dialect + FastInput + HotInput>(
+    inner: &Mutex<D>,
+    item: &Bound<'_, PyAny>,
+    out: &mut Vec<u8>,
+) -> PyResult<Vec<Event>> {
     let hot = D::with_hot(item, |hot| {
         let mut dialect = lock(inner);
         dialect.check_hot(&hot)?;
         dialect.call_checked(|dialect| dialect.apply_hot(hot));
-        Ok(dialect.framer_mut().take_out_written(&mut out))
+        Ok(dialect.framer_mut().take_out_written(out))
     });
-    let events = if let Some(events) = hot {
-        events.map_err(item_error)?
-    } else {
-        let input = D::input(item)?;
-        lock(inner)
-            .call_written(input, &mut out)
-            .map_err(item_error)?
+    if let Some(events) = hot {
+        return events.map_err(item_error);
+    }
+    let input = D::input(item)?;
+    lock(inner).call_written(input, out).map_err(item_error)
+}
+
+/// The events `drive` maps without stopping: a run's loop has nothing to note
+/// of them (they open and close nothing, end nothing).
+const STREAMED: [&str; 2] = ["TEXT_MESSAGE_CONTENT", "TOOL_CALL_ARGS"];
+
+/// `drive`: pulls the agent's items from the async generator `agen` and maps
+/// them until the run must look, as `(kind, frames, value)` (see the pure
+/// build's `EventStream.drive`, the same rules).
+pub fn drive<'py, D: Dialect + FastInput + HotInput>(
+    py: Python<'py>,
+    inner: &Mutex<D>,
+    agen: &Bound<'py, PyAny>,
+    yield_at: usize,
+    stop_at: &Bound<'py, PyAny>,
+    first: &Bound<'py, PyTuple>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let mut out = SCRATCH.take();
+    out.clear();
+    let stopped = drive_into(py, inner, agen, yield_at, stop_at, first, &mut out);
+    let frames = PyBytes::new(py, &out);
+    if out.capacity() <= SCRATCH_KEPT {
+        SCRATCH.set(out);
+    }
+    let (kind, value) = stopped?;
+    PyTuple::new(py, [kind.into_any(), frames.into_any(), value])
+}
+
+type Stopped<'py> = (Bound<'py, PyString>, Bound<'py, PyAny>);
+
+fn drive_into<'py, D: Dialect + FastInput + HotInput>(
+    py: Python<'py>,
+    inner: &Mutex<D>,
+    agen: &Bound<'py, PyAny>,
+    yield_at: usize,
+    stop_at: &Bound<'py, PyAny>,
+    first: &Bound<'py, PyTuple>,
+    out: &mut Vec<u8>,
+) -> PyResult<Stopped<'py>> {
+    let raised = |error: PyErr| {
+        Ok((
+            intern!(py, "raise").clone(),
+            error.into_value(py).into_any().into_bound(py),
+        ))
     };
-    Ok((events_to_py(py, &events)?, PyBytes::new(py, &out)))
+    let mut recognizer = D::recognizer(py);
+    let mut given = first.iter();
+    let none = py.None().into_bound(py);
+    loop {
+        let item = if let Some(item) = given.next() {
+            item
+        } else {
+            // What `async for` does per item, without its bytecode: the
+            // generator's next step, its yielded item handed back as a return.
+            let step = match agen.call_method0(intern!(py, "__anext__")) {
+                Ok(step) => step,
+                Err(error) => return raised(error),
+            };
+            let sent = match step.cast::<PyIterator>() {
+                Ok(iterator) => iterator.send(&none),
+                Err(_) => Err(PyTypeError::new_err(
+                    "drive: the generator's __anext__() gave no iterator",
+                )),
+            };
+            match sent {
+                Ok(PySendResult::Return(item)) => item,
+                Ok(PySendResult::Next(awaited)) => {
+                    let pending = PyTuple::new(py, [step, awaited])?;
+                    return Ok((intern!(py, "await").clone(), pending.into_any()));
+                }
+                Err(error) if error.is_instance_of::<PyStopAsyncIteration>(py) => {
+                    return Ok((intern!(py, "end").clone(), none));
+                }
+                Err(error) => return raised(error),
+            }
+        };
+        if item.is(stop_at) {
+            return Ok((intern!(py, "item").clone(), item));
+        }
+        if let Some(fast) = recognizer.recognize(&item) {
+            let decision = fast.decide_and_write::<_, false>(&mut *lock(inner), out);
+            if matches!(decision, FastText::Content | FastText::Nothing) {
+                if out.len() >= yield_at {
+                    return Ok((intern!(py, "full").clone(), none));
+                }
+                continue;
+            }
+        }
+        match events_written(inner, &item, out) {
+            Ok(events) if events.iter().any(|event| !STREAMED.contains(&event.kind)) => {
+                return Ok((
+                    intern!(py, "events").clone(),
+                    events_to_py(py, &events)?.into_any(),
+                ));
+            }
+            Ok(_) => {
+                if out.len() >= yield_at {
+                    return Ok((intern!(py, "full").clone(), none));
+                }
+            }
+            Err(error) => return raised(error),
+        }
+    }
 }
 
 /// `finish()` or `fail(exc)` from one mapping: the events and their frames.

@@ -1,0 +1,244 @@
+"""``t.drive``: the transformer steps the agent's async generator itself.
+
+A plain run's loop (``Run._pull``) hands the agent's generator to
+``t.drive``, which pulls and maps items until the run must act: an item
+whose events open, close or end something, an await, a full buffer, the
+end, an error. What a run's readers get must be what mapping every item
+with ``encode_many`` gives, in both builds, byte for byte; the generator
+must see what ``async for`` would have shown it (awaits answered, a cancel
+thrown in, its ``finally`` run).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from agui_bridge import crumbs as c
+from agui_bridge.errors import CrumbError
+from agui_bridge.runs.resume import Resume
+
+STOP = object()
+
+RUN = [
+    c.text_delta("Hel"),
+    c.text_delta("lo"),
+    c.text_delta(""),
+    {"type": "tool:input:start", "toolCallId": "t1", "toolName": "search"},
+    {"type": "tool:input:delta", "toolCallId": "t1", "delta": '{"q":'},
+    {"type": "tool:input:delta", "toolCallId": "t1", "delta": '"x"}'},
+    {"type": "tool:input:end", "toolCallId": "t1"},
+    {"type": "tool:result", "toolCallId": "t1", "result": {"rows": 2}},
+    c.text_delta("done "),
+    c.text_delta('with "quotes"\n'),
+    c.text_delta("and é"),
+    {"type": "pipeline:step:start", "stepName": "s"},
+    {"type": "pipeline:step:end", "stepName": "s"},
+    c.text_delta("end"),
+]
+
+
+def make(impl):
+    return impl.create_agui_transformer("thread", "run", event_ids=True)
+
+
+async def drain(t, agen, yield_at=1 << 20, stop_at=STOP):
+    """Runs ``drive`` to the end as ``Run._pull`` does; returns the frames and
+    each stop as (kind, what it carried)."""
+    frames, stops = [], []
+    first = ()
+    while True:
+        kind, data, value = t.drive(agen, yield_at, stop_at, *first)
+        first = ()
+        frames.append(data)
+        if kind == "await":
+            stops.append((kind, None))
+            try:
+                first = (await Resume(*value),)
+            except StopAsyncIteration:
+                stops.append(("end", None))
+                break
+            continue
+        if kind == "events":
+            stops.append((kind, [event["type"] for event in value]))
+        elif kind == "item":
+            stops.append((kind, value is stop_at))
+            frames.append(t.encode({"type": "text:delta", "delta": "[flushed]"}))
+        elif kind == "raise":
+            stops.append((kind, f"{type(value).__name__}: {value}"))
+            break
+        elif kind == "full":
+            stops.append((kind, len(data)))
+        else:
+            stops.append((kind, None))
+        if kind == "end":
+            break
+    return b"".join(frames), stops
+
+
+async def items(run, pause_every=0):
+    for at, item in enumerate(run):
+        if pause_every and at % pause_every == 0:
+            await asyncio.sleep(0)
+        yield item
+
+
+async def test_drive_gives_the_frames_encode_many_gives_and_stops_where_the_run_must_act(impl):
+    expected = make(impl).encode_many(RUN)
+    frames, stops = await drain(make(impl), items(RUN))
+    assert frames == expected
+    assert stops == [
+        ("events", ["RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT"]),
+        ("events", ["TEXT_MESSAGE_END", "TOOL_CALL_START"]),
+        ("events", ["TOOL_CALL_END"]),
+        ("events", ["TOOL_CALL_RESULT"]),
+        ("events", ["TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT"]),
+        # A step leaves the message open: the delta after it is content.
+        ("events", ["STEP_STARTED"]),
+        ("events", ["STEP_FINISHED"]),
+        ("end", None),
+    ]
+
+
+@pytest.mark.parametrize("pause_every", [1, 2, 5])
+async def test_drive_hands_back_each_await_and_maps_the_item_it_gave(impl, pause_every):
+    expected = make(impl).encode_many(RUN)
+    frames, stops = await drain(make(impl), items(RUN, pause_every))
+    assert frames == expected
+    assert ("await", None) in stops
+    assert stops[-1] == ("end", None)
+
+
+async def test_drive_stops_when_the_frames_reach_yield_at(impl):
+    run = [c.text_delta("x" * 10)] * 200
+    expected = make(impl).encode_many(run)
+    frames, stops = await drain(make(impl), items(run), yield_at=1000)
+    assert frames == expected
+    full = [size for kind, size in stops if kind == "full"]
+    assert full and all(1000 <= size < 1200 for size in full)
+
+
+async def test_drive_keeps_the_frames_before_a_bad_item_and_raises_it(impl):
+    bad = {"type": "text:delta", "delta": 7}
+    expected = make(impl).encode_many(RUN[:2])
+    t = make(impl)
+    frames, stops = await drain(t, items([*RUN[:2], bad, *RUN[2:]]))
+    assert frames == expected
+    assert stops[-1][0] == "raise" and stops[-1][1].startswith("CrumbError")
+    with pytest.raises(CrumbError):
+        make(impl).encode_many([bad])
+
+
+async def test_drive_keeps_the_frames_before_the_agent_raises(impl):
+    closed = []
+
+    async def agent():
+        try:
+            yield c.text_delta("a")
+            yield c.text_delta("b")
+            raise LookupError("the model went away")
+        finally:
+            closed.append(True)
+
+    frames, stops = await drain(make(impl), agent())
+    assert frames == make(impl).encode_many([c.text_delta("a"), c.text_delta("b")])
+    assert stops[-1] == ("raise", "LookupError: the model went away")
+    assert closed == [True]
+
+
+async def test_drive_leaves_stop_at_unmapped(impl):
+    marker = object()
+    run = [c.text_delta("a"), marker, c.text_delta("b")]
+    frames, stops = await drain(make(impl), items(run), stop_at=marker)
+    assert ("item", True) in stops
+    assert frames == make(impl).encode_many(
+        [c.text_delta("a"), c.text_delta("[flushed]"), c.text_delta("b")]
+    )
+
+
+async def test_drive_after_the_end_drops_what_comes(impl):
+    t = make(impl)
+    t.encode(c.text_delta("a"))
+    t.finish_encoded()
+    frames, stops = await drain(t, items(RUN))
+    assert frames == b""
+    assert stops == [("end", None)]
+    assert t.dropped == len(RUN)
+
+
+@pytest.mark.native_only
+async def test_both_builds_stop_alike_on_every_dialect(both):
+    runs = {
+        "crumbs": RUN,
+        "chunks": ["a", "b", {"type": "tool_call", "id": "c", "name": "f"}, "c", ""],
+        "events": [
+            {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
+            {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "a"},
+            {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "b"},
+            {"type": "TEXT_MESSAGE_CONTENT", "messageId": "other", "delta": "c"},
+            {"type": "TOOL_CALL_START", "toolCallId": "t", "toolCallName": "f"},
+            {"type": "TOOL_CALL_ARGS", "toolCallId": "t", "delta": "{}"},
+            {"type": "TOOL_CALL_END", "toolCallId": "t"},
+        ],
+    }
+    factories = {
+        "crumbs": "create_agui_transformer",
+        "chunks": "create_agui_translator",
+        "events": "create_agui_repairer",
+    }
+    for dialect, run in runs.items():
+        outcomes = []
+        for impl in both:
+            t = getattr(impl, factories[dialect])("thread", "run", event_ids=True)
+            outcomes.append(await drain(t, items(run, 3), yield_at=64))
+        assert outcomes[0] == outcomes[1], dialect
+
+
+async def test_resume_throws_a_cancel_into_the_awaiting_agent(impl):
+    seen = []
+    started = asyncio.Event()
+
+    async def agent():
+        yield c.text_delta("a")
+        try:
+            started.set()
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            seen.append("cancelled")
+            raise
+        yield c.text_delta("never")
+
+    task = asyncio.ensure_future(drain(make(impl), agent()))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert seen == ["cancelled"]
+
+
+async def test_resume_throws_what_the_awaited_future_raised_and_the_agent_may_go_on(impl):
+    async def fails():
+        await asyncio.sleep(0)
+        raise TimeoutError("slow model")
+
+    async def agent():
+        yield c.text_delta("a")
+        try:
+            await fails()
+        except TimeoutError as error:
+            yield c.text_delta(f" after {error}")
+
+    frames, stops = await drain(make(impl), agent())
+    assert frames == make(impl).encode_many([c.text_delta("a"), c.text_delta(" after slow model")])
+    assert stops[-1] == ("end", None)
+
+
+async def test_resume_gives_the_answer_of_the_awaited_future(impl):
+    async def agent():
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        loop.call_later(0.01, future.set_result, "answered")
+        yield c.text_delta(await future)
+
+    frames, _ = await drain(make(impl), agent())
+    assert frames == make(impl).encode_many([c.text_delta("answered")])
