@@ -262,14 +262,18 @@ class Run:
         as the agent awaits; an agent that never awaits is flushed every
         YIELD_AT bytes (True: the caller then yields to the loop).
         """
-        if not self._pending:
-            asyncio.get_running_loop().call_soon(self.flush)
-        self._pending.append(frame)
-        self._pending_size += len(frame)
+        self._queue(frame)
         if self._pending_size > YIELD_AT:
             self.flush()
             return True
         return False
+
+    def _queue(self, frames: bytes) -> None:
+        """Queues frames for the flush of this loop tick, scheduling it."""
+        if not self._pending:
+            asyncio.get_running_loop().call_soon(self.flush)
+        self._pending.append(frames)
+        self._pending_size += len(frames)
 
     def _encode_items(self) -> None:
         """Encodes the queued text deltas in one call; a bad one ends the batch
@@ -488,34 +492,46 @@ class Run:
 
     async def _pull(self, agen) -> None:
         """The loop of a plain run: ``t.drive`` steps the agent's generator and
-        maps its items itself, handing back only what the run must act on."""
+        maps its items itself, handing back only what the run must act on.
+
+        Nothing awaits between ``drive`` returning and its stop being handled:
+        the spans an item opened are noted before its frames can reach the log,
+        an error is raised before a cancel could take its place, and while the
+        agent is suspended inside a step (an "await" stop) the frames are only
+        queued (a flush then could fail with the agent mid-step, where it
+        cannot be closed); ``Resume`` gives the loop its turn.
+        """
         drive = self.t.drive
         first = ()
         while True:
             kind, frames, value = drive(agen, YIELD_AT, FLUSH, *first)
             first = ()
-            if frames and self._publish(frames) and kind != "full":
-                await asyncio.sleep(0)
-            if kind == "events":
-                self._took(value)
-                if self.ended:
-                    return
-            elif kind == "await":
+            if kind == "await":
+                if frames:
+                    self._queue(frames)
                 try:
                     first = (await Resume(*value),)
                 except StopAsyncIteration:
                     return
-            elif kind == "full":
-                self.flush()
-                await asyncio.sleep(0)
+                continue
+            if kind == "events":
+                self._took(value)
+            past = bool(frames) and self._publish(frames)
+            if kind == "events":
+                if self.ended:
+                    return
             elif kind == "item":
                 _, frame = self._apply(value)
-                if frame and self._publish(frame):
-                    await asyncio.sleep(0)
+                past = (bool(frame) and self._publish(frame)) or past
+            elif kind == "full":
+                self.flush()
+                past = True
             elif kind == "raise":
                 raise value
             else:  # "end"
                 return
+            if past:
+                await asyncio.sleep(0)
 
     async def _iterate(self, agen, listeners) -> None:
         """The loop of any other run: ``async for`` over the agent's items."""
