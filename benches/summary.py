@@ -6,9 +6,9 @@ and prints them as one table, each with the load average at its start (a
 shared machine: only ratios measured side by side count). ``--no-server``
 leaves out ``benches/server.py`` (minutes); ``--quick`` runs fewer rounds.
 The snapshot's recording is measured against a build without it (cargo
-feature ``record`` off), made here by ``maturin build --release
---no-default-features`` in its own target dir (minutes the first time),
-against the installed release build (``benches/builds.py``);
+feature ``record`` off): both made here by ``maturin build --release`` (with
+and without ``--no-default-features``), each in its own target dir (minutes
+the first time), side by side in ``benches/builds.py``;
 ``--no-recording`` leaves it out. Exits non-zero when a target fails.
 """
 
@@ -28,31 +28,40 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
 
+def _release_module(scratch: Path, label: str, features: list[str]) -> Path | str:
+    """The extension module of ``maturin build --release`` (plus ``features``),
+    in its own target dir; or why it could not be made."""
+    env = {**os.environ, "CARGO_TARGET_DIR": str(ROOT / "target" / label)}
+    wheels = scratch / label
+    maturin = [sys.executable, "-m", "maturin", "build", "--release", *features]
+    built = subprocess.run([*maturin, "-q", "-o", str(wheels)], cwd=ROOT, env=env)
+    found = sorted(wheels.glob("*.whl")) if built.returncode == 0 else []
+    if not found:
+        return f"maturin build --release {' '.join(features)} failed (exit {built.returncode})"
+    with zipfile.ZipFile(found[-1]) as wheel:
+        names = wheel.namelist()
+        name = next(n for n in names if Path(n).name.startswith("_native") and n.endswith(".so"))
+        target = scratch / label / Path(name).name
+        target.write_bytes(wheel.read(name))
+    return target
+
+
 def without_recording(scratch: Path) -> list[str] | str:
-    """builds.py's arguments: the installed build against one without the
-    recording; or why it could not be made."""
+    """builds.py's arguments: a build with the recording against one without
+    it, both made by the same command (the installed module may come from
+    another: `make test` installs the manylinux wheel's, built with zig, and a
+    difference between two build commands is not the recording's); or why not."""
     import agui_bridge
 
     if agui_bridge.IMPLEMENTATION != "rust":
         return "no native build installed"
-    installed = Path(agui_bridge._native.__file__)
-    env = {**os.environ, "CARGO_TARGET_DIR": str(ROOT / "target" / "without-recording")}
-    wheels = scratch / "wheels"
-    maturin = [sys.executable, "-m", "maturin", "build", "--release", "--no-default-features"]
-    built = subprocess.run(
-        [*maturin, "-q", "-o", str(wheels)],
-        cwd=ROOT,
-        env=env,
-    )
-    found = sorted(wheels.glob("*.whl")) if built.returncode == 0 else []
-    if not found:
-        return f"maturin build --no-default-features failed (exit {built.returncode})"
-    with zipfile.ZipFile(found[-1]) as wheel:
-        names = wheel.namelist()
-        name = next(n for n in names if Path(n).name.startswith("_native") and n.endswith(".so"))
-        target = scratch / Path(name).name
-        target.write_bytes(wheel.read(name))
-    return ["--build", f"record={installed}", "--build", f"without_recording={target}"]
+    record = _release_module(scratch, "with-recording", [])
+    if isinstance(record, str):
+        return record
+    bare = _release_module(scratch, "without-recording", ["--no-default-features"])
+    if isinstance(bare, str):
+        return bare
+    return ["--build", f"record={record}", "--build", f"without_recording={bare}"]
 
 
 def benches(quick: bool, server: bool, recording) -> list[tuple[str, list[str]]]:
