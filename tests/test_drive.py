@@ -16,7 +16,7 @@ import asyncio
 import pytest
 from agui_bridge import crumbs as c
 from agui_bridge.errors import CrumbError
-from agui_bridge.runs.resume import Resume
+from agui_bridge.runs.resume import resume
 
 STOP = object()
 
@@ -54,7 +54,7 @@ async def drain(t, agen, yield_at=1 << 20, stop_at=STOP):
         if kind == "await":
             stops.append((kind, None))
             try:
-                first = (await Resume(*value),)
+                first = (await resume(*value),)
             except StopAsyncIteration:
                 stops.append(("end", None))
                 break
@@ -242,3 +242,38 @@ async def test_resume_gives_the_answer_of_the_awaited_future(impl):
 
     frames, _ = await drain(make(impl), agent())
     assert frames == make(impl).encode_many([c.text_delta("answered")])
+
+
+class _Ask:
+    """An awaitable that yields a question and returns the answer sent back."""
+
+    def __await__(self):
+        answer = yield "question"
+        return answer
+
+
+def test_resume_sends_the_tasks_answer_into_the_step_as_await_would():
+    async def agent():
+        yield await _Ask()
+        try:
+            await _Ask()
+        except KeyError as error:
+            yield f"caught {error}"
+
+    agen = agent()
+    step = agen.__anext__()
+    awaited = step.send(None)
+    flow = resume(step, awaited)
+    assert flow.send(None) == "question"
+    with pytest.raises(StopIteration) as returned:
+        flow.send("an answer")  # not None: sent into the step as such
+    assert returned.value.value == "an answer"
+    step = agen.__anext__()
+    flow = resume(step, step.send(None))
+    assert flow.send(None) == "question"
+    with pytest.raises(StopIteration) as returned:
+        flow.throw(KeyError("k"))
+    assert returned.value.value == "caught 'k'"
+    step = agen.__anext__()
+    with pytest.raises(StopAsyncIteration):
+        step.send(None)

@@ -36,7 +36,7 @@ from ..store.lease import save
 from . import saves
 from .end import ENDINGS, Stop, error_of
 from .log import RunLog
-from .resume import Resume
+from .resume import resume
 
 log = logging.getLogger("agui_bridge.runs")
 
@@ -499,7 +499,7 @@ class Run:
         an error is raised before a cancel could take its place, and while the
         agent is suspended inside a step (an "await" stop) the frames are only
         queued (a flush then could fail with the agent mid-step, where it
-        cannot be closed); ``Resume`` gives the loop its turn.
+        cannot be closed); ``resume`` gives the loop its turn.
         """
         drive = self.t.drive
         first = ()
@@ -510,7 +510,7 @@ class Run:
                 if frames:
                     self._queue(frames)
                 try:
-                    first = (await Resume(*value),)
+                    first = (await resume(*value),)
                 except StopAsyncIteration:
                     return
                 continue
