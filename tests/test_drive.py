@@ -16,7 +16,7 @@ import asyncio
 import pytest
 from agui_bridge import crumbs as c
 from agui_bridge.errors import CrumbError
-from agui_bridge.runs.resume import resume
+from agui_bridge.runs.resume import follow, resume
 
 STOP = object()
 
@@ -42,19 +42,30 @@ def make(impl):
     return impl.create_agui_transformer("thread", "run", event_ids=True)
 
 
-async def drain(t, agen, yield_at=1 << 20, stop_at=STOP):
+@pytest.fixture(params=["resume", "follow"])
+def following(request) -> bool:
+    """Whether a test's awaits go through ``follow`` (what ``Run._pull`` does:
+    it drives on while the agent awaits between items) or ``resume`` per await."""
+    return request.param == "follow"
+
+
+async def drain(t, agen, yield_at=1 << 20, stop_at=STOP, following=False):
     """Runs ``drive`` to the end as ``Run._pull`` does; returns the frames and
     each stop as (kind, what it carried)."""
     frames, stops = [], []
-    first = ()
+    kind, data, value = t.drive(agen, yield_at, stop_at)
     while True:
-        kind, data, value = t.drive(agen, yield_at, stop_at, *first)
-        first = ()
         frames.append(data)
         if kind == "await":
             stops.append((kind, None))
             try:
-                first = (await resume(*value),)
+                if following:
+                    kind, data, value = await follow(
+                        t.drive, agen, *value, frames.append, yield_at, stop_at
+                    )
+                else:
+                    item = await resume(*value)
+                    kind, data, value = t.drive(agen, yield_at, stop_at, item)
             except StopAsyncIteration:
                 stops.append(("end", None))
                 break
@@ -64,15 +75,15 @@ async def drain(t, agen, yield_at=1 << 20, stop_at=STOP):
         elif kind == "item":
             stops.append((kind, value is stop_at))
             frames.append(t.encode({"type": "text:delta", "delta": "[flushed]"}))
-        elif kind == "raise":
-            stops.append((kind, f"{type(value).__name__}: {value}"))
-            break
         elif kind == "full":
             stops.append((kind, len(data)))
+        elif kind == "raise":
+            stops.append((kind, f"{type(value).__name__}: {value}"))
         else:
             stops.append((kind, None))
-        if kind == "end":
+        if kind in ("raise", "end"):
             break
+        kind, data, value = t.drive(agen, yield_at, stop_at)
     return b"".join(frames), stops
 
 
@@ -101,9 +112,9 @@ async def test_drive_gives_the_frames_encode_many_gives_and_stops_where_the_run_
 
 
 @pytest.mark.parametrize("pause_every", [1, 2, 5])
-async def test_drive_hands_back_each_await_and_maps_the_item_it_gave(impl, pause_every):
+async def test_drive_hands_back_each_await_and_maps_the_item_it_gave(impl, pause_every, following):
     expected = make(impl).encode_many(RUN)
-    frames, stops = await drain(make(impl), items(RUN, pause_every))
+    frames, stops = await drain(make(impl), items(RUN, pause_every), following=following)
     assert frames == expected
     assert ("await", None) in stops
     assert stops[-1] == ("end", None)
@@ -167,7 +178,7 @@ async def test_drive_after_the_end_drops_what_comes(impl):
 
 
 @pytest.mark.native_only
-async def test_both_builds_stop_alike_on_every_dialect(both):
+async def test_both_builds_stop_alike_on_every_dialect(both, following):
     runs = {
         "crumbs": RUN,
         "chunks": ["a", "b", {"type": "tool_call", "id": "c", "name": "f"}, "c", ""],
@@ -190,11 +201,11 @@ async def test_both_builds_stop_alike_on_every_dialect(both):
         outcomes = []
         for impl in both:
             t = getattr(impl, factories[dialect])("thread", "run", event_ids=True)
-            outcomes.append(await drain(t, items(run, 3), yield_at=64))
+            outcomes.append(await drain(t, items(run, 3), yield_at=64, following=following))
         assert outcomes[0] == outcomes[1], dialect
 
 
-async def test_resume_throws_a_cancel_into_the_awaiting_agent(impl):
+async def test_resume_throws_a_cancel_into_the_awaiting_agent(impl, following):
     seen = []
     started = asyncio.Event()
 
@@ -208,7 +219,7 @@ async def test_resume_throws_a_cancel_into_the_awaiting_agent(impl):
             raise
         yield c.text_delta("never")
 
-    task = asyncio.ensure_future(drain(make(impl), agent()))
+    task = asyncio.ensure_future(drain(make(impl), agent(), following=following))
     await started.wait()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -216,7 +227,9 @@ async def test_resume_throws_a_cancel_into_the_awaiting_agent(impl):
     assert seen == ["cancelled"]
 
 
-async def test_resume_throws_what_the_awaited_future_raised_and_the_agent_may_go_on(impl):
+async def test_resume_throws_what_the_awaited_future_raised_and_the_agent_may_go_on(
+    impl, following
+):
     async def fails():
         await asyncio.sleep(0)
         raise TimeoutError("slow model")
@@ -228,19 +241,19 @@ async def test_resume_throws_what_the_awaited_future_raised_and_the_agent_may_go
         except TimeoutError as error:
             yield c.text_delta(f" after {error}")
 
-    frames, stops = await drain(make(impl), agent())
+    frames, stops = await drain(make(impl), agent(), following=following)
     assert frames == make(impl).encode_many([c.text_delta("a"), c.text_delta(" after slow model")])
     assert stops[-1] == ("end", None)
 
 
-async def test_resume_gives_the_answer_of_the_awaited_future(impl):
+async def test_resume_gives_the_answer_of_the_awaited_future(impl, following):
     async def agent():
         loop = asyncio.get_running_loop()
         future = loop.create_future()
         loop.call_later(0.01, future.set_result, "answered")
         yield c.text_delta(await future)
 
-    frames, _ = await drain(make(impl), agent())
+    frames, _ = await drain(make(impl), agent(), following=following)
     assert frames == make(impl).encode_many([c.text_delta("answered")])
 
 

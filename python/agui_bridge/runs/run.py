@@ -36,7 +36,7 @@ from ..store.lease import save
 from . import saves
 from .end import ENDINGS, Stop, error_of
 from .log import RunLog
-from .resume import resume
+from .resume import follow
 
 log = logging.getLogger("agui_bridge.runs")
 
@@ -499,18 +499,18 @@ class Run:
         an error is raised before a cancel could take its place, and while the
         agent is suspended inside a step (an "await" stop) the frames are only
         queued (a flush then could fail with the agent mid-step, where it
-        cannot be closed); ``resume`` gives the loop its turn.
+        cannot be closed); ``follow`` gives the loop its turn, and drives on
+        while the agent awaits between items.
         """
         drive = self.t.drive
-        first = ()
+        queue = self._queue
+        kind, frames, value = drive(agen, YIELD_AT, FLUSH)
         while True:
-            kind, frames, value = drive(agen, YIELD_AT, FLUSH, *first)
-            first = ()
             if kind == "await":
                 if frames:
-                    self._queue(frames)
+                    queue(frames)
                 try:
-                    first = (await resume(*value),)
+                    kind, frames, value = await follow(drive, agen, *value, queue, YIELD_AT, FLUSH)
                 except StopAsyncIteration:
                     return
                 continue
@@ -532,6 +532,7 @@ class Run:
                 return
             if past:
                 await asyncio.sleep(0)
+            kind, frames, value = drive(agen, YIELD_AT, FLUSH)
 
     async def _iterate(self, agen, listeners) -> None:
         """The loop of any other run: ``async for`` over the agent's items."""
