@@ -24,14 +24,16 @@ sys.path.insert(0, str(HERE))
 import server as bench  # noqa: E402
 
 
-async def measure(servers: dict, streams: int, rounds: int) -> dict:
+async def measure(
+    servers: dict, streams: int, rounds: int, deltas: int = 10_000, interval: float = 0.0
+) -> dict:
     out = {label: {"cpu": 0.0, "events": 0, "rates": []} for label in servers}
     for server in servers.values():  # warm up
-        await bench.run_streams(server.port, 4, 2000, 0.0, timeout=120)
+        await bench.run_streams(server.port, 4, 2000, interval, timeout=120)
     for _ in range(rounds):
         for label, server in servers.items():
             before = bench.worker_cpu(server.worker)
-            result = await bench.run_streams(server.port, streams, 10_000, 0.0, timeout=300)
+            result = await bench.run_streams(server.port, streams, deltas, interval, timeout=300)
             if result["complete"] != streams:
                 raise RuntimeError(f"{label}: a stream was incomplete")
             out[label]["cpu"] += bench.worker_cpu(server.worker) - before
@@ -45,6 +47,10 @@ def main() -> int:
     parser.add_argument("--checkout", action="append", required=True, help="LABEL=DIR")
     parser.add_argument("--streams", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--deltas", type=int, default=10_000)
+    # The agent sleeps this long before each delta (an await per token, as a
+    # model stream paces it): 0, no await at all.
+    parser.add_argument("--interval", type=float, default=0.0)
     args = parser.parse_args()
     wanted = [spec.split("=", 1) for spec in args.checkout]
     if len(wanted) < 2 or any(len(pair) != 2 for pair in wanted):
@@ -59,11 +65,15 @@ def main() -> int:
             server.start()
             servers[label] = server
         load = os.getloadavg()[0]
-        got = uvloop.run(measure(servers, args.streams, args.rounds))
+        got = uvloop.run(measure(servers, args.streams, args.rounds, args.deltas, args.interval))
     finally:
         for server in servers.values():
             server.stop()
-    print(f"load average {load:.1f}; {args.rounds} rounds of {args.streams} x 10,000 deltas")
+    paced = f", {args.interval:g} s before each" if args.interval else ""
+    print(
+        f"load average {load:.1f}; {args.rounds} rounds of {args.streams} x "
+        f"{args.deltas:,} deltas{paced}"
+    )
     print("| checkout | worker CPU per event | median events/s |\n|---|---:|---:|")
     for label, side in got.items():
         per_event = side["cpu"] / side["events"] * 1e6
