@@ -5,9 +5,12 @@ serves ``benches/bench_app.py`` from each checkout (its ``python/`` and its
 ``benches/``; each needs its own built extension in ``python/agui_bridge``,
 e.g. a copy of the other's when the Rust code is the same) on granian as
 ``benches/server.py`` does, and runs the same load client against each in
-turn, round by round: ``--streams`` streams of 10,000 deltas. Per checkout:
-the worker's CPU time (all its threads, ``/proc`` schedstat) per event received,
+turn, round by round: ``--streams`` streams of ``--deltas`` deltas (10,000),
+the agent sleeping ``--interval`` seconds before each (0: never awaiting; a
+tiny interval is a paced stream, an await per token). Per checkout: the
+worker's CPU time (all its threads, ``/proc`` schedstat) per event received,
 which a loaded machine moves much less than the rates, and the median rate.
+Both sides need a release build: a debug one costs twice the CPU.
 """
 
 from __future__ import annotations
