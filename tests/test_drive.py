@@ -12,11 +12,12 @@ thrown in, its ``finally`` run).
 from __future__ import annotations
 
 import asyncio
+import sys
 
 import pytest
 from agui_bridge import crumbs as c
 from agui_bridge.errors import CrumbError
-from agui_bridge.runs.resume import follow, resume
+from agui_bridge.runs.resume import follow
 
 STOP = object()
 
@@ -42,14 +43,7 @@ def make(impl):
     return impl.create_agui_transformer("thread", "run", event_ids=True)
 
 
-@pytest.fixture(params=["resume", "follow"])
-def following(request) -> bool:
-    """Whether a test's awaits go through ``follow`` (what ``Run._pull`` does:
-    it drives on while the agent awaits between items) or ``resume`` per await."""
-    return request.param == "follow"
-
-
-async def drain(t, agen, yield_at=1 << 20, stop_at=STOP, following=False):
+async def drain(t, agen, yield_at=1 << 20, stop_at=STOP):
     """Runs ``drive`` to the end as ``Run._pull`` does; returns the frames and
     each stop as (kind, what it carried)."""
     frames, stops = [], []
@@ -59,13 +53,9 @@ async def drain(t, agen, yield_at=1 << 20, stop_at=STOP, following=False):
         if kind == "await":
             stops.append((kind, None))
             try:
-                if following:
-                    kind, data, value = await follow(
-                        t.drive, agen, *value, frames.append, yield_at, stop_at
-                    )
-                else:
-                    item = await resume(*value)
-                    kind, data, value = t.drive(agen, yield_at, stop_at, item)
+                kind, data, value = await follow(
+                    t.drive, agen, *value, frames.append, yield_at, stop_at
+                )
             except StopAsyncIteration:
                 stops.append(("end", None))
                 break
@@ -112,9 +102,9 @@ async def test_drive_gives_the_frames_encode_many_gives_and_stops_where_the_run_
 
 
 @pytest.mark.parametrize("pause_every", [1, 2, 5])
-async def test_drive_hands_back_each_await_and_maps_the_item_it_gave(impl, pause_every, following):
+async def test_drive_hands_back_each_await_and_maps_the_item_it_gave(impl, pause_every):
     expected = make(impl).encode_many(RUN)
-    frames, stops = await drain(make(impl), items(RUN, pause_every), following=following)
+    frames, stops = await drain(make(impl), items(RUN, pause_every))
     assert frames == expected
     assert ("await", None) in stops
     assert stops[-1] == ("end", None)
@@ -178,7 +168,7 @@ async def test_drive_after_the_end_drops_what_comes(impl):
 
 
 @pytest.mark.native_only
-async def test_both_builds_stop_alike_on_every_dialect(both, following):
+async def test_both_builds_stop_alike_on_every_dialect(both):
     runs = {
         "crumbs": RUN,
         "chunks": ["a", "b", {"type": "tool_call", "id": "c", "name": "f"}, "c", ""],
@@ -201,11 +191,11 @@ async def test_both_builds_stop_alike_on_every_dialect(both, following):
         outcomes = []
         for impl in both:
             t = getattr(impl, factories[dialect])("thread", "run", event_ids=True)
-            outcomes.append(await drain(t, items(run, 3), yield_at=64, following=following))
+            outcomes.append(await drain(t, items(run, 3), yield_at=64))
         assert outcomes[0] == outcomes[1], dialect
 
 
-async def test_resume_throws_a_cancel_into_the_awaiting_agent(impl, following):
+async def test_follow_throws_a_cancel_into_the_awaiting_agent(impl):
     seen = []
     started = asyncio.Event()
 
@@ -219,7 +209,7 @@ async def test_resume_throws_a_cancel_into_the_awaiting_agent(impl, following):
             raise
         yield c.text_delta("never")
 
-    task = asyncio.ensure_future(drain(make(impl), agent(), following=following))
+    task = asyncio.ensure_future(drain(make(impl), agent()))
     await started.wait()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -227,9 +217,7 @@ async def test_resume_throws_a_cancel_into_the_awaiting_agent(impl, following):
     assert seen == ["cancelled"]
 
 
-async def test_resume_throws_what_the_awaited_future_raised_and_the_agent_may_go_on(
-    impl, following
-):
+async def test_follow_throws_what_the_awaited_future_raised_and_the_agent_may_go_on(impl):
     async def fails():
         await asyncio.sleep(0)
         raise TimeoutError("slow model")
@@ -241,19 +229,19 @@ async def test_resume_throws_what_the_awaited_future_raised_and_the_agent_may_go
         except TimeoutError as error:
             yield c.text_delta(f" after {error}")
 
-    frames, stops = await drain(make(impl), agent(), following=following)
+    frames, stops = await drain(make(impl), agent())
     assert frames == make(impl).encode_many([c.text_delta("a"), c.text_delta(" after slow model")])
     assert stops[-1] == ("end", None)
 
 
-async def test_resume_gives_the_answer_of_the_awaited_future(impl, following):
+async def test_follow_gives_the_answer_of_the_awaited_future(impl):
     async def agent():
         loop = asyncio.get_running_loop()
         future = loop.create_future()
         loop.call_later(0.01, future.set_result, "answered")
         yield c.text_delta(await future)
 
-    frames, _ = await drain(make(impl), agent(), following=following)
+    frames, _ = await drain(make(impl), agent())
     assert frames == make(impl).encode_many([c.text_delta("answered")])
 
 
@@ -265,28 +253,65 @@ class _Ask:
         return answer
 
 
-def test_resume_sends_the_tasks_answer_into_the_step_as_await_would():
+def test_follow_sends_answers_and_throws_into_the_step_as_await_would(impl):
     async def agent():
-        yield await _Ask()
+        yield c.text_delta("a")
+        yield c.text_delta(await _Ask())  # a non-None answer, sent as such
         try:
             await _Ask()
         except KeyError as error:
-            yield f"caught {error}"
+            yield c.text_delta(f" caught {error}")
+        yield {"type": "pipeline:step:start", "stepName": "s"}
 
+    t = make(impl)
     agen = agent()
-    step = agen.__anext__()
-    awaited = step.send(None)
-    flow = resume(step, awaited)
+    frames = [t.drive(agen, 1 << 20, STOP)[1]]  # "events": the message opens
+    kind, data, value = t.drive(agen, 1 << 20, STOP)
+    assert (kind, data) == ("await", b"")
+    flow = follow(t.drive, agen, *value, frames.append, 1 << 20, STOP)
     assert flow.send(None) == "question"
-    with pytest.raises(StopIteration) as returned:
-        flow.send("an answer")  # not None: sent into the step as such
-    assert returned.value.value == "an answer"
-    step = agen.__anext__()
-    flow = resume(step, step.send(None))
-    assert flow.send(None) == "question"
+    assert flow.send("an answer") == "question"  # mapped, queued; the next await goes up
     with pytest.raises(StopIteration) as returned:
         flow.throw(KeyError("k"))
-    assert returned.value.value == "caught 'k'"
-    step = agen.__anext__()
-    with pytest.raises(StopAsyncIteration):
-        step.send(None)
+    kind, data, value = returned.value.value
+    assert kind == "events" and [event["type"] for event in value] == ["STEP_STARTED"]
+    frames.append(data)
+    expected = make(impl).encode_many(
+        [
+            c.text_delta("a"),
+            c.text_delta("an answer"),
+            c.text_delta(" caught 'k'"),
+            {"type": "pipeline:step:start", "stepName": "s"},
+        ]
+    )
+    assert b"".join(frames) == expected
+
+
+def _depth() -> int:
+    frame, depth = sys._getframe(), 0
+    while frame is not None:
+        frame, depth = frame.f_back, depth + 1
+    return depth
+
+
+async def test_an_agent_whose_awaits_keep_failing_runs_at_one_depth_and_sees_no_old_error(impl):
+    seen = []
+
+    async def agent():
+        yield c.text_delta("a")
+        depths = []
+        for _ in range(300):  # polling a stalled model
+            try:
+                async with asyncio.timeout(0):
+                    await asyncio.Event().wait()
+            except TimeoutError:
+                depths.append(_depth())
+        await asyncio.sleep(0)
+        seen.append(sys.exc_info()[1])
+        yield c.text_delta(f" {min(depths)}-{max(depths)}")
+
+    frames, stops = await drain(make(impl), agent())
+    low, high = frames.decode().rsplit(" ", 1)[1].split('"')[0].split("-")
+    assert low == high
+    assert seen == [None]
+    assert stops[-1] == ("end", None)

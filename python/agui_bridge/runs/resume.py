@@ -15,51 +15,39 @@ from __future__ import annotations
 
 import types
 
+_PENDING = object()  # the step has not given its item yet
+
 
 @types.coroutine
 def follow(drive, agen, step, awaited, queue, yield_at, stop_at):
     while True:
-        try:
-            answer = yield awaited
-        except GeneratorExit:
-            step.close()
-            raise
-        except BaseException as error:  # a cancel, or what the awaited future raised
-            item = yield from _continued(step, step.throw, error)
-        else:
-            if answer is None:
+        item = _PENDING
+        while item is _PENDING:
+            thrown = answer = None
+            try:
+                answer = yield awaited
+            except GeneratorExit:
+                step.close()
+                raise
+            except BaseException as error:  # a cancel, or what the awaited future raised
+                thrown = error
+            if thrown is None and answer is None:
                 # What an asyncio task sends once the awaited future is done:
                 # from here the step is an iterator like any, delegated to natively.
                 item = yield from step
-            else:
-                item = yield from _continued(step, step.send, answer)
+                break
+            # Passed on here, not in the handler above: neither is the handler
+            # still active for the agent once it has dealt with the error, nor
+            # does a step that keeps failing nest a frame per failure.
+            try:
+                awaited = step.throw(thrown) if thrown is not None else step.send(answer)
+            except StopIteration as returned:
+                item = returned.value
+            finally:
+                thrown = None
         kind, frames, value = drive(agen, yield_at, stop_at, item)
         if kind != "await":
             return kind, frames, value
         if frames:
             queue(frames)
         step, awaited = value
-
-
-@types.coroutine
-def resume(step, awaited):
-    """The item ``step`` gives once what it awaits is done (``follow``'s first part)."""
-    try:
-        answer = yield awaited
-    except GeneratorExit:
-        step.close()
-        raise
-    except BaseException as error:
-        return (yield from _continued(step, step.throw, error))
-    if answer is None:
-        return (yield from step)
-    return (yield from _continued(step, step.send, answer))
-
-
-def _continued(step, act, value):
-    """The rest of ``step`` after ``act(value)`` (its ``send`` or ``throw``)."""
-    try:
-        awaited = act(value)
-    except StopIteration as returned:
-        return returned.value
-    return (yield from resume(step, awaited))
