@@ -17,7 +17,7 @@ store, event ids on) as in ``benches/server.py``; the same load client runs
   run loop     ``Run._drive``: ``Run._pull``, whose ``t.drive`` steps the
                agent's generator and maps its items in native code (so the
                mapping of the text deltas counts here: py-spy sees no frame
-               inside it), ``Resume``; ``Run._iterate``'s ``async for`` and
+               inside it), ``follow``; ``Run._iterate``'s ``async for`` and
                hot-path check (runs with listeners or coalescing); the
                queueing (``_publish``, ``flush``)
   transformer  encoding the frames outside ``drive`` (``_encode_items``:
