@@ -10,7 +10,8 @@ the agent sleeping ``--interval`` seconds before each (0: never awaiting; a
 tiny interval is a paced stream, an await per token). Per checkout: the
 worker's CPU time (all its threads, ``/proc`` schedstat) per event received,
 which a loaded machine moves much less than the rates, and the median rate.
-Both sides need a release build: a debug one costs twice the CPU.
+Both sides need a release build: a debug one costs twice the CPU. ``--pure``
+serves the pure build (``AGUI_BRIDGE_PURE=1``) from both.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ def main() -> int:
     # The agent sleeps this long before each delta (an await per token, as a
     # model stream paces it): 0, no await at all.
     parser.add_argument("--interval", type=float, default=0.0)
+    parser.add_argument("--pure", action="store_true", help="serve the pure build")
     args = parser.parse_args()
     wanted = [spec.split("=", 1) for spec in args.checkout]
     if len(wanted) < 2 or any(len(pair) != 2 for pair in wanted):
@@ -63,7 +65,7 @@ def main() -> int:
     servers = {}
     try:
         for label, root in wanted:
-            server = bench.granian_server(label, {})
+            server = bench.granian_server(label, {"AGUI_BRIDGE_PURE": "1"} if args.pure else {})
             server.root = Path(root).resolve()  # it runs from, and imports, this checkout
             server.start()
             servers[label] = server

@@ -28,7 +28,12 @@ from types import AsyncGeneratorType
 
 import orjson
 
-from .._select import create_agui_repairer, create_agui_transformer, create_agui_translator
+from .._select import (
+    IMPLEMENTATION,
+    create_agui_repairer,
+    create_agui_transformer,
+    create_agui_translator,
+)
 from ..coalesce import FLUSH, Holder
 from ..context import RunContext, RunInfo
 from ..errors import CrumbError, LeaseLost, RunsUnavailable, StoreUnavailable
@@ -49,6 +54,12 @@ YIELD_AT = 64 * 1024
 # length follows the size of the frames just made (one-token frames: about
 # 1,000 deltas, one write, no join), never more than this.
 BATCH = 1024
+
+# Plain runs are driven by ``t.drive`` (``Run._pull``) with the Rust build.
+# The pure build's ``drive`` (the same stops, for its tests and its users'
+# code) steps the generator in Python, an exception per item: there the
+# ``async for`` loop is a third faster (benches/RESULTS.md).
+PULLS = IMPLEMENTATION == "rust"
 
 # What opens and closes a span a joining reader must see re-opened.
 _OPENS = {
@@ -479,7 +490,7 @@ class Run:
         agen = self.agent.fn(self.ctx)
         holder = self.holder
         try:
-            if not listeners and holder is None and type(agen) is AsyncGeneratorType:
+            if PULLS and not listeners and holder is None and type(agen) is AsyncGeneratorType:
                 await self._pull(agen)
             else:
                 await self._iterate(agen, listeners)
