@@ -390,28 +390,26 @@ fn drive_into<'py, D: Dialect + FastInput + HotInput>(
         if item.is(stop_at) {
             return Ok((intern!(py, "item").clone(), item));
         }
-        if let Some(fast) = recognizer.recognize(&item) {
+        // Content for what is open (or nothing at all) on the fast path; anything
+        // else, and a delta that opens a message, on the general one.
+        let fast = recognizer.recognize(&item).is_some_and(|fast| {
             let decision = fast.decide_and_write::<_, false>(&mut *lock(inner), out);
-            if matches!(decision, FastText::Content | FastText::Nothing) {
-                if out.len() >= yield_at {
-                    return Ok((intern!(py, "full").clone(), none));
+            matches!(decision, FastText::Content | FastText::Nothing)
+        });
+        if !fast {
+            match events_written(inner, &item, out) {
+                Ok(events) if events.iter().any(|event| !STREAMED.contains(&event.kind)) => {
+                    return Ok((
+                        intern!(py, "events").clone(),
+                        events_to_py(py, &events)?.into_any(),
+                    ));
                 }
-                continue;
+                Ok(_) => {}
+                Err(error) => return raised(error),
             }
         }
-        match events_written(inner, &item, out) {
-            Ok(events) if events.iter().any(|event| !STREAMED.contains(&event.kind)) => {
-                return Ok((
-                    intern!(py, "events").clone(),
-                    events_to_py(py, &events)?.into_any(),
-                ));
-            }
-            Ok(_) => {
-                if out.len() >= yield_at {
-                    return Ok((intern!(py, "full").clone(), none));
-                }
-            }
-            Err(error) => return raised(error),
+        if out.len() >= yield_at {
+            return Ok((intern!(py, "full").clone(), none));
         }
     }
 }
