@@ -97,3 +97,35 @@ async def test_redis_unreachable_is_runs_unavailable():
             await runs.get("t", "r")
     finally:
         await runs.aclose()
+
+
+async def test_a_batch_is_sent_in_the_context_of_the_task_that_appended_it(two_nodes):
+    """The run gate appends RUN_STARTED in the request; the run's task appends the
+    rest. A batch the run queued while the request's was in flight goes out in the
+    run's context (its trace span), not the request's."""
+    import contextvars
+
+    owner = contextvars.ContextVar("owner", default="nobody")
+    a, _ = two_nodes
+    _, sink = await a.start("t", "rc", "echo", "echo", frozenset(), 1, {})
+    sink.bind(FakeRun())
+    seen = []
+    script = a.client.script
+
+    async def recording(name, keys, args, **options):
+        seen.append((owner.get(), (len(args) - 5) // 4))
+        return await script(name, keys, args, **options)
+
+    a.client.script = recording
+    owner.set("request")
+    sink.append(frame(1, "started"), 1)  # the request's batch, now in flight
+
+    async def run_task():
+        owner.set("run")
+        sink.append(frame(2, "a"), 2)
+        sink.append(frame(3, "b"), 3)
+        sink.end()
+
+    await asyncio.get_running_loop().create_task(run_task())
+    await until(lambda: sink.task is None)
+    assert seen == [("request", 1), ("run", 2)]

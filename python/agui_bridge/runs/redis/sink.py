@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 
 import orjson
@@ -23,9 +24,11 @@ class RedisSink:
         "end_id",
         "ended",
         "fence",
+        "handoff",
         "keys",
         "last",
         "local",
+        "owner",
         "queue",
         "retention",
         "run",
@@ -52,6 +55,8 @@ class RedisSink:
         self.started = b""
         self.run = None
         self.task: asyncio.Task | None = None
+        self.owner: asyncio.Task | None = None  # the task whose appends the drain sends
+        self.handoff: contextvars.Context | None = None
 
     def bind(self, run) -> None:
         self.run = run
@@ -76,11 +81,25 @@ class RedisSink:
 
     def _kick(self) -> None:
         if self.task is None:
+            self.owner = asyncio.current_task()
             self.task = asyncio.get_running_loop().create_task(self._drain())
+        elif self.handoff is None and asyncio.current_task() is not self.owner:
+            # The request appends RUN_STARTED, the run's task the rest: what the run
+            # queued while the request's batch was in flight goes out in the run's
+            # context (its trace span), by a drain started there once this one's
+            # round trip is back (one drain at a time keeps the batches in order).
+            self.owner = asyncio.current_task()
+            self.handoff = contextvars.copy_context()
 
     async def _drain(self) -> None:
         try:
             while self.queue or self.end_id:
+                if self.handoff is not None:
+                    context, self.handoff = self.handoff, None
+                    self.task = asyncio.get_running_loop().create_task(
+                        self._drain(), context=context
+                    )
+                    return
                 batch, self.queue = self.queue, []
                 end_id = self.end_id if not self.queue else b""
                 if end_id:
@@ -105,12 +124,14 @@ class RedisSink:
                     self.failed(result in (-1, -2), GONE if result == -3 else None)
                     return
         finally:
-            self.task = None
-            if self.ended and not self.queue and not self.end_id:
+            if self.task is asyncio.current_task():
+                self.task = None
+            if self.task is None and self.ended and not self.queue and not self.end_id:
                 self.local.pop((self.thread_id, self.run_id), None)
 
     def failed(self, lost: bool, error) -> None:
         self.queue = []
+        self.handoff = None
         self.end_id = b""
         self.ended = True
         if lost:
