@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import time
 from bisect import bisect_right
+from collections import OrderedDict
 
 from .limits import Limits
 
@@ -218,8 +219,10 @@ class Logs:
         self.limits = limits
         self.by_run: dict[tuple[str, str], RunLog] = {}
         self.active: dict[str, RunLog] = {}
-        # Finished logs in the order they ended (oldest first).
-        self.finished: dict[tuple[str, str], RunLog] = {}
+        # Finished logs in the order they ended (oldest first). Ordered: its oldest
+        # is found in O(1) however many are kept (a dict's first key is found by
+        # scanning past the ones deleted before it), and every request looks.
+        self.finished: OrderedDict[tuple[str, str], RunLog] = OrderedDict()
         self.total = 0  # the bytes of every log held
 
     def create(self, thread_id: str, run_id: str, agent_id: str = "", cls=None) -> RunLog:
@@ -272,7 +275,10 @@ class Logs:
             return
         limits = self.limits
         now = time.monotonic()
-        for key, log in list(self.finished.items()):
+        finished = self.finished
+        while finished:
+            key = next(iter(finished))
+            log = finished[key]
             if now - log.ended_at <= limits.run_retention and self.total <= limits.max_total_bytes:
                 break
             self._drop(key, log)
