@@ -97,3 +97,36 @@ def test_retention_and_the_total_bound():
         fill(b, [10])
         assert logs.total <= bound + 400
     assert b.first > 1 and logs.total == b.size
+
+
+def test_a_threads_logs_are_the_ones_held_whatever_dropped_the_others():
+    """``of_thread`` (a thread's runs, for its run list and its stream) is every
+    log held for the thread and no other, after each way a log goes."""
+    logs = Logs(Limits(run_retention=60))
+
+    def held(thread_id):
+        return {run_id: log for (tid, run_id), log in logs.by_run.items() if tid == thread_id}
+
+    def ended(thread_id, run_id):
+        log = logs.create(thread_id, run_id)
+        fill(log, [2])
+        log.end()
+        logs.ended(log)
+        return log
+
+    first, second = ended("t", "r1"), ended("t", "r2")
+    ended("u", "r1")
+    assert logs.of_thread("t") == {"r1": first, "r2": second} == held("t")
+    again = logs.create("t", "r1")  # the same run made again replaces its log
+    assert list(logs.of_thread("t")) == ["r2", "r1"] and logs.of_thread("t")["r1"] is again
+    logs.discard(again)
+    assert logs.of_thread("t") == {"r2": second} == held("t")
+    logs.drop(second)
+    assert logs.of_thread("t") == {} == held("t") and "t" not in logs.threads
+    ended("t", "r3")
+    logs.drop_thread("t")
+    assert logs.of_thread("t") == {} and logs.of_thread("u") == held("u") != {}
+    logs.limits = Limits(run_retention=0)
+    time.sleep(0.01)
+    logs.expire()
+    assert logs.threads == {} and logs.by_run == {} and logs.total == 0

@@ -266,19 +266,12 @@ class Registry:
         """The thread's runs, newest first."""
         own = self.records.get(thread_id, {})
         runs = list(own.values())
-        for (tid, run_id), log in list(self._local().items()):
-            if tid == thread_id and run_id not in own:
+        held = self.logs.of_thread(thread_id) if self.logs is not None else {}
+        for run_id, log in list(held.items()):  # _of_log's sweep may drop logs
+            if run_id not in own:
                 runs.append(self._of_log(log))
         runs.sort(key=lambda r: r.created_at, reverse=True)
         return runs
-
-    def latest_log(self, thread_id: str):
-        """The log of the thread's newest run this worker holds."""
-        latest = None
-        for (tid, _), log in self._local().items():
-            if tid == thread_id:
-                latest = log
-        return latest
 
     def delete(self, record: RunRecord) -> None:
         """Forgets an ended run: its record and its log (no reader can join it after)."""

@@ -69,8 +69,8 @@ class MemoryRuns:
         # This worker's logs are the thread's runs (a reader must reach this worker).
         return sorted(
             (log.claim, run_id)
-            for (tid, run_id), log in list(self.logs.by_run.items())
-            if tid == thread_id and log.claim > after
+            for run_id, log in self.logs.of_thread(thread_id).items()
+            if log.claim > after
         )
 
     def ended(self, log: RunLog) -> None:

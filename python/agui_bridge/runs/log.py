@@ -218,6 +218,9 @@ class Logs:
     def __init__(self, limits: Limits):
         self.limits = limits
         self.by_run: dict[tuple[str, str], RunLog] = {}
+        # The same logs by thread, then run (in the order they were created): a
+        # thread's runs are listed without a pass over every log the worker holds.
+        self.threads: dict[str, dict[str, RunLog]] = {}
         self.active: dict[str, RunLog] = {}
         # Finished logs in the order they ended (oldest first). Ordered: its oldest
         # is found in O(1) however many are kept (a dict's first key is found by
@@ -229,13 +232,19 @@ class Logs:
         self.expire()
         old = self.by_run.pop((thread_id, run_id), None)
         if old is not None:
+            self._unindex(old)
             self.finished.pop((thread_id, run_id), None)
             self.total -= old.size
             old.owner = None
         log = (cls or RunLog)(thread_id, run_id, self.limits.max_log_bytes, agent_id)
         log.owner = self
         self.by_run[(thread_id, run_id)] = log
+        self.threads.setdefault(thread_id, {})[run_id] = log
         return log
+
+    def of_thread(self, thread_id: str) -> dict[str, RunLog]:
+        """The thread's logs this worker holds, by run id, oldest first (do not change it)."""
+        return self.threads.get(thread_id) or {}
 
     def publish(self, log: RunLog) -> None:
         """The log is the thread's active run (once RUN_STARTED is in it)."""
@@ -263,6 +272,7 @@ class Logs:
         key = (log.thread_id, log.run_id)
         if self.by_run.get(key) is log:
             del self.by_run[key]
+            self._unindex(log)
             self.finished.pop(key, None)
             self.total -= log.size
             log.owner = None
@@ -291,8 +301,9 @@ class Logs:
 
     def drop_thread(self, thread_id: str) -> None:
         """Forgets the thread's finished logs (the thread was deleted)."""
-        for key, log in list(self.finished.items()):
-            if key[0] == thread_id:
+        for run_id, log in list(self.of_thread(thread_id).items()):
+            key = (thread_id, run_id)
+            if self.finished.get(key) is log:
                 self._drop(key, log)
 
     def _drop(self, key, log: RunLog) -> None:
@@ -301,6 +312,14 @@ class Logs:
         log.owner = None
         if self.by_run.get(key) is log:
             del self.by_run[key]
+            self._unindex(log)
+
+    def _unindex(self, log: RunLog) -> None:
+        runs = self.threads.get(log.thread_id)
+        if runs is not None and runs.get(log.run_id) is log:
+            del runs[log.run_id]
+            if not runs:
+                del self.threads[log.thread_id]
 
     def relieve(self, log: RunLog) -> None:
         """Past the total: the oldest finished runs go, then the growing log is trimmed.
