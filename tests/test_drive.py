@@ -147,6 +147,17 @@ async def test_drive_keeps_the_frames_before_the_agent_raises(impl):
     assert closed == [True]
 
 
+def test_drive_of_something_not_an_async_generator_raises_after_the_items_given(impl):
+    """The items handed in are mapped; pulling the next one from something that
+    cannot give it is the ``raise`` stop, not an exception out of ``drive``."""
+    t, alone = make(impl), make(impl)
+    assert t.drive(object(), 1 << 20, STOP, c.text_delta("a"))[0] == "events"  # opens
+    alone.encode(c.text_delta("a"))
+    kind, frames, error = t.drive(object(), 1 << 20, STOP, c.text_delta("b"), c.text_delta("c"))
+    assert kind == "raise" and isinstance(error, AttributeError)
+    assert frames == alone.encode_many([c.text_delta("b"), c.text_delta("c")])
+
+
 async def test_drive_leaves_stop_at_unmapped(impl):
     marker = object()
     run = [c.text_delta("a"), marker, c.text_delta("b")]

@@ -148,11 +148,14 @@ class EventStream:
         frames: list[bytes] = []
         size = 0
         given = iter(first)
+        pull = None  # looked up once, when the items given run out
         while True:
             item = next(given, _PULL)
             if item is _PULL:
-                step = agen.__anext__()
                 try:
+                    if pull is None:
+                        pull = agen.__anext__
+                    step = pull()
                     awaited = step.send(None)
                 except StopIteration as returned:
                     item = returned.value
