@@ -573,17 +573,13 @@ impl Framer {
 
     /// The numbered frame of a delta for the open message, straight from its text.
     pub fn write_content(&mut self, frames: &mut Vec<u8>, delta: &str) {
-        if let Some(line) = self.event_ids.take() {
-            frames.extend_from_slice(&line);
-        }
+        self.event_ids.write_next(frames);
         sse::write_content_frame(frames, &self.content_prefix, delta);
     }
 
     /// The numbered frame of a piece of arguments for an open call.
     pub fn write_tool_args(&mut self, frames: &mut Vec<u8>, tool_call_id: &str, delta: &str) {
-        if let Some(line) = self.event_ids.take() {
-            frames.extend_from_slice(&line);
-        }
+        self.event_ids.write_next(frames);
         sse::write_tool_args_frame(frames, tool_call_id, delta);
     }
 }
