@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import OrderedDict
 
 import orjson
 
@@ -70,7 +71,9 @@ class ThreadRoutes:
     def __init__(self, agent_protocol):
         self.ap = agent_protocol
         self.app = agent_protocol.app
-        self.fresh: dict[str, Fresh] = {}
+        # By thread, oldest first: the ones past FRESH go from the front (a
+        # command on a busy node must not pass over every thread begun lately).
+        self.fresh: OrderedDict[str, Fresh] = OrderedDict()
 
     def register(self, add) -> None:
         add("POST", "/threads/{thread_id}/commands", self.command)
@@ -244,10 +247,11 @@ class ThreadRoutes:
         begun = await self.ap.begin(identity, body, thread_id, size)
         record = begun.record
         now = time.monotonic()
-        for other, fresh in list(self.fresh.items()):
-            if now - fresh.at >= FRESH:
-                del self.fresh[other]
-        self.fresh[thread_id] = Fresh(record.run_id)
+        fresh = self.fresh
+        while fresh and now - next(iter(fresh.values())).at >= FRESH:
+            fresh.popitem(last=False)
+        fresh.pop(thread_id, None)
+        fresh[thread_id] = Fresh(record.run_id)
         meta = None
         if record.log is not None:
             meta = {"applied_through_seq": claim_of(record.log) << RUN_SHIFT}
@@ -276,10 +280,10 @@ class ThreadRoutes:
         try:
             await self._runs(stream, thread_id, wanted, after, since is None, opened)
         finally:
-            if since is None:
-                for fresh in self.fresh.values():
-                    if fresh.delivered_to is stream:
-                        fresh.read = True  # its session is over
+            # Only the thread's own entry is ever delivered to its stream.
+            fresh = self.fresh.get(thread_id) if since is None else None
+            if fresh is not None and fresh.delivered_to is stream:
+                fresh.read = True  # its session is over
 
     async def _runs(self, stream, thread_id, wanted, after, sinceless, opened) -> None:
         idle = 0.0
