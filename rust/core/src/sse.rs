@@ -14,17 +14,25 @@ pub const KEEPALIVE: &[u8] = b": ping\n\n";
 pub struct EventIds {
     on: bool,
     next: u64,
+    /// With ids on, the next event's line, kept in step with `next`: most
+    /// events only add one to its last digit (a line per event on the fastest
+    /// paths, where making the digits showed in profiles).
+    line: IdLine,
 }
 
 impl Default for EventIds {
     fn default() -> Self {
-        Self { on: false, next: 1 }
+        Self::new(false, 1)
     }
 }
 
 impl EventIds {
     pub fn new(on: bool, first: u64) -> Self {
-        Self { on, next: first }
+        Self {
+            on,
+            next: first,
+            line: IdLine::new(if on { first } else { 0 }),
+        }
     }
 
     pub fn is_on(&self) -> bool {
@@ -39,21 +47,33 @@ impl EventIds {
     /// Numbers `count` events that leave as dicts (which carry no id).
     pub fn skip(&mut self, count: usize) {
         self.next += count as u64;
+        if self.on && count > 0 {
+            self.line = IdLine::new(self.next);
+        }
     }
 
     /// Numbers one event that leaves as a frame: its `id:` line when ids are on.
     #[inline]
     pub fn take(&mut self) -> Option<IdLine> {
-        let n = self.next;
-        self.next += 1;
-        self.on.then(|| IdLine::new(n))
+        let line = self.on.then_some(self.line);
+        self.advance();
+        line
     }
 
     /// `take`, the line appended to `out`.
     #[inline]
     pub fn write_next(&mut self, out: &mut Vec<u8>) {
-        if let Some(line) = self.take() {
-            out.extend_from_slice(&line);
+        if self.on {
+            out.extend_from_slice(&self.line);
+        }
+        self.advance();
+    }
+
+    #[inline]
+    fn advance(&mut self) {
+        self.next += 1;
+        if self.on {
+            self.line.add_one();
         }
     }
 
@@ -84,6 +104,7 @@ const DIGIT_PAIRS: [u8; 200] = {
 };
 
 /// `id: {n}\n`, built on the stack.
+#[derive(Debug, Clone, Copy)]
 pub struct IdLine {
     bytes: [u8; 25], // "id: ", at most 20 digits, "\n"
     start: usize,
@@ -111,6 +132,28 @@ impl IdLine {
         at -= 4;
         bytes[at..at + 4].copy_from_slice(b"id: ");
         Self { bytes, start: at }
+    }
+
+    /// The line of the next number: the last digit up by one, carried left.
+    #[inline]
+    fn add_one(&mut self) {
+        let mut at = self.bytes.len() - 2;
+        loop {
+            let digit = self.bytes[at];
+            if digit == b' ' {
+                // Every digit was a 9: one more digit, the prefix a place left.
+                self.bytes[at] = b'1';
+                self.start -= 1;
+                self.bytes[self.start..self.start + 4].copy_from_slice(b"id: ");
+                return;
+            }
+            if digit != b'9' {
+                self.bytes[at] = digit + 1;
+                return;
+            }
+            self.bytes[at] = b'0';
+            at -= 1;
+        }
     }
 }
 
@@ -259,6 +302,26 @@ mod tests {
         assert_eq!(
             out,
             b"id: 9\ndata: {\"type\":\"A\"}\n\nid: 10\ndata: {\"type\":\"B\"}\n\n"
+        );
+        let mut counting = EventIds::new(true, 0);
+        let mut lines = Vec::new();
+        let mut expected = Vec::new();
+        for n in 0..1_200u64 {
+            if n == 1_000 {
+                counting.skip(98_765);
+            }
+            let n = counting.next();
+            counting.write_next(&mut lines);
+            expected.extend_from_slice(format!("id: {n}\n").as_bytes());
+        }
+        assert_eq!(lines, expected);
+        let mut last = EventIds::new(true, u64::MAX - 10);
+        for _ in 0..9 {
+            last.write_next(&mut Vec::new());
+        }
+        assert_eq!(
+            &*last.take().unwrap(),
+            format!("id: {}\n", u64::MAX - 1).as_bytes()
         );
         let mut off = EventIds::new(false, 9);
         let mut none = Vec::new();
