@@ -145,3 +145,34 @@ def test_a_lease_taken_from_a_dead_worker_is_counted_where_it_went(tmp_path):
         return {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples}
 
     assert asyncio.run(go())["agui_lease_takeovers_total"] == 1
+
+
+def test_a_method_http_does_not_define_is_counted_as_other():
+    """Any client can send any method: each made-up one must not become a
+    metric series of its own (the scrape and the flush grow with them)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    async def go():
+        app = App(store="memory://", metrics=True)
+        http = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t")
+        async with http:
+            for n in range(40):
+                assert (await http.request(f"M{n:05d}", "/nowhere")).status_code in (404, 405)
+            assert (await http.get("/nowhere")).status_code == 404
+            text = (await http.get("/metrics")).text
+        await app.aclose()
+        return [
+            s
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+            if s.name == "agui_http_responses_total"
+        ]
+
+    samples = asyncio.run(go())
+    by_method: dict = {}
+    for sample in samples:
+        method = sample.labels["method"]
+        by_method[method] = by_method.get(method, 0) + sample.value
+    # (The counts are the process's: other tests' requests may be in them.)
+    assert by_method["_OTHER"] == 40 and by_method["GET"] >= 1
+    assert set(by_method) <= {"GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS", "_OTHER"}

@@ -13,7 +13,8 @@ memory-mapped file under a lock: about 10 µs a sample here, a fifth of a
 short run's CPU; ``benches/metrics.py``.)
 
 No label holds a thread, run or message id: agents, outcomes, error codes,
-route patterns (``labels.route_label``), statuses, operations, commands.
+route patterns (``labels.route_label``), methods (``labels.method_label``),
+statuses, operations, commands.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from bisect import bisect_left
 from pathlib import Path
 
 import orjson
+
+from .labels import method_label
 
 LATENCY = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 RUN_SECONDS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0)
@@ -249,7 +252,7 @@ class Metrics:
     def request(self, req, duration: float) -> None:
         c = self.c
         route = req.route
-        c.add("agui_http_responses", (route, req.method, str(req.status)))
+        c.add("agui_http_responses", (route, method_label(req.method), str(req.status)))
         c.observe("agui_http_request_duration_seconds", (route,), duration)
         if req.sent:
             c.add("agui_http_response_bytes", (route,), req.sent)

@@ -21,6 +21,8 @@ import contextlib
 import dataclasses
 import os
 
+from .labels import method_label
+
 _provider_set = False
 
 
@@ -97,10 +99,13 @@ class Tracing:
             if value is not None:
                 carrier[name] = value
         parent = self.propagate.extract(carrier) if carrier else None
-        attributes = {"http.request.method": req.method, "http.route": req.route,
+        method = method_label(req.method)
+        attributes = {"http.request.method": method, "http.route": req.route,
                       "url.path": req.path}  # fmt: skip
+        if method != req.method:
+            attributes["http.request.method_original"] = req.method
         with self.tracer.start_as_current_span(
-            f"{req.method} {req.route}", context=parent, kind=self.SpanKind.SERVER,
+            f"{method} {req.route}", context=parent, kind=self.SpanKind.SERVER,
             attributes=attributes, record_exception=False, set_status_on_exception=False,
         ) as span:  # fmt: skip
             req.span = span
