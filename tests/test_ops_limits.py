@@ -5,6 +5,7 @@ run logs the counts are shared by two nodes (a limit of 2 is 2 across them)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import threading
 import time
@@ -186,3 +187,30 @@ def test_a_limit_of_two_is_two_across_two_nodes(pg_url, redis_url):
         assert again.status_code == 200 and "RUN_FINISHED" in again.text
         _cancel(one.base_url, "n2", "ann")
         runs[1].thread.join(30)
+
+
+def test_the_start_rate_forgets_an_identity_once_its_bucket_is_full_again():
+    """Without authentication every client address is an identity: a worker
+    must not keep a bucket for each one it ever saw, and forgetting a full
+    bucket must not loosen the limit on one still draining."""
+    from agui_bridge.ops.limits import MemoryCounter
+
+    async def go():
+        counter = MemoryCounter()
+        for n in range(500):
+            assert await counter.take(f"starts:addr:{n}", 200.0, 2) == 0.0
+        assert len(counter.buckets) == 500
+        await asyncio.sleep(0.05)  # each refills 1 token in 5 ms: all full again
+        assert await counter.take("starts:addr:0", 200.0, 2) == 0.0
+        assert list(counter.buckets) == ["starts:addr:0"]
+        # A slow bucket (1 a minute, burst 2) drained by two starts still refuses.
+        slow = "starts:dan"
+        assert await counter.take(slow, 1 / 60, 2) == 0.0
+        assert await counter.take(slow, 1 / 60, 2) == 0.0
+        await asyncio.sleep(0.05)
+        for n in range(100):
+            await counter.take(f"starts:addr:x{n}", 200.0, 2)
+        wait = await counter.take(slow, 1 / 60, 2)
+        assert 55 < wait <= 60
+
+    asyncio.run(go())

@@ -33,6 +33,7 @@ import logging
 import math
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -179,7 +180,10 @@ class MemoryCounter:
 
     def __init__(self):
         self.counts: dict[str, int] = {}
-        self.buckets: dict[str, tuple[float, float]] = {}
+        # key: (tokens, when, when it is full again), the last touched last. A full
+        # bucket is what an absent one means: those go from the front, or every
+        # identity (a client address without authentication) would stay for good.
+        self.buckets: OrderedDict[str, tuple[float, float, float]] = OrderedDict()
         self.tasks: set = set()
         self._pending: dict[str, list[str]] = {}
 
@@ -204,13 +208,18 @@ class MemoryCounter:
 
     async def take(self, key: str, per_second: float, burst: int) -> float:
         now = time.monotonic()
-        tokens, then = self.buckets.get(key, (float(burst), now))
+        buckets = self.buckets
+        while buckets and next(iter(buckets.values()))[2] <= now:
+            buckets.popitem(last=False)
+        tokens, then, _ = buckets.pop(key, (float(burst), now, now))
         tokens = min(float(burst), tokens + (now - then) * per_second)
+        wait = 0.0
         if tokens >= 1.0:
-            self.buckets[key] = (tokens - 1.0, now)
-            return 0.0
-        self.buckets[key] = (tokens, now)
-        return (1.0 - tokens) / per_second
+            tokens -= 1.0
+        else:
+            wait = (1.0 - tokens) / per_second
+        buckets[key] = (tokens, now, now + (burst - tokens) / per_second)
+        return wait
 
 
 # Slots: a sorted set per limit key, each member scored by when it expires
