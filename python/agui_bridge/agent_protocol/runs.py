@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from datetime import UTC, datetime
 
 from ..runs.frames import event_of
@@ -169,32 +170,55 @@ class Registry:
         self.runs = runs
         self.logs = getattr(runs, "logs", None)  # this worker's logs
         self.records: dict[str, dict[str, RunRecord]] = {}
-        self._added = 0
+        # (when to look at a record again, thread, run), in that order: the sweep
+        # looks only at records a retention old, so its cost is O(1) a record
+        # however many the worker holds.
+        self._ages: deque[tuple[float, str, str]] = deque()
         # The records of every node, where the run logs are shared (else None).
         self.shared = shared_records(runs)
         self._tasks: set[asyncio.Task] = set()
 
     def add(self, record: RunRecord) -> None:
-        self.records.setdefault(record.thread_id, {})[record.run_id] = record
+        self._keep(record)
         self._prune(record.thread_id)
-        self._added += 1
-        if self._added % 256 == 0:
+
+    def _keep(self, record: RunRecord) -> None:
+        self.records.setdefault(record.thread_id, {})[record.run_id] = record
+        if self.logs is not None:
+            retention = self.logs.limits.run_retention
+            self._ages.append((time.monotonic() + retention, record.thread_id, record.run_id))
             self._sweep()
 
     def _sweep(self) -> None:
-        """Drops the records of runs whose logs are gone (past the run retention)."""
-        logs = self.logs
-        if logs is None:
+        """Drops the records of runs whose logs are gone (past the run retention),
+        and those that never had a log here (cancelled or failed before they
+        started, another node's) once settled a retention ago."""
+        ages = self._ages
+        now = time.monotonic()
+        if not ages or ages[0][0] > now:
             return
+        logs = self.logs
         logs.expire()
-        for thread_id, own in list(self.records.items()):
-            for run_id, record in list(own.items()):
-                log = record.log
-                held = logs.by_run.get((thread_id, run_id))
-                if log is not None and log.ended and held is not log:
-                    del own[run_id]
-            if not own:
-                del self.records[thread_id]
+        retention = logs.limits.run_retention
+        while ages and ages[0][0] <= now:
+            _, thread_id, run_id = ages.popleft()
+            own = self.records.get(thread_id)
+            record = own.get(run_id) if own is not None else None
+            if record is None:
+                continue
+            log = record.log
+            if log is not None:
+                gone = log.ended and logs.by_run.get((thread_id, run_id)) is not log
+            else:
+                # Settled where it cannot change again here: its own node's or
+                # the shared records keep what there is to tell.
+                gone = record.started.is_set() or record.stored is not None
+            if gone:
+                del own[run_id]
+                if not own:
+                    del self.records[thread_id]
+            else:
+                ages.append((now + retention, thread_id, run_id))  # still going
 
     async def share(self, record: RunRecord) -> None:
         """Publishes the record to every node (shared run logs), and again when its run ends."""
@@ -233,7 +257,7 @@ class Registry:
         log = await self.runs.get(thread_id, run_id)
         if fields is not None:
             record = RunRecord.of_fields(fields, log)
-            self.records.setdefault(thread_id, {})[run_id] = record
+            self._keep(record)
             return record
         return self._of_log(log) if log is not None else None
 
@@ -259,7 +283,7 @@ class Registry:
                 await self._refresh(record, fields)
                 continue
             log = await self.runs.get(thread_id, run_id)
-            self.records.setdefault(thread_id, {})[run_id] = RunRecord.of_fields(fields, log)
+            self._keep(RunRecord.of_fields(fields, log))
         return self.of_thread(thread_id)
 
     def of_thread(self, thread_id: str) -> list[RunRecord]:

@@ -1,0 +1,66 @@
+"""One worker's Agent Protocol run records (``agent_protocol.runs.Registry``):
+what it keeps and for how long, with no server."""
+
+from __future__ import annotations
+
+import asyncio
+
+from agui_bridge.agent_protocol.runs import Registry, RunRecord
+from agui_bridge.runs import Limits
+from agui_bridge.runs.backend import open_runs
+
+
+def record(thread_id: str, run_id: str) -> RunRecord:
+    return RunRecord(thread_id, run_id, "agent", {}, {"input": "x" * 1000}, "enqueue")
+
+
+def test_records_that_never_started_go_a_retention_after_they_settled():
+    """A queued run cancelled or failed before it started has no log: its
+    record must still go after the run retention (it held its whole input),
+    while a run still waiting its turn keeps its record."""
+
+    async def go():
+        registry = Registry(open_runs("memory://", Limits(run_retention=0.05)))
+        for n in range(300):
+            settled = record(f"t{n}", "r")
+            if n % 2:
+                settled.cancelled = True
+            else:
+                settled.failed = "the thread is busy"
+            settled.started.set()
+            registry.add(settled)
+        waiting = record("w", "r")
+        registry.add(waiting)
+        assert len(registry.records) == 301
+        await asyncio.sleep(0.1)
+        registry.add(record("late", "r"))
+        assert set(registry.records) == {"w", "late"}
+        await asyncio.sleep(0.1)
+        registry.add(record("later", "r"))
+        assert "w" in registry.records  # still pending: looked at again later
+        waiting.cancelled = True
+        waiting.started.set()
+        await asyncio.sleep(0.1)
+        registry.add(record("last", "r"))
+        assert "w" not in registry.records
+
+    asyncio.run(go())
+
+
+def test_an_ended_runs_record_goes_with_its_log():
+    async def go():
+        runs = open_runs("memory://", Limits(run_retention=0.05))
+        registry = Registry(runs)
+        log = runs.logs.create("t", "r", "agent")
+        log.append(b"id: 1\ndata: {}\n\n", 1)
+        registry.add(RunRecord("t", "r", "agent", {}, {}, "enqueue", log))
+        await asyncio.sleep(0.1)
+        registry.add(record("u", "r"))
+        assert "t" in registry.records  # its log has not ended
+        log.end()
+        runs.logs.ended(log)
+        await asyncio.sleep(0.2)
+        registry.add(record("v", "r"))
+        assert "t" not in registry.records
+
+    asyncio.run(go())
