@@ -64,3 +64,38 @@ def test_an_ended_runs_record_goes_with_its_log():
         assert "t" not in registry.records
 
     asyncio.run(go())
+
+
+async def test_listing_a_threads_old_runs_costs_no_round_trip_per_run(redis_url):
+    """Where run records are shared (Redis), a thread's runs that settled a
+    retention ago are listed from their shared fields: their logs are gone on
+    every node, so looking for each one was a round trip per run, every list."""
+    import time
+
+    runs = open_runs(redis_url, Limits(run_retention=60))
+    registry = Registry(runs)
+    try:
+        long_ago = time.time() - 3600
+        for n in range(40):
+            old = record("t", f"r{n:02d}")
+            old.created_at = old.updated_at = long_ago + n
+            fields = old.fields()
+            fields["status"] = "success" if n % 4 else "error"
+            await registry.shared.put(fields)
+        fresh = record("t", "fresh")
+        await registry.shared.put(fresh.fields())  # pending, on some node
+        calls = []
+        call = runs.client.call
+
+        async def counted(*args, **options):
+            calls.append(args[0])
+            return await call(*args, **options)
+
+        runs.client.call = counted
+        listed = await registry.of_thread_everywhere("t")
+        assert [r.run_id for r in listed] == ["fresh", *(f"r{n:02d}" for n in reversed(range(40)))]
+        assert [r.status for r in listed[1:5]] == ["success", "success", "success", "error"]
+        assert len(calls) < 10, calls  # the thread's records, the fresh run's log
+        assert set(registry.records.get("t", {})) == {"fresh"}  # the old ones not kept
+    finally:
+        await runs.aclose()

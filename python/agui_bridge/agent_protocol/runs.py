@@ -18,6 +18,9 @@ from datetime import UTC, datetime
 from ..runs.frames import event_of
 from .shared import shared_records
 
+# A run's statuses that no longer change (the Agent Protocol's).
+SETTLED = frozenset(("success", "error", "interrupted"))
+
 
 def iso(seconds: float | None) -> str | None:
     if seconds is None:
@@ -277,14 +280,24 @@ class Registry:
             return self.of_thread(thread_id)
         everywhere = await shared.of_thread(thread_id)
         own = self.records.get(thread_id, {})
+        old = time.time() - (self.logs.limits.run_retention if self.logs is not None else 0)
+        past: list[RunRecord] = []
         for run_id, fields in everywhere.items():
             record = own.get(run_id)
             if record is not None:
                 await self._refresh(record, fields)
                 continue
+            if fields.get("status") in SETTLED and (fields.get("updated_at") or 0) < old:
+                # Settled a retention ago: its log is gone on every node; listed
+                # from its fields alone (no round trip for a log, nothing kept).
+                past.append(RunRecord.of_fields(fields, None))
+                continue
             log = await self.runs.get(thread_id, run_id)
             self._keep(RunRecord.of_fields(fields, log))
-        return self.of_thread(thread_id)
+        runs = self.of_thread(thread_id)
+        if past:
+            runs = sorted([*runs, *past], key=lambda r: r.created_at, reverse=True)
+        return runs
 
     def of_thread(self, thread_id: str) -> list[RunRecord]:
         """The thread's runs, newest first."""
