@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from agui_bridge.agent_protocol.runs import Registry, RunRecord
 from agui_bridge.runs import Limits
 from agui_bridge.runs.backend import open_runs
@@ -42,6 +43,46 @@ def test_records_that_never_started_go_a_retention_after_they_settled():
         waiting.started.set()
         await asyncio.sleep(0.1)
         registry.add(record("last", "r"))
+        assert "w" in registry.records  # found settled now: kept a retention from now
+        await asyncio.sleep(0.1)
+        registry.add(record("after", "r"))
+        assert "w" not in registry.records
+
+    asyncio.run(go())
+
+
+@pytest.mark.timeout(10)
+def test_no_retention_keeps_a_waiting_record_and_never_spins():
+    """``run_retention=0`` (nothing kept for resumes) is a setting: a record
+    still waiting its turn is looked at again later, not again and again now."""
+
+    async def go():
+        registry = Registry(open_runs("memory://", Limits(run_retention=0)))
+        waiting = record("w", "r")
+        registry.add(waiting)
+        registry.add(record("u", "r"))
+        assert {"w", "u"} <= set(registry.records)
+
+    asyncio.run(go())
+
+
+def test_a_run_cancelled_after_waiting_long_is_kept_a_retention_from_then():
+    """A queued run cancelled after waiting longer than the retention still
+    answers (interrupted) for a retention after the cancel."""
+
+    async def go():
+        registry = Registry(open_runs("memory://", Limits(run_retention=0.2)))
+        waiting = record("w", "r")
+        registry.add(waiting)
+        await asyncio.sleep(0.25)
+        registry.add(record("a", "r"))  # the sweep looks: still waiting
+        waiting.cancelled = True
+        waiting.started.set()
+        await asyncio.sleep(0.25)
+        registry.add(record("b", "r"))  # it looks again: settled, first seen so now
+        assert registry.records["w"]["r"].status == "interrupted"
+        await asyncio.sleep(0.25)
+        registry.add(record("c", "r"))
         assert "w" not in registry.records
 
     asyncio.run(go())

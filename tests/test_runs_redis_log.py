@@ -107,7 +107,7 @@ async def test_a_batch_is_sent_in_the_context_of_the_task_that_appended_it(two_n
 
     owner = contextvars.ContextVar("owner", default="nobody")
     a, _ = two_nodes
-    _, sink = await a.start("t", "rc", "echo", "echo", frozenset(), 1, {})
+    _, sink = await a.start("tc", "rc", "echo", "echo", frozenset(), 1, {})
     sink.bind(FakeRun())
     seen = []
     script = a.client.script
@@ -129,3 +129,35 @@ async def test_a_batch_is_sent_in_the_context_of_the_task_that_appended_it(two_n
     await asyncio.get_running_loop().create_task(run_task())
     await until(lambda: sink.task is None)
     assert seen == [("request", 1), ("run", 2)]
+
+
+async def test_closing_waits_for_a_drain_handed_off_to_the_runs_task(redis_url):
+    """A worker shutting down waits for each run's last batch and its end, also
+    when the drain in flight handed the rest to another (the run's task)."""
+    a = open_runs(redis_url, Limits(), lease_ttl=2.0)
+    b = open_runs(redis_url, Limits(), lease_ttl=2.0)
+    try:
+        _, sink = await a.start("th", "rh", "echo", "echo", frozenset(), 1, {})
+        run = FakeRun()
+        sink.bind(run)
+        script = a.client.script
+
+        async def slow(*args, **options):
+            await asyncio.sleep(0.1)
+            return await script(*args, **options)
+
+        a.client.script = slow
+        sink.append(frame(1, "started"), 1)  # the request's batch, in flight
+
+        async def run_task():
+            sink.append(frame(2, "a"), 2)
+            sink.end()
+
+        await asyncio.get_running_loop().create_task(run_task())
+        await a.aclose()
+        assert sink.task is None  # no drain left running past the close
+        entries = await b.client.open().xrange(Keys("th", "rh").log)
+        assert [e[0] for e in entries] == [b"1-0", b"2-0", b"2-1"]
+        assert run.failed is None
+    finally:
+        await b.aclose()

@@ -46,6 +46,7 @@ class RunRecord:
         "log",
         "metadata",
         "run_id",
+        "settled_at",
         "started",
         "state",
         "stopped",
@@ -74,6 +75,7 @@ class RunRecord:
         self.state: dict | None = None
         self.started = asyncio.Event()  # set once it started, failed or was cancelled
         self.stored: str | None = None  # its status as shared, for a run whose log is gone
+        self.settled_at: float | None = None  # when a sweep first found it settled, with no log
         if log is not None:
             self.started.set()
             self.took(log)
@@ -188,8 +190,11 @@ class Registry:
     def _keep(self, record: RunRecord) -> None:
         self.records.setdefault(record.thread_id, {})[record.run_id] = record
         if self.logs is not None:
+            now = time.monotonic()
+            if record.log is None and record.started.is_set() and record.settled_at is None:
+                record.settled_at = now
             retention = self.logs.limits.run_retention
-            self._ages.append((time.monotonic() + retention, record.thread_id, record.run_id))
+            self._ages.append((now + retention, record.thread_id, record.run_id))
             self._sweep()
 
     def _sweep(self) -> None:
@@ -203,6 +208,7 @@ class Registry:
         logs = self.logs
         logs.expire()
         retention = logs.limits.run_retention
+        later = []  # put back after the pass: with no retention they are due at once
         while ages and ages[0][0] <= now:
             _, thread_id, run_id = ages.popleft()
             own = self.records.get(thread_id)
@@ -212,16 +218,23 @@ class Registry:
             log = record.log
             if log is not None:
                 gone = log.ended and logs.by_run.get((thread_id, run_id)) is not log
+            elif record.stored is not None:
+                gone = True  # another node's: the shared records tell of it again
+            elif record.started.is_set():
+                # Cancelled or failed before it started: kept a retention from
+                # when it was first found so (its log would have been kept as long).
+                if record.settled_at is None:
+                    record.settled_at = now
+                gone = now - record.settled_at >= retention
             else:
-                # Settled where it cannot change again here: its own node's or
-                # the shared records keep what there is to tell.
-                gone = record.started.is_set() or record.stored is not None
+                gone = False  # waiting its turn
             if gone:
                 del own[run_id]
                 if not own:
                     del self.records[thread_id]
             else:
-                ages.append((now + retention, thread_id, run_id))  # still going
+                later.append((now + retention, thread_id, run_id))
+        ages.extend(later)
 
     async def share(self, record: RunRecord) -> None:
         """Publishes the record to every node (shared run logs), and again when its run ends."""
@@ -241,6 +254,7 @@ class Registry:
     async def _share_end(self, record: RunRecord, log) -> None:
         while not log.ended:
             await log.waiter()
+        record.updated_at = time.time()  # when it settled (a list reads its age from it)
         await self.shared.put(record.fields())
 
     def _spawn(self, coroutine) -> None:
@@ -281,13 +295,18 @@ class Registry:
         everywhere = await shared.of_thread(thread_id)
         own = self.records.get(thread_id, {})
         old = time.time() - (self.logs.limits.run_retention if self.logs is not None else 0)
+        held = self.logs.of_thread(thread_id) if self.logs is not None else {}
         past: list[RunRecord] = []
         for run_id, fields in everywhere.items():
             record = own.get(run_id)
             if record is not None:
                 await self._refresh(record, fields)
                 continue
-            if fields.get("status") in SETTLED and (fields.get("updated_at") or 0) < old:
+            if (
+                fields.get("status") in SETTLED
+                and (fields.get("updated_at") or 0) < old
+                and run_id not in held
+            ):
                 # Settled a retention ago: its log is gone on every node; listed
                 # from its fields alone (no round trip for a log, nothing kept).
                 past.append(RunRecord.of_fields(fields, None))

@@ -104,8 +104,10 @@ class Tracing:
                       "url.path": req.path}  # fmt: skip
         if method != req.method:
             attributes["http.request.method_original"] = req.method
+        # OpenTelemetry's HTTP conventions: "HTTP {route}" for a method it does not know.
+        name = f"{'HTTP' if method == '_OTHER' else method} {req.route}"
         with self.tracer.start_as_current_span(
-            f"{method} {req.route}", context=parent, kind=self.SpanKind.SERVER,
+            name, context=parent, kind=self.SpanKind.SERVER,
             attributes=attributes, record_exception=False, set_status_on_exception=False,
         ) as span:  # fmt: skip
             req.span = span

@@ -47,8 +47,13 @@ impl EventIds {
     /// Numbers `count` events that leave as dicts (which carry no id).
     pub fn skip(&mut self, count: usize) {
         self.next += count as u64;
-        if self.on && count > 0 {
-            self.line = IdLine::new(self.next);
+        if self.on {
+            // One at a time is `__call__`'s per delta: the line only added to.
+            match count {
+                0 => {}
+                1 => self.line.add_one(),
+                _ => self.line = IdLine::new(self.next),
+            }
         }
     }
 
@@ -309,6 +314,9 @@ mod tests {
         for n in 0..1_200u64 {
             if n == 1_000 {
                 counting.skip(98_765);
+            }
+            if n % 7 == 0 {
+                counting.skip(1); // `__call__`'s delta: numbered, no line written
             }
             let n = counting.next();
             counting.write_next(&mut lines);

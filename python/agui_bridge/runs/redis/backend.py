@@ -212,9 +212,14 @@ class RedisRuns:
 
     async def aclose(self) -> None:
         for sink in list(self.local.values()):
-            if sink.task is not None:
+            # A drain may hand off to another (RedisSink._kick): wait for the last.
+            deadline = asyncio.get_running_loop().time() + 5
+            while sink.task is not None:
+                left = deadline - asyncio.get_running_loop().time()
+                if left <= 0:
+                    break
                 with contextlib.suppress(Exception):
-                    await asyncio.wait_for(asyncio.shield(sink.task), 5)
+                    await asyncio.wait_for(asyncio.shield(sink.task), left)
         tasks = [m.reader for m in self.logs.by_run.values() if m.reader is not None]
         tasks += [t for t in (self.control.task, self.presence.task) if t is not None]
         for task in tasks:

@@ -83,12 +83,16 @@ class RedisSink:
         if self.task is None:
             self.owner = asyncio.current_task()
             self.task = asyncio.get_running_loop().create_task(self._drain())
-        elif self.handoff is None and asyncio.current_task() is not self.owner:
+            return
+        current = asyncio.current_task()
+        if self.handoff is None and current is not None and current is not self.owner:
             # The request appends RUN_STARTED, the run's task the rest: what the run
             # queued while the request's batch was in flight goes out in the run's
             # context (its trace span), by a drain started there once this one's
             # round trip is back (one drain at a time keeps the batches in order).
-            self.owner = asyncio.current_task()
+            # A callback (the run's scheduled flush: no task) runs in a copy of
+            # its scheduler's context already, and changes nothing.
+            self.owner = current
             self.handoff = contextvars.copy_context()
 
     async def _drain(self) -> None:
@@ -126,6 +130,7 @@ class RedisSink:
         finally:
             if self.task is asyncio.current_task():
                 self.task = None
+                self.owner = None  # not kept alive (a request's task and its frames)
             if self.task is None and self.ended and not self.queue and not self.end_id:
                 self.local.pop((self.thread_id, self.run_id), None)
 
