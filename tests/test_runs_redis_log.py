@@ -130,6 +130,25 @@ async def test_a_batch_is_sent_in_the_context_of_the_task_that_appended_it(two_n
     await until(lambda: sink.task is None)
     assert seen == [("request", 1), ("run", 2)]
 
+    # The run's flushes are mostly callbacks it schedules (no task, its context).
+    _, sink = await a.start("tc", "rc2", "echo", "echo", frozenset(), 2, {})
+    sink.bind(FakeRun())
+    seen.clear()
+    sink.append(frame(1, "started"), 1)
+
+    async def run_flushing_by_callback():
+        owner.set("run")
+        loop = asyncio.get_running_loop()
+        loop.call_soon(sink.append, frame(2, "a"), 2)
+        await asyncio.sleep(0)
+        loop.call_soon(sink.append, frame(3, "b"), 3)
+        loop.call_soon(sink.end)
+
+    await asyncio.get_running_loop().create_task(run_flushing_by_callback())
+    await until(lambda: sink.task is None)
+    assert seen[0] == ("request", 1)  # then the run's two, in one batch or two
+    assert {who for who, _ in seen[1:]} == {"run"} and sum(n for _, n in seen[1:]) == 2
+
 
 async def test_closing_waits_for_a_drain_handed_off_to_the_runs_task(redis_url):
     """A worker shutting down waits for each run's last batch and its end, also
@@ -143,7 +162,7 @@ async def test_closing_waits_for_a_drain_handed_off_to_the_runs_task(redis_url):
         script = a.client.script
 
         async def slow(*args, **options):
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(1.0)  # longer than closing the rest takes
             return await script(*args, **options)
 
         a.client.script = slow

@@ -81,18 +81,22 @@ class RedisSink:
 
     def _kick(self) -> None:
         if self.task is None:
+            # Started by a task (the request appends RUN_STARTED), or by a
+            # callback (the run's scheduled flush: no task; its drain then runs
+            # in a copy of the run's context, and nothing is handed over).
             self.owner = asyncio.current_task()
             self.task = asyncio.get_running_loop().create_task(self._drain())
             return
-        current = asyncio.current_task()
-        if self.handoff is None and current is not None and current is not self.owner:
-            # The request appends RUN_STARTED, the run's task the rest: what the run
-            # queued while the request's batch was in flight goes out in the run's
-            # context (its trace span), by a drain started there once this one's
-            # round trip is back (one drain at a time keeps the batches in order).
-            # A callback (the run's scheduled flush: no task) runs in a copy of
-            # its scheduler's context already, and changes nothing.
-            self.owner = current
+        if (
+            self.handoff is None
+            and self.owner is not None
+            and asyncio.current_task() is not self.owner
+        ):
+            # What the run queued (from its task or its flush callbacks) while the
+            # request's batch was in flight goes out in the run's context (its
+            # trace span), by a drain started there once this one's round trip is
+            # back (one drain at a time keeps the batches in order). Once per drain.
+            self.owner = None
             self.handoff = contextvars.copy_context()
 
     async def _drain(self) -> None:
