@@ -210,6 +210,32 @@ async def test_search_still_applies_authorize_thread_with_paging():
         await app.aclose()
 
 
+async def test_a_guarded_search_pages_across_the_chunks_it_reads_the_store_in(make_store):
+    """Few threads pass the guard: the search reads the store chunk after chunk
+    (each larger than the last) and the page and offset still count only
+    what passes, in the store's order, on every store."""
+    store = make_store()
+    app = App(store=store)
+
+    @app.agent("guarded", authorize_thread=lambda identity, thread_id: thread_id.endswith("0"))
+    async def guarded(ctx):
+        yield c.text_delta("x")
+
+    for n in range(1_250):
+        await store.save(f"t{n:04}", "guarded", [_msg(f"m{n}")], {}, [])
+    try:
+        async with _client(app) as http:
+            page = await http.post("/threads/search", json={"limit": 30, "offset": 40})
+            assert page.status_code == 200, page.text
+            expected = [f"t{n:04}" for n in range(1_249, -1, -1) if n % 10 == 0][40:70]
+            assert [t["thread_id"] for t in page.json()] == expected
+            everything = await http.post("/threads/search", json={"limit": 1_000})
+            assert len(everything.json()) == 125
+    finally:
+        await app.aclose()
+        await store.close()
+
+
 async def test_the_thread_ttl_sweeps_idle_threads(make_store):
     store = make_store()
     app = _app(store, thread_ttl=3600)

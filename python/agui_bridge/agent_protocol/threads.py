@@ -18,8 +18,12 @@ from ..ingress.handler import HttpError, thread_guards
 from ..store import Thread
 from ..store.owner import owner_of
 
-# Threads read from the store at a time when filtering here.
+# Threads read from the store at a time when filtering here: the first chunk,
+# doubled for each next one up to the last. The store finds a chunk by offset
+# (walking the ones before it), so fixed chunks cost O(N²/chunk) for a filter
+# few threads pass; doubling walks each thread about twice.
 CHUNK = 200
+MAX_CHUNK = 12_800
 _ABSENT = object()
 
 
@@ -41,8 +45,9 @@ async def search(ap, identity, metadata, values, ids, status, limit: int, offset
     found: list = []
     skip = offset
     at = 0
+    size = CHUNK
     while len(found) < limit:
-        chunk = await store.search(metadata, ids, CHUNK, at, owner=owner, status=status)
+        chunk = await store.search(metadata, ids, size, at, owner=owner, status=status)
         at += len(chunk)
         for listed in chunk:
             if guarded and not await _may_see(ap, identity, listed):
@@ -58,8 +63,9 @@ async def search(ap, identity, metadata, values, ids, status, limit: int, offset
             found.append(shown)
             if len(found) >= limit:
                 break
-        if len(chunk) < CHUNK:
+        if len(chunk) < size:
             break
+        size = min(2 * size, MAX_CHUNK)
     return found
 
 
