@@ -75,7 +75,7 @@ class RunRecord:
         self.state: dict | None = None
         self.started = asyncio.Event()  # set once it started, failed or was cancelled
         self.stored: str | None = None  # its status as shared, for a run whose log is gone
-        self.settled_at: float | None = None  # when a sweep first found it settled, with no log
+        self.settled_at: float | None = None  # when first found settled with no log here
         if log is not None:
             self.started.set()
             self.took(log)

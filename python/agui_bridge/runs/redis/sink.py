@@ -55,7 +55,9 @@ class RedisSink:
         self.started = b""
         self.run = None
         self.task: asyncio.Task | None = None
-        self.owner: asyncio.Task | None = None  # the task whose appends the drain sends
+        # The task that started the drain while another may still take it over
+        # (None: the drain runs where it should, or none runs).
+        self.owner: asyncio.Task | None = None
         self.handoff: contextvars.Context | None = None
 
     def bind(self, run) -> None:
