@@ -140,3 +140,23 @@ async def test_listing_a_threads_old_runs_costs_no_round_trip_per_run(redis_url)
         assert set(registry.records.get("t", {})) == {"fresh"}  # the old ones not kept
     finally:
         await runs.aclose()
+
+
+def test_a_runs_updated_at_is_when_it_ended_once_it_has():
+    """A Run's ``updated_at`` moves when its status last changed, on every
+    backend: its start while it runs, its end once it ended."""
+
+    async def go():
+        runs = open_runs("memory://", Limits())
+        log = runs.logs.create("t", "r", "agent")
+        log.append(b"id: 1\ndata: {}\n\n", 1)
+        run = RunRecord("t", "r", "agent", {}, {}, "enqueue", log)
+        started = run.as_json()["updated_at"]
+        assert started >= run.as_json()["created_at"]
+        await asyncio.sleep(0.01)
+        log.end()
+        ended = run.as_json()["updated_at"]
+        assert ended > started and ended == run.as_json()["updated_at"]  # steady
+        assert run.fields()["updated_at"] == log.ended_wall
+
+    asyncio.run(go())

@@ -91,6 +91,15 @@ class RunRecord:
         self.started.set()
 
     @property
+    def updated(self) -> float:
+        """When it last changed: its log's end once it ended (a list of shared
+        records reads a run's age from it), else when it started or was made."""
+        log = self.log
+        if log is not None and log.ended_wall is not None:
+            return max(self.updated_at, log.ended_wall)
+        return self.updated_at
+
+    @property
     def status(self) -> str:
         log = self.log
         if log is None and self.stored is not None and not self.cancelled:
@@ -113,7 +122,7 @@ class RunRecord:
             "thread_id": self.thread_id,
             "assistant_id": self.assistant_id,
             "created_at": self.created_at,
-            "updated_at": self.updated_at,
+            "updated_at": self.updated,
             "status": self.status,
             "metadata": self.metadata,
             "kwargs": self.kwargs,
@@ -156,7 +165,7 @@ class RunRecord:
             "thread_id": self.thread_id,
             "assistant_id": self.assistant_id,
             "created_at": iso(self.created_at),
-            "updated_at": iso(self.updated_at),
+            "updated_at": iso(self.updated),
             "status": self.status,
             "metadata": self.metadata,
             "kwargs": self.kwargs,
@@ -254,7 +263,6 @@ class Registry:
     async def _share_end(self, record: RunRecord, log) -> None:
         while not log.ended:
             await log.waiter()
-        record.updated_at = time.time()  # when it settled (a list reads its age from it)
         await self.shared.put(record.fields())
 
     def _spawn(self, coroutine) -> None:

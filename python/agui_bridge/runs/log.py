@@ -38,6 +38,7 @@ class RunLog:
         "claim",
         "ended",
         "ended_at",
+        "ended_wall",
         "ends",
         "first",
         "input_ids",
@@ -79,6 +80,7 @@ class RunLog:
         self.size = 0
         self.ended = False
         self.ended_at: float | None = None
+        self.ended_wall: float | None = None  # the same moment, on the wall clock
         self.run = None  # the live Run, while it runs
         # The run was stopped (a cancel, a supersede; set by ``Run.stop``): a 0.0.x
         # run's log ends with a plain RUN_FINISHED all the same, so its records
@@ -147,6 +149,7 @@ class RunLog:
         """No more frames: the terminal event is in."""
         self.ended = True
         self.ended_at = time.monotonic()
+        self.ended_wall = time.time()
         self.run = None
         self._wake()
 
