@@ -303,7 +303,7 @@ class Registry:
         everywhere = await shared.of_thread(thread_id)
         own = self.records.get(thread_id, {})
         old = time.time() - (self.logs.limits.run_retention if self.logs is not None else 0)
-        held = self.logs.of_thread(thread_id) if self.logs is not None else {}
+        held = self._held(thread_id)
         past: list[RunRecord] = []
         for run_id, fields in everywhere.items():
             record = own.get(run_id)
@@ -330,7 +330,7 @@ class Registry:
         """The thread's runs, newest first."""
         own = self.records.get(thread_id, {})
         runs = list(own.values())
-        held = self.logs.of_thread(thread_id) if self.logs is not None else {}
+        held = self._held(thread_id)
         for run_id, log in list(held.items()):  # _of_log's sweep may drop logs
             if run_id not in own:
                 runs.append(self._of_log(log))
@@ -344,6 +344,10 @@ class Registry:
             self.logs.drop(record.log)
         if self.shared is not None:
             self._spawn(self.shared.delete(record.thread_id, record.run_id))
+
+    def _held(self, thread_id: str) -> dict:
+        """This worker's logs of the thread's runs, by run id."""
+        return self.logs.of_thread(thread_id) if self.logs is not None else {}
 
     def _local(self) -> dict:
         """This worker's logs (of its runs, and its copies of shared ones) by (thread, run)."""

@@ -46,13 +46,14 @@ impl EventIds {
 
     /// Numbers `count` events that leave as dicts (which carry no id).
     pub fn skip(&mut self, count: usize) {
-        self.next += count as u64;
-        if self.on {
-            // One at a time is `__call__`'s per delta: the line only added to.
-            match count {
-                0 => {}
-                1 => self.line.add_one(),
-                _ => self.line = IdLine::new(self.next),
+        match count {
+            0 => {}
+            1 => self.advance(), // `__call__`'s, per delta: the line only added to
+            _ => {
+                self.next += count as u64;
+                if self.on {
+                    self.line = IdLine::new(self.next);
+                }
             }
         }
     }
