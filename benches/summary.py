@@ -76,8 +76,8 @@ def benches(quick: bool, server: bool, recording) -> list[tuple[str, list[str]]]
     ]
     if server:
         # Its report goes to scratch: benches/results/server.md keeps the full run's.
-        # Seven turns each: one 10,000-delta stream is a few milliseconds of
-        # ours, and medians of three moved 14-37x from run to run (RESULTS.md).
+        # Seven turns each: the peer's rate swings most (one CPU-bound thread),
+        # and medians of three moved 14-37x from run to run (RESULTS.md).
         repeats = "3" if quick else "7"
         out.append(("server.py", ["--skip-slow", "--no-pure", "--repeats", repeats, "--out", "-"]))
     return out
