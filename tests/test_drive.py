@@ -326,3 +326,32 @@ async def test_an_agent_whose_awaits_keep_failing_runs_at_one_depth_and_sees_no_
     assert low == high
     assert seen == [None]
     assert stops[-1] == ("end", None)
+
+
+class Pages:
+    """An async iterator that is no generator: its ``__anext__`` is a coroutine
+    function (a class an SDK may hand out), so each step is a coroutine, which
+    has ``send`` but is not an iterator."""
+
+    def __init__(self, run, pause_every=0):
+        self.run, self.pause_every, self.at = run, pause_every, 0
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        if self.at == len(self.run):
+            raise StopAsyncIteration
+        if self.pause_every and self.at % self.pause_every == 0:
+            await asyncio.sleep(0)
+        self.at += 1
+        return self.run[self.at - 1]
+
+
+@pytest.mark.parametrize("pause_every", [0, 2])
+async def test_drive_steps_an_async_iterator_whose_anext_is_a_coroutine(impl, pause_every):
+    expected = make(impl).encode_many(RUN)
+    frames, stops = await drain(make(impl), Pages(RUN, pause_every))
+    assert frames == expected
+    assert stops[-1] == ("end", None)
+    assert not any(kind == "raise" for kind, _ in stops)

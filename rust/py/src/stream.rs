@@ -13,7 +13,7 @@ use agui_bridge_core::framing::Event;
 use agui_bridge_core::json::{Map, Value};
 use agui_bridge_core::sse;
 use agui_bridge_core::stream::{Dialect, FastText};
-use pyo3::exceptions::{PyStopAsyncIteration, PyTypeError};
+use pyo3::exceptions::{PyStopAsyncIteration, PyStopIteration};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyIterator, PyList, PySendResult, PyString, PyTuple};
@@ -341,6 +341,19 @@ pub fn drive<'py, D: Dialect + FastInput + HotInput>(
 
 type Stopped<'py> = (Bound<'py, PyString>, Bound<'py, PyAny>);
 
+/// `step.send(None)` for a step that is no iterator (a coroutine: an async
+/// iterator whose `__anext__` is an `async def`), as the pure build sends it.
+fn send_none<'py>(step: &Bound<'py, PyAny>) -> PyResult<PySendResult<'py>> {
+    let py = step.py();
+    match step.call_method1(intern!(py, "send"), (py.None(),)) {
+        Ok(awaited) => Ok(PySendResult::Next(awaited)),
+        Err(error) if error.is_instance_of::<PyStopIteration>(py) => Ok(PySendResult::Return(
+            error.value(py).getattr(intern!(py, "value"))?,
+        )),
+        Err(error) => Err(error),
+    }
+}
+
 fn drive_into<'py, D: Dialect + FastInput + HotInput>(
     py: Python<'py>,
     inner: &Mutex<D>,
@@ -381,9 +394,7 @@ fn drive_into<'py, D: Dialect + FastInput + HotInput>(
             };
             let sent = match step.cast::<PyIterator>() {
                 Ok(iterator) => iterator.send(&none),
-                Err(_) => Err(PyTypeError::new_err(
-                    "drive: the generator's __anext__() gave no iterator",
-                )),
+                Err(_) => send_none(&step),
             };
             match sent {
                 Ok(PySendResult::Return(item)) => item,
