@@ -355,3 +355,30 @@ async def test_drive_steps_an_async_iterator_whose_anext_is_a_coroutine(impl, pa
     assert frames == expected
     assert stops[-1] == ("end", None)
     assert not any(kind == "raise" for kind, _ in stops)
+
+
+class Fetches(Pages):
+    """An async iterator whose ``__anext__`` is a plain method: it ends the
+    iteration by raising, and gives each item as a future (or, when ready, one
+    already done)."""
+
+    def __anext__(self):
+        if self.at == len(self.run):
+            raise StopAsyncIteration
+        self.at += 1
+        future = asyncio.get_running_loop().create_future()
+        item = self.run[self.at - 1]
+        if self.pause_every and self.at % self.pause_every == 0:
+            asyncio.get_running_loop().call_soon(future.set_result, item)
+        else:
+            future.set_result(item)
+        return future
+
+
+@pytest.mark.parametrize("pause_every", [0, 2])
+async def test_drive_steps_an_async_iterator_whose_anext_gives_futures(impl, pause_every):
+    expected = make(impl).encode_many(RUN)
+    frames, stops = await drain(make(impl), Fetches(RUN, pause_every))
+    assert frames == expected
+    assert stops[-1] == ("end", None)
+    assert not any(kind == "raise" for kind, _ in stops)

@@ -156,6 +156,8 @@ class EventStream:
                     if pull is None:
                         pull = agen.__anext__
                     step = pull()
+                    if not hasattr(step, "send"):  # a future: what `await` would iterate
+                        step = step.__await__()
                     awaited = step.send(None)
                 except StopIteration as returned:
                     item = returned.value

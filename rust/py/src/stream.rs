@@ -341,17 +341,29 @@ pub fn drive<'py, D: Dialect + FastInput + HotInput>(
 
 type Stopped<'py> = (Bound<'py, PyString>, Bound<'py, PyAny>);
 
-/// `step.send(None)` for a step that is no iterator (a coroutine: an async
-/// iterator whose `__anext__` is an `async def`), as the pure build sends it.
-fn send_none<'py>(step: &Bound<'py, PyAny>) -> PyResult<PySendResult<'py>> {
+/// `step.send(None)` for a step that is no iterator, as the pure build sends
+/// it: a coroutine (an async iterator whose `__anext__` is an `async def`)
+/// itself, any other awaitable (a future) through its `__await__()`. Gives
+/// the step that was sent to, for `follow` to finish.
+fn send_none(step: Bound<'_, PyAny>) -> PyResult<(Bound<'_, PyAny>, PySendResult<'_>)> {
     let py = step.py();
+    let step = if step.hasattr(intern!(py, "send"))? {
+        step
+    } else {
+        step.call_method0(intern!(py, "__await__"))?
+    };
     match step.call_method1(intern!(py, "send"), (py.None(),)) {
-        Ok(awaited) => Ok(PySendResult::Next(awaited)),
-        Err(error) if error.is_instance_of::<PyStopIteration>(py) => Ok(PySendResult::Return(
-            error.value(py).getattr(intern!(py, "value"))?,
-        )),
-        Err(error) => Err(error),
+        Ok(awaited) => Ok((step, PySendResult::Next(awaited))),
+        Err(error) => Ok((step, PySendResult::Return(returned(py, error)?))),
     }
+}
+
+/// The value a `StopIteration` carries; any other error as it is.
+fn returned(py: Python<'_>, error: PyErr) -> PyResult<Bound<'_, PyAny>> {
+    if error.is_instance_of::<PyStopIteration>(py) {
+        return error.value(py).getattr(intern!(py, "value"));
+    }
+    Err(error)
 }
 
 fn drive_into<'py, D: Dialect + FastInput + HotInput>(
@@ -388,17 +400,20 @@ fn drive_into<'py, D: Dialect + FastInput + HotInput>(
                     Err(error) => return raised(error),
                 },
             };
-            let step = match method.call0() {
-                Ok(step) => step,
-                Err(error) => return raised(error),
-            };
-            let sent = match step.cast::<PyIterator>() {
-                Ok(iterator) => iterator.send(&none),
-                Err(_) => send_none(&step),
+            let sent = match method.call0() {
+                Ok(step) => match step.cast::<PyIterator>() {
+                    Ok(iterator) => iterator.send(&none).map(|sent| (step, sent)),
+                    Err(_) => send_none(step),
+                },
+                // `__anext__` itself may end the iteration or give the item at once.
+                Err(error) => match returned(py, error) {
+                    Ok(item) => Ok((none.clone(), PySendResult::Return(item))),
+                    Err(error) => Err(error),
+                },
             };
             match sent {
-                Ok(PySendResult::Return(item)) => item,
-                Ok(PySendResult::Next(awaited)) => {
+                Ok((_, PySendResult::Return(item))) => item,
+                Ok((step, PySendResult::Next(awaited))) => {
                     let pending = PyTuple::new(py, [step, awaited])?;
                     return Ok((intern!(py, "await").clone(), pending.into_any()));
                 }
