@@ -142,6 +142,68 @@ async def test_listing_a_threads_old_runs_costs_no_round_trip_per_run(redis_url)
         await runs.aclose()
 
 
+def past_fields(thread_id: str, run_id: str, at: float, status: str = "success") -> dict:
+    """A record's fields as shared, for a run that settled at ``at`` (wall clock)."""
+    old = record(thread_id, run_id)
+    old.created_at = old.updated_at = at
+    return {**old.fields(), "status": status}
+
+
+async def test_a_thread_keeps_its_newest_past_runs_and_drops_older_ones(redis_url):
+    """An active thread's shared records hash never expires as a whole: of the
+    runs that settled a retention ago only the newest are kept (the oldest go
+    from Redis when the thread's records are read); runs still in the
+    retention, or not settled, are kept whatever their number."""
+    import time
+
+    runs = open_runs(redis_url, Limits(run_retention=60))
+    registry = Registry(runs)
+    shared = registry.shared
+    shared.past_kept = 5
+    try:
+        long_ago = time.time() - 3600
+        for n in range(12):
+            await shared.put(past_fields("t", f"old{n:02d}", long_ago + n))
+        cancelled = {**past_fields("t", "old00", long_ago), "cancelled": True}
+        await shared.put(cancelled)
+        for n in range(8):
+            await shared.put(past_fields("t", f"recent{n}", time.time() - 10))
+        await shared.put(record("t", "waiting").fields())  # pending, on some node
+
+        listed = await registry.of_thread_everywhere("t")
+        names = {r.run_id for r in listed}
+        assert {f"old{n:02d}" for n in range(7, 12)} <= names
+        assert not names & {f"old{n:02d}" for n in range(7)}
+        assert {f"recent{n}" for n in range(8)} | {"waiting"} <= names
+        key = b"agui:thread:" + b'["t"]'
+        assert await runs.client.call("hlen", key + b":records") == 5 + 8 + 1
+        assert not await runs.client.call("sismember", key + b":cancelled", "old00")
+    finally:
+        await runs.aclose()
+
+
+async def test_a_node_prunes_a_threads_past_runs_as_it_adds_runs(redis_url):
+    """A thread nobody lists is pruned too: every ``prune_every`` runs a node
+    adds, the thread it adds to drops its past runs beyond those kept."""
+    import time
+
+    runs = open_runs(redis_url, Limits(run_retention=60))
+    shared = Registry(runs).shared
+    shared.past_kept, shared.prune_every = 2, 4
+    key = b"agui:thread:" + b'["t"]' + b":records"
+    try:
+        long_ago = time.time() - 3600
+        for n in range(10):
+            await shared.put(past_fields("t", f"r{n:02d}", long_ago + n))
+            # Writing a run's record again (its end) adds no run.
+            await shared.put(past_fields("t", f"r{n:02d}", long_ago + n))
+        # Pruned at the 4th and 8th run: r06, r07 kept then, r08 and r09 added.
+        kept = await runs.client.call("hkeys", key)
+        assert sorted(k.decode() for k in kept) == ["r06", "r07", "r08", "r09"]
+    finally:
+        await runs.aclose()
+
+
 def test_a_runs_updated_at_is_when_it_ended_once_it_has():
     """A Run's ``updated_at`` moves when its status last changed, on every
     backend: its start while it runs, its end once it ended."""

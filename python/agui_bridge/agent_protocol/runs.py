@@ -16,10 +16,9 @@ from collections import deque
 from datetime import UTC, datetime
 
 from ..runs.frames import event_of
-from .shared import shared_records
+from .shared import settled_before, shared_records
 
 # A run's statuses that no longer change (the Agent Protocol's).
-SETTLED = frozenset(("success", "error", "interrupted"))
 
 
 def iso(seconds: float | None) -> str | None:
@@ -310,11 +309,7 @@ class Registry:
             if record is not None:
                 await self._refresh(record, fields)
                 continue
-            if (
-                fields.get("status") in SETTLED
-                and (fields.get("updated_at") or 0) < old
-                and run_id not in held
-            ):
+            if settled_before(fields, old) and run_id not in held:
                 # Settled a retention ago: its log is gone on every node; listed
                 # from its fields alone (no round trip for a log, nothing kept).
                 past.append(RunRecord.of_fields(fields, None))

@@ -9,11 +9,32 @@ to the run logs, expiring with them (the run retention); a thread's records
 are read with one ``HGETALL``. That a run was cancelled is a set of its own
 beside them: any node may cancel a run while the node that runs it writes
 its record again (at its end), and a cancel is never undone.
+
+The hash expires a retention after its last write, so an active thread's
+would keep every run it ever had: of the runs settled a retention ago (their
+logs gone everywhere, listed from their fields), a thread keeps the newest
+``PAST_KEPT``. Any read of the thread's records drops the older ones, and
+so does a node every ``PRUNE_EVERY`` runs it adds (whichever thread adds the
+one that counts: a thread is pruned about every ``PRUNE_EVERY`` of its runs,
+however many threads share the node), with no round trip on the other puts.
 """
 
 from __future__ import annotations
 
+import time
+
 import orjson
+
+SETTLED = frozenset(("success", "error", "interrupted"))
+# Runs settled a retention ago a thread's records keep (newest first), as the
+# thread's run starts keep ``runs.redis.layout.MAX_STARTS``.
+PAST_KEPT = 1000
+PRUNE_EVERY = 256
+
+
+def settled_before(fields: dict, when: float) -> bool:
+    """Whether a run's record says it settled before ``when`` (wall clock)."""
+    return fields.get("status") in SETTLED and (fields.get("updated_at") or 0) < when
 
 
 def _key(thread_id: str) -> bytes:
@@ -30,18 +51,25 @@ class SharedRecords:
     def __init__(self, client, retention: int):
         self.client = client
         self.retention = retention
+        self.past_kept = PAST_KEPT
+        self.prune_every = PRUNE_EVERY
+        self.added = 0  # runs this node added to any thread's records
 
     async def put(self, fields: dict) -> None:
         thread_id, run_id = fields["thread_id"], fields["run_id"]
         call = self.client.call
-        await call("hset", _key(thread_id), run_id, orjson.dumps(fields))
+        added = await call("hset", _key(thread_id), run_id, orjson.dumps(fields))
         await call("expire", _key(thread_id), self.retention)
         if fields.get("cancelled"):
             await call("sadd", _cancelled(thread_id), run_id)
             await call("expire", _cancelled(thread_id), self.retention)
+        if added:
+            self.added += 1
+            if self.added % self.prune_every == 0:
+                await self.of_thread(thread_id)
 
     async def of_thread(self, thread_id: str) -> dict[str, dict]:
-        """The thread's records by run id."""
+        """The thread's records by run id (the past ones beyond those kept dropped)."""
         found = await self.client.call("hgetall", _key(thread_id))
         records = {k.decode(): orjson.loads(v) for k, v in (found or {}).items()}
         if records:
@@ -49,7 +77,23 @@ class SharedRecords:
                 record = records.get(run_id.decode())
                 if record is not None:
                     record["cancelled"] = True
+            dropped = self._beyond_kept(records)
+            if dropped:
+                await self.client.call("hdel", _key(thread_id), *dropped)
+                await self.client.call("srem", _cancelled(thread_id), *dropped)
+                for run_id in dropped:
+                    del records[run_id]
         return records
+
+    def _beyond_kept(self, records: dict[str, dict]) -> list[str]:
+        """The runs settled a retention ago past the newest ``past_kept``, oldest first."""
+        old = time.time() - self.retention
+        past = sorted(
+            (fields.get("updated_at") or 0, run_id)
+            for run_id, fields in records.items()
+            if settled_before(fields, old)
+        )
+        return [run_id for _, run_id in past[: max(0, len(past) - self.past_kept)]]
 
     async def get(self, thread_id: str, run_id: str) -> dict | None:
         found = await self.client.call("hget", _key(thread_id), run_id)
