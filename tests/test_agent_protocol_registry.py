@@ -169,14 +169,17 @@ async def test_a_thread_keeps_its_newest_past_runs_and_drops_older_ones(redis_ur
         for n in range(8):
             await shared.put(past_fields("t", f"recent{n}", time.time() - 10))
         await shared.put(record("t", "waiting").fields())  # pending, on some node
+        # Long ago but not settled (a node that died mid-run): never a past run.
+        await shared.put(past_fields("t", "stuck", long_ago - 1, status="running"))
+        await shared.put(past_fields("t", "queued", long_ago - 1, status="pending"))
 
         listed = await registry.of_thread_everywhere("t")
         names = {r.run_id for r in listed}
         assert {f"old{n:02d}" for n in range(7, 12)} <= names
         assert not names & {f"old{n:02d}" for n in range(7)}
-        assert {f"recent{n}" for n in range(8)} | {"waiting"} <= names
+        assert {f"recent{n}" for n in range(8)} | {"waiting", "stuck", "queued"} <= names
         key = b"agui:thread:" + b'["t"]'
-        assert await runs.client.call("hlen", key + b":records") == 5 + 8 + 1
+        assert await runs.client.call("hlen", key + b":records") == 5 + 8 + 3
         assert not await runs.client.call("sismember", key + b":cancelled", "old00")
     finally:
         await runs.aclose()
@@ -197,6 +200,7 @@ async def test_a_node_prunes_a_threads_past_runs_as_it_adds_runs(redis_url):
             await shared.put(past_fields("t", f"r{n:02d}", long_ago + n))
             # Writing a run's record again (its end) adds no run.
             await shared.put(past_fields("t", f"r{n:02d}", long_ago + n))
+            await asyncio.gather(*shared.pruning)  # in the background: done before the next
         # Pruned at the 4th and 8th run: r06, r07 kept then, r08 and r09 added.
         kept = await runs.client.call("hkeys", key)
         assert sorted(k.decode() for k in kept) == ["r06", "r07", "r08", "r09"]
@@ -222,3 +226,20 @@ def test_a_runs_updated_at_is_when_it_ended_once_it_has():
         assert run.fields()["updated_at"] == log.ended_wall
 
     asyncio.run(go())
+
+
+def test_a_run_settled_before_it_started_changed_when_it_settled():
+    """A queued run cancelled (or that could not start) after waiting long
+    changed then, not when it was made: were its shared record dated by its
+    creation, it would count as settled a retention ago at once, and a prune
+    could drop it (its cancel with it) before its worker saw the cancel."""
+    import time
+
+    queued = record("t", "r")
+    queued.created_at = queued.updated_at = time.time() - 3600
+    queued.cancelled = True
+    queued.settled_unstarted()
+    fields = queued.fields()
+    assert fields["status"] == "interrupted"
+    assert time.time() - fields["updated_at"] < 60
+    assert queued.started.is_set()

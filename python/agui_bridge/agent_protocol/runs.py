@@ -18,8 +18,6 @@ from datetime import UTC, datetime
 from ..runs.frames import event_of
 from .shared import settled_before, shared_records
 
-# A run's statuses that no longer change (the Agent Protocol's).
-
 
 def iso(seconds: float | None) -> str | None:
     if seconds is None:
@@ -87,6 +85,12 @@ class RunRecord:
         if run is not None:
             # A copy: the run's state object takes its snapshots as it goes.
             self.base, self.state = run.base, dict(run.ctx.state)
+        self.started.set()
+
+    def settled_unstarted(self) -> None:
+        """It settled before its run started (cancelled, or it could not start):
+        it changed now, and whoever waits for its start is told."""
+        self.updated_at = time.time()
         self.started.set()
 
     @property

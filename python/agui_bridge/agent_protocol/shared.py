@@ -13,17 +13,22 @@ its record again (at its end), and a cancel is never undone.
 The hash expires a retention after its last write, so an active thread's
 would keep every run it ever had: of the runs settled a retention ago (their
 logs gone everywhere, listed from their fields), a thread keeps the newest
-``PAST_KEPT``. Any read of the thread's records drops the older ones, and
-so does a node every ``PRUNE_EVERY`` runs it adds (whichever thread adds the
-one that counts: a thread is pruned about every ``PRUNE_EVERY`` of its runs,
-however many threads share the node), with no round trip on the other puts.
+``PAST_KEPT``. Reading all of a thread's records (``of_thread``, the run
+list) drops the older ones, and so does each worker every ``PRUNE_EVERY``
+runs it adds, in the background (whichever thread adds the one that counts:
+a thread is pruned about every ``PRUNE_EVERY`` of its runs, however many
+threads share the worker), with no round trip on the other puts.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 
 import orjson
+
+log = logging.getLogger("agui_bridge.agent_protocol")
 
 SETTLED = frozenset(("success", "error", "interrupted"))
 # Runs settled a retention ago a thread's records keep (newest first), as the
@@ -53,7 +58,8 @@ class SharedRecords:
         self.retention = retention
         self.past_kept = PAST_KEPT
         self.prune_every = PRUNE_EVERY
-        self.added = 0  # runs this node added to any thread's records
+        self.added = 0  # runs this worker added to any thread's records
+        self.pruning: set[asyncio.Task] = set()
 
     async def put(self, fields: dict) -> None:
         thread_id, run_id = fields["thread_id"], fields["run_id"]
@@ -66,7 +72,16 @@ class SharedRecords:
         if added:
             self.added += 1
             if self.added % self.prune_every == 0:
-                await self.of_thread(thread_id)
+                # Not in the way of the run that counted: a large hash is a long read.
+                task = asyncio.ensure_future(self._prune(thread_id))
+                self.pruning.add(task)
+                task.add_done_callback(self.pruning.discard)
+
+    async def _prune(self, thread_id: str) -> None:
+        try:
+            await self.of_thread(thread_id)
+        except Exception as error:  # the next prune, or a list, tries again
+            log.warning("pruning the run records of thread %r failed: %s", thread_id, error)
 
     async def of_thread(self, thread_id: str) -> dict[str, dict]:
         """The thread's records by run id (the past ones beyond those kept dropped)."""

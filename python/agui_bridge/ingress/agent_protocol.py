@@ -695,7 +695,7 @@ class AgentProtocol:
         def failed(message: str) -> None:
             self._queued.pop(record, None)
             record.failed = message
-            record.started.set()
+            record.settled_unstarted()
             self.registry.changed(record)
 
         queued = Queued(
@@ -758,7 +758,7 @@ class AgentProtocol:
 
     def _unqueue(self, record: RunRecord) -> None:
         record.cancelled = True
-        record.started.set()
+        record.settled_unstarted()
         self.registry.changed(record)
         queued = self._queued.pop(record, None)
         if queued is not None:
