@@ -233,9 +233,9 @@ class Logs:
 
     def create(self, thread_id: str, run_id: str, agent_id: str = "", cls=None) -> RunLog:
         self.expire()
-        old = self.by_run.pop((thread_id, run_id), None)
+        old = self.by_run.get((thread_id, run_id))
         if old is not None:
-            self._unindex(old)
+            self._unlist(old)
             self.finished.pop((thread_id, run_id), None)
             self.total -= old.size
             old.owner = None
@@ -272,11 +272,8 @@ class Logs:
 
     def discard(self, log: RunLog) -> None:
         """Forgets a log at once (a copy that can no longer be trusted)."""
-        key = (log.thread_id, log.run_id)
-        if self.by_run.get(key) is log:
-            del self.by_run[key]
-            self._unindex(log)
-            self.finished.pop(key, None)
+        if self._unlist(log):
+            self.finished.pop((log.thread_id, log.run_id), None)
             self.total -= log.size
             log.owner = None
         if self.active.get(log.thread_id) is log:
@@ -304,25 +301,28 @@ class Logs:
 
     def drop_thread(self, thread_id: str) -> None:
         """Forgets the thread's finished logs (the thread was deleted)."""
-        for run_id, log in list(self.of_thread(thread_id).items()):
-            key = (thread_id, run_id)
-            if self.finished.get(key) is log:
-                self._drop(key, log)
+        for log in list(self.of_thread(thread_id).values()):
+            self.drop(log)
 
     def _drop(self, key, log: RunLog) -> None:
         del self.finished[key]
         self.total -= log.size
         log.owner = None
-        if self.by_run.get(key) is log:
-            del self.by_run[key]
-            self._unindex(log)
+        self._unlist(log)
 
-    def _unindex(self, log: RunLog) -> None:
+    def _unlist(self, log: RunLog) -> bool:
+        """Takes the log out of both indexes (by run, by thread) if they hold
+        it, never out of one alone; whether they did."""
+        key = (log.thread_id, log.run_id)
+        if self.by_run.get(key) is not log:
+            return False
+        del self.by_run[key]
         runs = self.threads.get(log.thread_id)
         if runs is not None and runs.get(log.run_id) is log:
             del runs[log.run_id]
             if not runs:
                 del self.threads[log.thread_id]
+        return True
 
     def relieve(self, log: RunLog) -> None:
         """Past the total: the oldest finished runs go, then the growing log is trimmed.
