@@ -348,15 +348,6 @@ class Pages:
         return self.run[self.at - 1]
 
 
-@pytest.mark.parametrize("pause_every", [0, 2])
-async def test_drive_steps_an_async_iterator_whose_anext_is_a_coroutine(impl, pause_every):
-    expected = make(impl).encode_many(RUN)
-    frames, stops = await drain(make(impl), Pages(RUN, pause_every))
-    assert frames == expected
-    assert stops[-1] == ("end", None)
-    assert not any(kind == "raise" for kind, _ in stops)
-
-
 class Fetches(Pages):
     """An async iterator whose ``__anext__`` is a plain method: it ends the
     iteration by raising, and gives each item as a future (or, when ready, one
@@ -376,9 +367,10 @@ class Fetches(Pages):
 
 
 @pytest.mark.parametrize("pause_every", [0, 2])
-async def test_drive_steps_an_async_iterator_whose_anext_gives_futures(impl, pause_every):
+@pytest.mark.parametrize("iterator", [Pages, Fetches], ids=["coroutines", "futures"])
+async def test_drive_steps_an_async_iterator_that_is_no_generator(impl, iterator, pause_every):
     expected = make(impl).encode_many(RUN)
-    frames, stops = await drain(make(impl), Fetches(RUN, pause_every))
+    frames, stops = await drain(make(impl), iterator(RUN, pause_every))
     assert frames == expected
     assert stops[-1] == ("end", None)
     assert not any(kind == "raise" for kind, _ in stops)

@@ -406,10 +406,9 @@ fn drive_into<'py, D: Dialect + FastInput + HotInput>(
                     Err(_) => send_none(step),
                 },
                 // `__anext__` itself may end the iteration or give the item at once.
-                Err(error) => match returned(py, error) {
-                    Ok(item) => Ok((none.clone(), PySendResult::Return(item))),
-                    Err(error) => Err(error),
-                },
+                Err(error) => {
+                    returned(py, error).map(|item| (none.clone(), PySendResult::Return(item)))
+                }
             };
             match sent {
                 Ok((_, PySendResult::Return(item))) => item,
