@@ -273,36 +273,27 @@ def worker_cpu(pid: int) -> float:
     return total / 1e9
 
 
-async def one_throughput(server: Server, streams: int, deltas: int) -> tuple[float, float, float]:
-    """Events/s, the client's CPU share, and the server worker's CPU seconds per event."""
-    before = worker_cpu(server.worker)
-    result = await run_streams(server.port, streams, deltas, 0.0, timeout=300)
-    used = worker_cpu(server.worker) - before
-    if result["complete"] != streams:
-        raise RuntimeError(f"{server.name}: {streams - result['complete']} streams incomplete")
-    return result["events_per_s"], result["client_cpu"], used / result["frames"]
+async def throughput(server: Server, streams: int, deltas: int, window: float = 0.0) -> tuple:
+    """``streams`` concurrent requests, again right after they all end, until
+    ``window`` seconds have passed (at least once): events/s over the whole
+    time (first connect to last close), the client's CPU share, the server
+    worker's CPU seconds per event, and the first round's own events/s.
 
-
-async def one_stream(server: Server, deltas: int, window: float) -> tuple:
-    """One stream at a time, each request right after the last, for at least
-    ``window`` seconds: events/s over the whole window (first connect to last
-    close), the client's CPU share, the worker's CPU seconds per event, and the
-    first request's own events/s.
-
-    One request alone is no throughput figure for a fast server: ours serves
-    10,000 events in about 5 ms, and a worker woken from idle (the other
-    server's turn) pays about 2 ms more on this machine (wake-up, cold caches:
-    RESULTS.md), a third of its request, against a hundredth of the peer's
-    170 ms one. The same window for both puts them on the same footing.
+    One stream is measured over a window: one request alone is no throughput
+    figure for a fast server. Ours serves 10,000 events in about 5 ms, and a
+    worker woken from idle (the other server's turn) pays about 2 ms more on
+    this machine (wake-up, cold caches: RESULTS.md), a third of its request,
+    against a hundredth of the peer's 170 ms one. The same window for both
+    puts them on the same footing.
     """
     before = worker_cpu(server.worker)
     cpu_start = time.process_time()
     start = time.perf_counter()
     frames, first = 0, None
     while True:
-        result = await run_streams(server.port, 1, deltas, 0.0, timeout=300)
-        if result["complete"] != 1:
-            raise RuntimeError(f"{server.name}: a stream incomplete")
+        result = await run_streams(server.port, streams, deltas, 0.0, timeout=300)
+        if result["complete"] != streams:
+            raise RuntimeError(f"{server.name}: {streams - result['complete']} streams incomplete")
         frames += result["frames"]
         if first is None:
             first = result["events_per_s"]
@@ -348,21 +339,18 @@ async def measure(servers: dict, args) -> dict:
         }
         for key in servers
     }
-    for phase, streams in (("single", 1), ("concurrent", args.concurrency)):
+    phases = (("single", 1, args.window), ("concurrent", args.concurrency, 0.0))
+    for phase, streams, window in phases:
         for _ in range(args.repeats):
             for key, server in servers.items():
-                if streams == 1:
-                    rate, cpu, worker, first = await one_stream(server, args.deltas, args.window)
-                    out[key][phase]["first"].append(first)
-                else:
-                    rate, cpu, worker = await one_throughput(server, streams, args.deltas)
+                rate, cpu, worker, first = await throughput(server, streams, args.deltas, window)
+                out[key][phase]["first"].append(first)
                 out[key][phase]["runs"].append(rate)
                 out[key][phase]["cpu"].append(cpu)
                 out[key][phase]["worker"].append(worker)
         for key in servers:
             out[key][phase]["median"] = statistics.median(out[key][phase]["runs"])
-            if out[key][phase]["first"]:
-                out[key][phase]["first_median"] = statistics.median(out[key][phase]["first"])
+            out[key][phase]["first_median"] = statistics.median(out[key][phase]["first"])
             # CPU per event over all runs: what the machine's load moves least.
             out[key][phase]["worker_us"] = statistics.median(out[key][phase]["worker"]) * 1e6
     if not args.skip_slow:
