@@ -24,8 +24,9 @@ for a quarter of a second (``--window``; median of 5, the servers taking
 turns; the first request of each turn is also reported alone); aggregate
 events/s of 16 concurrent 10,000-delta streams (likewise); 1,000 concurrently
 open slow streams (20 deltas, one every 100 ms): all complete with every event, and
-RSS growth per open stream (peak minus idle, over 1,000). Targets: (a) ≥ 10x (b)
-on both throughput figures; the 1,000 streams all complete with ≤ 64 KiB each.
+RSS growth per open stream (peak minus idle, over 1,000). Targets: (a) ≥ 30x (b)
+on both throughput figures (issue 23's bar); the 1,000 streams all complete with
+≤ 64 KiB each.
 The figures go to stdout and to benches/results/server.md.
 """
 
@@ -385,6 +386,10 @@ def versions() -> dict:
 
 # ---------------------------------------------------------------- report
 
+# Issue 23's bar for both throughput figures, ours over the peer's: the table
+# below and the figures make bench reads (`write_figures`) judge by this one.
+THROUGHPUT_TARGET = 30
+
 
 def fmt(v: float) -> str:
     return f"{v:,.0f}"
@@ -401,8 +406,8 @@ def report(results: dict, infos: dict, args, commands: dict) -> str:
             f"1 stream x {args.deltas:,} deltas, events/s ({args.window:g} s a turn)",
             fmt(ours["single"]["median"]),
             fmt(peer["single"]["median"]),
-            "≥ 10x peer",
-            f"{ratio_1:.1f}x {'PASS' if ratio_1 >= 10 else 'FAIL'}",
+            f"≥ {THROUGHPUT_TARGET}x peer",
+            f"{ratio_1:.1f}x {'PASS' if ratio_1 >= THROUGHPUT_TARGET else 'FAIL'}",
         )
     )
     first_1 = ours["single"]["first_median"] / peer["single"]["first_median"]
@@ -420,8 +425,8 @@ def report(results: dict, infos: dict, args, commands: dict) -> str:
             f"{args.concurrency} streams x {args.deltas:,} deltas, aggregate events/s",
             fmt(ours["concurrent"]["median"]),
             fmt(peer["concurrent"]["median"]),
-            "≥ 10x peer",
-            f"{ratio_16:.1f}x {'PASS' if ratio_16 >= 10 else 'FAIL'}",
+            f"≥ {THROUGHPUT_TARGET}x peer",
+            f"{ratio_16:.1f}x {'PASS' if ratio_16 >= THROUGHPUT_TARGET else 'FAIL'}",
         )
     )
     for key, label in (("single", "1 stream"), ("concurrent", f"{args.concurrency} streams")):
@@ -600,8 +605,8 @@ def write_figures(path: Path, results: dict, args, argv) -> None:
             {
                 "figure": f"server, {label} x {shapes[key]}, event ids on, vs the peer",
                 "value": f"{ratio:.1f}x",
-                "target": "≥ 30x",
-                "pass": ratio >= 30,
+                "target": f"≥ {THROUGHPUT_TARGET}x",
+                "pass": ratio >= THROUGHPUT_TARGET,
             }
         )
         if key == "single":
@@ -623,8 +628,8 @@ def write_figures(path: Path, results: dict, args, argv) -> None:
             {
                 "figure": f"server, {label}: the peer's worker CPU per event / ours",
                 "value": f"{cpu_ratio:.1f}x",
-                "target": "≥ 30x",
-                "pass": cpu_ratio >= 30,
+                "target": f"≥ {THROUGHPUT_TARGET}x",
+                "pass": cpu_ratio >= THROUGHPUT_TARGET,
             }
         )
     command = "python benches/server.py " + " ".join(sys.argv[1:] if argv is None else argv)
