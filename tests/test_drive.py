@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import types
 
 import pytest
 from agui_bridge import crumbs as c
@@ -374,3 +375,115 @@ async def test_drive_steps_an_async_iterator_that_is_no_generator(impl, iterator
     assert frames == expected
     assert stops[-1] == ("end", None)
     assert not any(kind == "raise" for kind, _ in stops)
+
+
+class Steps(Pages):
+    """An async iterator whose ``__anext__`` gives ``step(item)`` for each item:
+    whatever ``async for`` is handed, valid or not."""
+
+    def __init__(self, run, step):
+        super().__init__(run)
+        self.step = step
+
+    def __anext__(self):
+        if self.at == len(self.run):
+            raise StopAsyncIteration
+        self.at += 1
+        return self.step(self.run[self.at - 1])
+
+
+class PausesOnce:
+    """An awaitable whose ``__await__`` is a plain iterator (no ``send``): one
+    bare yield (the task steps it again soon), then the item."""
+
+    def __init__(self, item):
+        self.item, self.paused = item, False
+
+    def __await__(self):
+        return self
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.paused:
+            raise StopIteration(self.item)
+        self.paused = True
+
+
+class Awaits:
+    """An awaitable whose ``__await__`` gives ``what()``."""
+
+    def __init__(self, what):
+        self.what = what
+
+    def __await__(self):
+        return self.what()
+
+
+@types.coroutine
+def _iterable_coroutine():
+    yield
+
+
+def _generator(item):
+    yield
+    return item
+
+
+STEPS = {
+    "a plain iterator": lambda item: iter([item]),
+    "a generator": _generator,
+    "an __await__ giving a coroutine": lambda item: Awaits(_iterable_coroutine),
+    "an __await__ giving no iterator": lambda item: Awaits(lambda: [item]),
+    "an __await__ giving a plain iterator": PausesOnce,
+    "an __await__ that raises": lambda item: Awaits(lambda: 1 / 0),
+}
+
+
+async def by_async_for(iterator):
+    """What ``async for`` makes of ``iterator``: the items, and the error it raised."""
+    got = []
+    try:
+        async for item in iterator:
+            got.append(item)
+    except TypeError as error:
+        return got, f"TypeError: {error}"
+    return got, None
+
+
+@pytest.mark.parametrize("step", list(STEPS.values()), ids=list(STEPS))
+async def test_drive_takes_or_refuses_each_step_as_async_for_does(impl, step):
+    """A step ``async for`` refuses is the ``raise`` stop with its error, in both
+    builds; one it accepts gives the items it gives."""
+    got, error = await by_async_for(Steps(RUN, step))
+    frames, stops = await drain(make(impl), Steps(RUN, step))
+    assert frames == make(impl).encode_many(got)
+    assert stops[-1] == (("raise", error) if error else ("end", None))
+
+
+class WaitsOn(PausesOnce):
+    """``PausesOnce``, waiting on a future that is never done instead."""
+
+    def __next__(self):
+        if self.paused:
+            raise StopIteration(self.item)
+        self.paused = True
+        future = asyncio.get_running_loop().create_future()
+        future._asyncio_future_blocking = True  # what a future's own `__await__` marks
+        return future
+
+
+async def test_a_cancel_while_a_plain_iterator_awaits_reaches_the_run_as_async_for_would(impl):
+    """A step with no ``throw`` (an ``__await__`` giving a plain iterator) cannot
+    take the cancel in: it is raised where the run awaits, as ``async for`` does."""
+
+    async def consume(pull):
+        task = asyncio.ensure_future(pull(Steps(RUN, WaitsOn)))
+        await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    await consume(by_async_for)
+    await consume(lambda iterator: drain(make(impl), iterator))

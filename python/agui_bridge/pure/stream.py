@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..awaiting import ASEND, send_none, step_iterator
 from ..errors import CrumbError
 from .framing import Framer, error_text
 from .json_values import copy_json
@@ -137,9 +138,10 @@ class EventStream:
           content (``TEXT_MESSAGE_CONTENT``, ``TOOL_CALL_ARGS``); ``value`` is
           that item's events.
         - ``"item"``: the item is ``stop_at``, left unmapped; ``value`` is it.
-        - ``"await"``: the generator awaits; ``value`` is ``(step, awaited)``,
-          its ``__anext__()`` awaitable and what that yielded. Awaiting the
-          rest of ``step`` gives the next item: pass it back as ``first``.
+        - ``"await"``: the generator awaits; ``value`` is ``(step, awaited)``:
+          what ``await`` runs of its ``__anext__()`` step (``agui_bridge.awaiting``:
+          for an async generator, the step itself) and what that yielded.
+          Running the rest of ``step`` gives the next item: pass it back as ``first``.
         - ``"full"``: ``frames`` reached ``yield_at`` bytes.
         - ``"end"``: the generator is exhausted.
         - ``"raise"``: the generator or the mapping raised ``value``.
@@ -156,9 +158,11 @@ class EventStream:
                     if pull is None:
                         pull = agen.__anext__
                     step = pull()
-                    if not hasattr(step, "send"):  # a future: what `await` would iterate
-                        step = step.__await__()
-                    awaited = step.send(None)
+                    if type(step) is ASEND:  # an async generator's own step
+                        awaited = step.send(None)
+                    else:
+                        step = step_iterator(step)
+                        awaited = send_none(step)
                 except StopIteration as returned:
                     item = returned.value
                 except StopAsyncIteration:

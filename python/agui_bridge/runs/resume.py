@@ -18,6 +18,15 @@ import types
 _PENDING = object()  # the step has not given its item yet
 
 
+def _throw_into(step, error):
+    """``step.throw(error)``; a step with no ``throw`` (a plain iterator) raises
+    it where the agent awaits, as ``await`` does."""
+    throw = getattr(step, "throw", None)
+    if throw is None:
+        raise error
+    return throw(error)
+
+
 @types.coroutine
 def follow(drive, agen, step, awaited, queue, yield_at, stop_at):
     while True:
@@ -27,7 +36,10 @@ def follow(drive, agen, step, awaited, queue, yield_at, stop_at):
             try:
                 answer = yield awaited
             except GeneratorExit:
-                step.close()
+                # A plain iterator (an `__await__` may give one) has nothing to close.
+                close = getattr(step, "close", None)
+                if close is not None:
+                    close()
                 raise
             except BaseException as error:  # a cancel, or what the awaited future raised
                 thrown = error
@@ -40,7 +52,7 @@ def follow(drive, agen, step, awaited, queue, yield_at, stop_at):
             # still active for the agent once it has dealt with the error, nor
             # does a step that keeps failing nest a frame per failure.
             try:
-                awaited = step.throw(thrown) if thrown is not None else step.send(answer)
+                awaited = _throw_into(step, thrown) if thrown is not None else step.send(answer)
             except StopIteration as returned:
                 item = returned.value
             finally:

@@ -16,7 +16,8 @@ use agui_bridge_core::stream::{Dialect, FastText};
 use pyo3::exceptions::{PyStopAsyncIteration, PyStopIteration};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyIterator, PyList, PySendResult, PyString, PyTuple};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyDict, PyIterator, PyList, PySendResult, PyString, PyTuple, PyType};
 
 use crate::convert::{events_to_py, map_to_py, maps_to_py, type_name};
 use crate::errors::{item_error, many_error};
@@ -341,20 +342,37 @@ pub fn drive<'py, D: Dialect + FastInput + HotInput>(
 
 type Stopped<'py> = (Bound<'py, PyString>, Bound<'py, PyAny>);
 
-/// `step.send(None)` for a step that is no iterator, as the pure build sends
-/// it: a coroutine (an async iterator whose `__anext__` is an `async def`)
-/// itself, any other awaitable (a future) through its `__await__()`. Gives
-/// the step that was sent to, for `follow` to finish.
-fn send_none(step: Bound<'_, PyAny>) -> PyResult<(Bound<'_, PyAny>, PySendResult<'_>)> {
+/// An async generator's own step type (`agui_bridge.awaiting.ASEND`), stepped as it is.
+static ASEND: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// `step.send(None)` for what `__anext__` gave, as `async for` would resume
+/// it: an async generator's step itself; any other step as
+/// `agui_bridge.awaiting` says (the pure build's rule, its errors included).
+/// Gives the iterator that was resumed, for `follow` to finish.
+fn send_none<'py>(
+    step: Bound<'py, PyAny>,
+    none: &Bound<'py, PyAny>,
+) -> PyResult<(Bound<'py, PyAny>, PySendResult<'py>)> {
     let py = step.py();
-    let step = if step.hasattr(intern!(py, "send"))? {
+    let iterator = if step
+        .get_type()
+        .is(ASEND.import(py, "agui_bridge.awaiting", "ASEND")?)
+    {
         step
     } else {
-        step.call_method0(intern!(py, "__await__"))?
+        py.import(intern!(py, "agui_bridge.awaiting"))?
+            .getattr(intern!(py, "step_iterator"))?
+            .call1((step,))?
     };
-    match step.call_method1(intern!(py, "send"), (py.None(),)) {
-        Ok(awaited) => Ok((step, PySendResult::Next(awaited))),
-        Err(error) => Ok((step, PySendResult::Return(returned(py, error)?))),
+    // `PyIter_Send`: an iterator is resumed by `next`; a coroutine, which is
+    // none, by its `send`.
+    if let Ok(resumed) = iterator.cast::<PyIterator>() {
+        let sent = resumed.send(none)?;
+        return Ok((iterator, sent));
+    }
+    match iterator.call_method1(intern!(py, "send"), (none,)) {
+        Ok(awaited) => Ok((iterator, PySendResult::Next(awaited))),
+        Err(error) => Ok((iterator, PySendResult::Return(returned(py, error)?))),
     }
 }
 
@@ -401,10 +419,7 @@ fn drive_into<'py, D: Dialect + FastInput + HotInput>(
                 },
             };
             let sent = match method.call0() {
-                Ok(step) => match step.cast::<PyIterator>() {
-                    Ok(iterator) => iterator.send(&none).map(|sent| (step, sent)),
-                    Err(_) => send_none(step),
-                },
+                Ok(step) => send_none(step, &none),
                 // `__anext__` itself may end the iteration or give the item at once.
                 Err(error) => {
                     returned(py, error).map(|item| (none.clone(), PySendResult::Return(item)))
