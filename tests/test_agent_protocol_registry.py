@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
+import orjson
 import pytest
 from agui_bridge.agent_protocol.runs import Registry, RunRecord
 from agui_bridge.runs import Limits
@@ -159,7 +160,7 @@ async def test_a_thread_keeps_its_newest_past_runs_and_drops_older_ones(redis_ur
     runs = open_runs(redis_url, Limits(run_retention=60))
     registry = Registry(runs)
     shared = registry.shared
-    shared.past_kept = 5
+    shared.past_kept, shared.drop_batch = 5, 3  # seven to drop: three script calls
     try:
         long_ago = time.time() - 3600
         for n in range(12):
@@ -181,6 +182,7 @@ async def test_a_thread_keeps_its_newest_past_runs_and_drops_older_ones(redis_ur
         key = b"agui:thread:" + b'["t"]'
         assert await runs.client.call("hlen", key + b":records") == 5 + 8 + 3
         assert not await runs.client.call("sismember", key + b":cancelled", "old00")
+        assert runs.client.calls["drop_records"] == 3
     finally:
         await runs.aclose()
 
@@ -243,3 +245,37 @@ def test_a_run_settled_before_it_started_changed_when_it_settled():
     assert fields["status"] == "interrupted"
     assert time.time() - fields["updated_at"] < 60
     assert queued.started.is_set()
+
+
+async def test_a_record_another_node_writes_while_a_thread_is_pruned_stays(redis_url):
+    """Pruning reads a thread's records, then drops the old ones: one that
+    another node writes in between (a past run re-shared, cancelled after
+    its end) is not what was read, and stays."""
+    import time
+
+    runs = open_runs(redis_url, Limits(run_retention=60))
+    shared = Registry(runs).shared
+    shared.past_kept = 1
+    key = b"agui:thread:" + b'["t"]'
+    try:
+        long_ago = time.time() - 3600
+        for n in range(3):
+            await shared.put(past_fields("t", f"r{n}", long_ago + n))
+        call = runs.client.call
+        rewritten = {**past_fields("t", "r0", time.time()), "cancelled": True}
+
+        async def written_again_after_the_read(*args, **options):
+            found = await call(*args, **options)
+            if args[0] == "hgetall":
+                runs.client.call = call
+                await shared.put(rewritten)
+            return found
+
+        runs.client.call = written_again_after_the_read
+        await shared.of_thread("t")
+        kept = sorted(k.decode() for k in await call("hkeys", key + b":records"))
+        assert kept == ["r0", "r2"]  # r1 dropped; r0 as rewritten
+        assert orjson.loads(await call("hget", key + b":records", "r0")) == rewritten
+        assert await call("sismember", key + b":cancelled", "r0")
+    finally:
+        await runs.aclose()

@@ -17,7 +17,9 @@ logs gone everywhere, listed from their fields), a thread keeps the newest
 list) drops the older ones, and so does each worker every ``PRUNE_EVERY``
 runs it adds, in the background (whichever thread adds the one that counts:
 a thread is pruned about every ``PRUNE_EVERY`` of its runs, however many
-threads share the worker), with no round trip on the other puts.
+threads share the worker), with no round trip on the other puts. A record is
+dropped only if it is still what was read (``layout`` script
+``drop_records``): one another node wrote since stays.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ import time
 
 import orjson
 
+from ..errors import RunsUnavailable
+
 log = logging.getLogger("agui_bridge.agent_protocol")
 
 SETTLED = frozenset(("success", "error", "interrupted"))
@@ -35,6 +39,9 @@ SETTLED = frozenset(("success", "error", "interrupted"))
 # thread's run starts keep ``runs.redis.layout.MAX_STARTS``.
 PAST_KEPT = 1000
 PRUNE_EVERY = 256
+# Records one script call drops at most: a thread left unpruned for long must
+# not hold Redis in one long script.
+DROP_BATCH = 500
 
 
 def settled_before(fields: dict, when: float) -> bool:
@@ -58,6 +65,7 @@ class SharedRecords:
         self.retention = retention
         self.past_kept = PAST_KEPT
         self.prune_every = PRUNE_EVERY
+        self.drop_batch = DROP_BATCH
         self.added = 0  # runs this worker added to any thread's records
         self.pruning: set[asyncio.Task] = set()
 
@@ -85,20 +93,32 @@ class SharedRecords:
 
     async def of_thread(self, thread_id: str) -> dict[str, dict]:
         """The thread's records by run id (the past ones beyond those kept dropped)."""
-        found = await self.client.call("hgetall", _key(thread_id))
-        records = {k.decode(): orjson.loads(v) for k, v in (found or {}).items()}
+        found = await self.client.call("hgetall", _key(thread_id)) or {}
+        records = {k.decode(): orjson.loads(v) for k, v in found.items()}
         if records:
             for run_id in await self.client.call("smembers", _cancelled(thread_id)) or ():
                 record = records.get(run_id.decode())
                 if record is not None:
                     record["cancelled"] = True
-            dropped = self._beyond_kept(records)
-            if dropped:
-                await self.client.call("hdel", _key(thread_id), *dropped)
-                await self.client.call("srem", _cancelled(thread_id), *dropped)
-                for run_id in dropped:
-                    del records[run_id]
+            beyond = self._beyond_kept(records)
+            for at in range(0, len(beyond), self.drop_batch):
+                batch = beyond[at : at + self.drop_batch]
+                as_read = [(run_id, found[run_id.encode()]) for run_id in batch]
+                for run_id in await self._drop_unchanged(thread_id, as_read):
+                    del records[run_id.decode()]
         return records
+
+    async def _drop_unchanged(self, thread_id: str, as_read: list[tuple[str, bytes]]) -> list:
+        """Drops these records where each is still as read: another node may
+        have written one since (a run cancelled after its end)."""
+        from ..runs.redis.client import DOWN  # only where the records are in Redis
+
+        keys = [_key(thread_id), _cancelled(thread_id)]
+        args = [part for pair in as_read for part in pair]
+        try:
+            return await self.client.script("drop_records", keys, args)
+        except DOWN as error:
+            raise RunsUnavailable(f"the run log is unreachable: {error}") from None
 
     def _beyond_kept(self, records: dict[str, dict]) -> list[str]:
         """The runs settled a retention ago past the newest ``past_kept``, oldest first."""

@@ -126,6 +126,22 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 return {f[1] or '', f[2] or '', redis.call('ZCOUNT', KEYS[2], '(' .. now, '+inf')}
 """
 
+# Drops a thread's run records (agent_protocol.shared) only where they are still
+# what the pruning node read: a record another node wrote since stays.
+# KEYS: the thread's records, its cancelled runs
+# ARGV: (run id, its record as read) per record; gives the run ids dropped
+_DROP_RECORDS = """
+local dropped = {}
+for i = 1, #ARGV, 2 do
+  if redis.call('HGET', KEYS[1], ARGV[i]) == ARGV[i + 1] then
+    redis.call('HDEL', KEYS[1], ARGV[i])
+    redis.call('SREM', KEYS[2], ARGV[i])
+    dropped[#dropped + 1] = ARGV[i]
+  end
+end
+return dropped
+"""
+
 SCRIPTS = {
     "start": _START,
     "append": _APPEND,
@@ -133,6 +149,7 @@ SCRIPTS = {
     "lose": _LOSE,
     "presence": _PRESENCE,
     "readers": _READERS,
+    "drop_records": _DROP_RECORDS,
 }
 
 
