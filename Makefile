@@ -20,7 +20,7 @@ PLAYGROUND := clients/playground
 PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q
 XDIST := -n 2 --dist loadfile
 
-.PHONY: dev build build-dev check test test-rust test-py test-pure test-wheel wheel-smoke native-from-dist dist bench-abi3 postgresql chromium redis copilotkit-example assistant-ui-example node-deps playground lint stubtest bench bench-profile bench-server demo clean
+.PHONY: dev build build-dev check test test-rust test-py test-pure test-wheel wheel-smoke native-from-dist dist bench-abi3 postgresql chromium redis copilotkit-example assistant-ui-example node-deps playground lint stubtest bench bench-profile bench-instructions valgrind bench-server demo clean
 
 dev: $(VENV)/.deps build node-deps
 
@@ -191,6 +191,16 @@ bench-abi3: dist
 # Where a granian worker's time goes (py-spy): the breakdown in benches/RESULTS.md.
 bench-profile: dev
 	$(BIN)/python benches/server_profile.py
+
+# Instructions per item of the native paths (valgrind): exact where time swings.
+bench-instructions: dev valgrind
+	$(BIN)/python benches/instructions.py --top
+
+valgrind:
+	@if command -v valgrind >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y valgrind; \
+	else echo "valgrind: not installed and not root" >&2; exit 1; fi
 
 bench-server: dev
 	$(BIN)/python benches/server.py
