@@ -100,6 +100,11 @@ async def test_content_blocks_reach_the_agent_and_come_back_whole(client):
         pytest.param(
             {"type": "image", "base64": "@@", "mime_type": "image/png"}, "base64", id="bad-data"
         ),
+        pytest.param(
+            {"type": "image_url", "image_url": {"url": "https://[::1"}},
+            "not a valid URL",
+            id="bad-url",
+        ),
     ],
 )
 async def test_a_block_the_guards_refuse_is_422_naming_it(client, block, words):

@@ -175,6 +175,13 @@ def test_a_url_outside_the_allowed_schemes_is_refused(url):
     refused(body_of([image(url, kind="url")]), "messages[0] (user).content[0]", "scheme")
 
 
+@pytest.mark.parametrize("url", ["https://[::1", "http://[x", "https://a]b", "https://x\uff03@y"])
+def test_a_url_python_cannot_parse_is_refused_naming_the_part(url):
+    refused(body_of([image(url, kind="url")]), "messages[0] (user).content[0]", "not a valid URL")
+    legacy = {"type": "binary", "mimeType": "image/png", "url": url}
+    refused(body_of([legacy]), "messages[0] (user).content[0]", "not a valid URL")
+
+
 def test_the_allowed_schemes_are_the_apps():
     policy = PartPolicy(url_schemes=("https", "s3"))
     map_run_input(body_of([image("s3://bucket/a.png", kind="url")]), policy)
@@ -320,6 +327,7 @@ async def test_a_part_of_max_part_bytes_passes_the_default_body_limit():
     ("part", "status", "code"),
     [
         pytest.param(image("http://x.test/a.png", kind="url"), 400, "invalid_input", id="scheme"),
+        pytest.param(image("https://[::1", kind="url"), 400, "invalid_input", id="bad-url"),
         pytest.param({"type": "sticker"}, 400, "invalid_input", id="unknown"),
         pytest.param(
             image(base64.b64encode(b"z" * 2000).decode()), 413, "part_too_large", id="big"

@@ -199,7 +199,10 @@ _CHECKED = _Checked()
 
 
 def _url(source: dict, where: str, policy: PartPolicy) -> None:
-    scheme = urlsplit(source["value"]).scheme.lower()
+    try:
+        scheme = urlsplit(source["value"]).scheme.lower()
+    except ValueError as error:  # an IPv6 host left open, a bracket or a character NFKC changes
+        raise RunInputError(f"{where}.source.value is not a valid URL: {error}") from None
     if scheme not in policy.url_schemes:
         allowed = ", ".join(policy.url_schemes) or "none"
         raise RunInputError(
