@@ -346,6 +346,21 @@ def test_bad_input_after_the_terminal_event_never_raises(impl):
         assert t.dropped == 6
 
 
+def test_an_event_model_after_the_terminal_event_is_dropped_unread(impl):
+    """Input after the end is dropped, never refused (rule 2): an event model
+    is not even dumped, so one whose dump would fail costs nothing either."""
+    from ag_ui.core import CustomEvent
+
+    late = CustomEvent(name="late", value=object())  # model_dump raises for it
+    t = impl.create_agui_repairer("t1", "r1")
+    t.finish()
+    assert t(late) == []
+    assert t.encode(late) == b""
+    assert t.encode_many([late, late]) == b""
+    assert t.events_and_frames(late) == ([], b"")
+    assert t.dropped == 5
+
+
 def test_non_finite_floats_become_null(impl):
     t = crumbs(impl)
     nan, inf = math.nan, math.inf

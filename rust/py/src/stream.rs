@@ -9,6 +9,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use agui_bridge_core::CrumbError;
 use agui_bridge_core::crumbs::Crumbs;
+use agui_bridge_core::fields::Input;
 use agui_bridge_core::framing::Event;
 use agui_bridge_core::json::{Map, Value};
 use agui_bridge_core::sse;
@@ -135,7 +136,7 @@ pub fn call<'py, D: Dialect + FastInput + HotInput>(
     if let Some(events) = hot {
         return events_to_py(py, &events.map_err(item_error)?);
     }
-    let input = D::input(item)?;
+    let input = input_of(inner, item)?;
     let events = lock(inner).call(input).map_err(item_error)?;
     events_to_py(py, &events)
 }
@@ -165,8 +166,20 @@ fn write_item<'m, 'py, D: Dialect + FastInput + HotInput>(
     if let Some(written) = D::with_hot(item, |hot| write_hot(inner, hot, out)) {
         return Ok(written);
     }
-    let input = D::input(item)?;
+    let input = input_of(inner, item)?;
     Ok(lock(inner).call_into(input, out))
+}
+
+/// The item as the dialect parses it. Once the run is over nothing of it is
+/// read (input after the end is dropped, rule 2): an event model is not even
+/// dumped, as in the pure build, whose call drops it first.
+fn input_of<D: Dialect + FastInput>(inner: &Mutex<D>, item: &Bound<'_, PyAny>) -> PyResult<Input> {
+    if lock(inner).framer().finished {
+        return Ok(Input::Other {
+            type_name: String::new(),
+        });
+    }
+    D::input(item)
 }
 
 /// Applies a frequent item read by `HotInput` and appends its frames to `out`.
@@ -310,7 +323,7 @@ fn events_written<D: Dialect + FastInput + HotInput>(
     if let Some(events) = hot {
         return events.map_err(item_error);
     }
-    let input = D::input(item)?;
+    let input = input_of(inner, item)?;
     lock(inner).call_written(input, out).map_err(item_error)
 }
 
