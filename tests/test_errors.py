@@ -683,3 +683,27 @@ def test_encode_sse_omits_a_non_finite_top_level_field(impl):
     """Rule 11 makes NaN None before rule 8 applies, which omits a None optional."""
     event = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r", "result": math.nan}
     assert impl.encode_sse(event) == b'data: {"type":"RUN_FINISHED","threadId":"t","runId":"r"}\n\n'
+
+
+def test_a_str_subclass_field_name_is_read_as_its_text(impl):
+    """A field named by a ``StrEnum`` member (a str subclass) is that name: the
+    item maps as with a plain key, and so does every later item of the run."""
+    from enum import StrEnum
+
+    class Key(StrEnum):
+        NOTE = "note"
+        STEP = "iteration"
+
+    def both(make, items):
+        plain = [{str(k): v for k, v in item.items()} for item in items]
+        return make().encode_many(items), make().encode_many(plain)
+
+    chunks = [{"type": "progress", Key.NOTE: 1}, {"type": "plan_update", "plan": [1]}]
+    got, expected = both(lambda: impl.create_agui_translator("t", "r"), chunks)
+    assert got == expected and b'"snapshot":{"note":1}' in got
+    loop = [{"type": "loop:start", "loopId": "L", Key.STEP: 2, Key.NOTE: "x"}]
+    got, expected = both(lambda: impl.create_agui_transformer("t", "r"), loop)
+    assert got == expected and b'"note":"x"' in got
+    assert impl.encode_sse({"type": "CUSTOM", Key.NOTE: 1}) == impl.encode_sse(
+        {"type": "CUSTOM", "note": 1}
+    )

@@ -100,3 +100,31 @@ def test_off_counts_but_writes_no_ids(impl):
     out = t.encode_many(["a", "b"]) + t.finish_encoded()
     assert b"id:" not in out
     assert t.last_id == 10 + out.count(b"data: ") - 1
+
+
+def test_ids_taken_by_code_that_runs_inside_a_call_are_not_given_twice(impl):
+    """A generator handed to ``encode_many``, or an error's ``__str__`` handed to
+    ``fail``, may itself map items on the same transformer: the ids those take
+    are skipped by the frames around them, never written twice."""
+    t = impl.create_agui_transformer("t", "r", event_ids=True)
+    inside = []
+
+    def items():
+        yield {"type": "text:delta", "delta": "a"}
+        inside.append(t.encode({"type": "pipeline:step:start", "stepName": "s"}))
+        yield {"type": "text:delta", "delta": "b"}
+
+    class Failure(Exception):
+        def __str__(self):
+            inside.append(t.encode({"type": "pipeline:step:start", "stepName": "checking"}))
+            return "failed"
+
+    outside = [t.encode_many(items()), t.fail_encoded(Failure())]
+    ids = ids_of(b"".join(outside)) + ids_of(b"".join(inside))
+    assert sorted(ids) == list(range(1, len(ids) + 1))
+    t = impl.create_agui_transformer("t", "r", event_ids=True)
+    inside.clear()
+    t.encode({"type": "text:delta", "delta": "a"})
+    events, frames = t.fail_events_and_frames(Failure())
+    after = ids_of(inside[0])[-1] + 1
+    assert ids_of(frames) == list(range(after, after + len(events)))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..errors import CrumbError
-from .json_values import NotJson, is_unicode, normalize
+from .json_values import NotJson, field_name, is_unicode, normalize
 from .table import INTEGER, JSON, NAMED_KINDS, OBJECT, STRING, STRING_SUFFIXES
 
 _I64_MIN = -(2**63)
@@ -81,8 +81,7 @@ def parse_fields(
             continue
         if only_listed and field not in kinds:
             continue
-        if not isinstance(field, str) or not is_unicode(field):
-            raise CrumbError(f"{item_type}: field names must be strings")
+        field = field_name(item_type, field)
         if value is None:
             if keep_none:
                 out[field] = None

@@ -78,6 +78,15 @@ def copy_json(value):
     return value
 
 
+def field_name(item_type: str, key) -> str:
+    """An item's field name as its events carry it: a str subclass (a
+    ``StrEnum`` member) as its text, which is what orjson takes and the native
+    build reads; anything else that is no valid text is refused."""
+    if not isinstance(key, str) or not is_unicode(key):
+        raise CrumbError(f"{item_type}: field names must be strings")
+    return key if type(key) is str else str.__str__(key)
+
+
 def json_field(item_type: str, field: str, value):
     try:
         return normalize(value)

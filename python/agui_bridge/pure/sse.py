@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..errors import CrumbError
-from .json_values import frames, is_unicode, json_field
+from .json_values import field_name, frames, is_unicode, json_field
 
 
 def _event(event) -> dict:
@@ -14,8 +14,7 @@ def _event(event) -> dict:
         raise CrumbError("event has no string 'type'")
     out = {}
     for key, value in event.items():
-        if not isinstance(key, str) or not is_unicode(key):
-            raise CrumbError(f"{event_type}: field names must be strings")
+        key = field_name(event_type, key)
         value = json_field(event_type, key, value)
         # After normalizing: a NaN field is None by rule 11, then omitted by rule 8.
         if value is not None:

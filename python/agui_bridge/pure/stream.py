@@ -70,16 +70,18 @@ class EventStream:
 
     def encode_many(self, items) -> bytes:
         framer = self._framer
-        first = framer.next_event_id
-        events: list[dict] = []
+        frames: list[bytes] = []
         for index, item in enumerate(items):
+            # Read once the item is here: pulling it ran the caller's code,
+            # which may have mapped items itself and taken ids.
+            first = framer.next_event_id
             try:
-                events += self(item)
+                frames.append(framer.framed(self(item), first))
             except CrumbError as error:
                 error.index = index
-                error.partial = framer.framed(events, first)
+                error.partial = b"".join(frames)
                 raise
-        return framer.framed(events, first)
+        return b"".join(frames)
 
     def _terminal(self, act) -> list[dict]:
         framer = self._framer
@@ -123,11 +125,18 @@ class EventStream:
 
     def fail(self, exc) -> list[dict]:
         """RUN_ERROR {message: str(exc), code: the exception's class name}."""
-        if self._framer.finished:
-            return []
-        # str(exc) may raise: ask for it before anything changes.
+        return self._failed(exc)[0]
+
+    def _failed(self, exc) -> tuple[list[dict], int]:
+        """``fail(exc)``'s events and the id of the first of them."""
+        framer = self._framer
+        if framer.finished:
+            return [], framer.next_event_id
+        # str(exc) may raise, or map items itself: asked for before anything
+        # changes, and before the first id is read.
         message, code = error_text(exc), type(exc).__name__
-        return self._terminal(lambda: self._framer.run_error(message, code))
+        first = framer.next_event_id
+        return self._terminal(lambda: framer.run_error(message, code)), first
 
     def drive(self, agen, yield_at, stop_at, *first) -> tuple[str, bytes, object]:
         """Pulls items from the async generator ``agen`` and maps them until the
@@ -201,8 +210,7 @@ class EventStream:
 
     def fail_events_and_frames(self, exc) -> tuple[list[dict], bytes]:
         """``fail(exc)`` and its frames from one mapping."""
-        first = self._framer.next_event_id
-        events = self.fail(exc)
+        events, first = self._failed(exc)
         return events, self._framer.framed(events, first)
 
     def coalesce(self, max_bytes) -> None:
@@ -265,8 +273,7 @@ class EventStream:
         return self._framer.framed(self.finish(), first)
 
     def fail_encoded(self, exc) -> bytes:
-        first = self._framer.next_event_id
-        return self._framer.framed(self.fail(exc), first)
+        return self._framer.framed(*self._failed(exc))
 
     @property
     def dropped(self) -> int:
