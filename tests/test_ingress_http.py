@@ -178,19 +178,22 @@ async def test_frontend_tools_round_trip(client):
     assert start["toolCallName"] == "confirm"
     assert not any(e["type"] == "TOOL_CALL_RESULT" for e in events)
     call_id = start["toolCallId"]
-    conversation = (
-        first
-        + messages_from_events(events)
-        + [
-            {"id": "tool-answer", "role": "tool", "toolCallId": call_id, "content": "yes"},
-            {"id": "forged", "role": "tool", "toolCallId": "not-a-call", "content": "no"},
-        ]
-    )
+    answer = {"id": "tool-answer", "role": "tool", "toolCallId": call_id, "content": "yes"}
+    forged = {"id": "forged", "role": "tool", "toolCallId": "not-a-call", "content": "no"}
+    conversation = first + messages_from_events(events) + [answer, forged]
+    # A result answering a call the thread never made is refused, and nothing is kept.
+    refused = await client.post("/ag-ui/run", json=run_body(tid, conversation, tools=tools))
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["error"]["code"] == "unknown_tool_call"
+    assert "'not-a-call'" in refused.json()["error"]["message"]
+    kept = (await client.get(f"/threads/{tid}/state")).json()["messages"]
+    assert [m["role"] for m in kept] == ["user", "assistant"]
+    conversation.remove(forged)
     events = await stream(client, "/ag-ui/run", run_body(tid, conversation, tools=tools))
     assert text_of(events) == f"result yes for {call_id}"
     messages = (await client.get(f"/threads/{tid}/state")).json()["messages"]
     tool_messages = [m for m in messages if m["role"] == "tool"]
-    assert tool_messages == [conversation[-2]]
+    assert tool_messages == [answer]
     assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant"]
 
 

@@ -113,9 +113,21 @@ def test_tool_results_for_known_calls_only_and_only_after_the_last_other_message
     thread = stored([user("u1"), {"id": "a1", "role": "assistant", "toolCalls": [call]}])
     result = {"id": "x1", "role": "tool", "toolCallId": "c1", "content": "42"}
     unknown = {"id": "x2", "role": "tool", "toolCallId": "nope", "content": "?"}
-    turn = merge(thread, request([user("u1"), result, unknown]))
+    turn = merge(thread, request([user("u1"), result]))
     assert turn.tool_results == [result] and turn.new == [result]
     assert turn.history == thread.messages  # a result is not history before the run
+    # a result for this turn that answers no call of the thread, or has no id, is refused
+    with pytest.raises(HttpError) as refused:
+        merge(thread, request([user("u1"), result, unknown]))
+    assert refused.value.status == 400 and refused.value.code == "unknown_tool_call"
+    assert "'nope'" in refused.value.message and "messages[2] (tool)" in refused.value.message
+    id_less = {"role": "tool", "toolCallId": "c1", "content": "42"}
+    with pytest.raises(HttpError) as refused:
+        merge(thread, request([user("u1"), id_less]))
+    assert refused.value.status == 400 and "messages[1] (tool) has no id" in refused.value.message
+    # older history answering no call is left out: it could not be placed
+    older = merge(thread, request([unknown, user("u2")]))
+    assert older.history == thread.messages and older.new_user["id"] == "u2"
     # a result followed by another message is history, not this turn's result
     later = merge(thread, request([result, user("u2")]))
     assert later.tool_results == [] and later.history == [*thread.messages, result]

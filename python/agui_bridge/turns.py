@@ -324,6 +324,9 @@ def new_messages(messages, thread_id, run_id, stored, held, known_calls):
                 continue
         elif index == newest_user:
             message = {**message, "id": user_id(run_id, held)}
+        elif message["role"] == "tool" and index > last_other:
+            # A result the run is to get: without an id it could not be stored once.
+            raise HttpError(400, "invalid_input", f"messages[{index}] (tool) has no id")
         else:
             continue  # an id-less older message cannot be deduplicated
         role = message["role"]
@@ -331,6 +334,16 @@ def new_messages(messages, thread_id, run_id, stored, held, known_calls):
             continue
         if role == "tool":
             if message.get("toolCallId") not in known_calls:
+                if index > last_other:
+                    # A result for this turn answering nothing: refused, not lost.
+                    raise HttpError(
+                        400,
+                        "unknown_tool_call",
+                        f"messages[{index}] (tool) answers tool call"
+                        f" {message.get('toolCallId')!r}, which thread {thread_id!r} never made",
+                    )
+                # Older history the thread cannot place: an answer to no call
+                # would make every later model call on the thread fail.
                 log.info("thread %s: dropped a tool message for an unknown call", thread_id)
                 continue
             if index > last_other:
