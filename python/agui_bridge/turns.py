@@ -94,7 +94,9 @@ def merge(
     new, new_user, tool_results = new_messages(
         run_input.messages, run_input.thread_id, run_input.run_id, stored, held, known_calls
     )
-    history = list(stored) + [m for m in new if m is not new_user and m not in tool_results]
+    # By id: searching the list of results once per new message was quadratic.
+    result_ids = {m["id"] for m in tool_results}
+    history = list(stored) + [m for m in new if m is not new_user and m["id"] not in result_ids]
     if new_user is None and not goes_on and rerun(run_input.messages, stored):
         # The client asks again (a regenerate): the user message it ends with is the input.
         new_user = stored[-1]
@@ -155,6 +157,10 @@ def branch_point(messages, stored, held) -> int | None:
     newest_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
     last = -1  # the branch position of the last shared message
     size = len(stored)
+    # Made on first need: a branch resent in order needs neither, and searching
+    # the branch once per message made a long reordered list quadratic.
+    positions: dict[str, int] | None = None
+    callers: dict[str, int] | None = None
     for index, message in enumerate(messages):
         message_id = message.get("id")
         role = message.get("role")
@@ -163,14 +169,18 @@ def branch_point(messages, stored, held) -> int | None:
         if last + 1 < size and stored[last + 1].get("id") == message_id:
             position = last + 1  # the usual case: the branch resent in order
         elif message_id in held:
-            position = _position(stored, message_id, last)
+            if positions is None:
+                positions = _positions(stored)
+            position = positions.get(message_id)
             if position is None:
                 continue  # a stored row left out of the thread (store/tail.py)
         elif role in ("system", "developer"):
             continue  # instructions a client puts first, often under fresh ids
         elif role == "tool":
             # A result follows its call (a client may send it without the call).
-            last = max(last, _caller(stored, message.get("toolCallId")))
+            if callers is None:
+                callers = _callers(stored)
+            last = max(last, callers.get(message.get("toolCallId"), -1))
             continue
         else:
             break  # the client's own messages start here
@@ -213,32 +223,29 @@ def named_point(stored: list[dict], head: str | None) -> int | None:
     named, or its head is not on the current branch (the id rule applies)."""
     if head is None:
         return None
-    position = _position(stored, head, len(stored))
-    return None if position is None else position + 1
-
-
-def _position(stored: list[dict], message_id: str, after: int) -> int | None:
-    """Where ``message_id`` is on the branch: looked for after ``after`` first
-    (a resent conversation is in order: the whole walk is linear)."""
-    for index in range(after + 1, len(stored)):
-        if stored[index].get("id") == message_id:
-            return index
-    for index in range(min(after, len(stored) - 1), -1, -1):
-        if stored[index].get("id") == message_id:
-            return index
+    for index in range(len(stored) - 1, -1, -1):
+        if stored[index].get("id") == head:
+            return index + 1
     return None
 
 
-def _caller(stored: list[dict], call_id) -> int:
-    """The branch position of the assistant message that made tool call ``call_id`` (-1: none)."""
-    for index in range(len(stored) - 1, -1, -1):
-        message = stored[index]
-        if message.get("role") == "assistant" and any(
-            isinstance(call, dict) and call.get("id") == call_id
-            for call in message.get("toolCalls") or ()
-        ):
-            return index
-    return -1
+def _positions(stored: list[dict]) -> dict[str, int]:
+    """Each message's position on the branch by its id (a thread holds an id
+    once: the stores key its messages by id)."""
+    return {m["id"]: index for index, m in enumerate(stored) if isinstance(m.get("id"), str)}
+
+
+def _callers(stored: list[dict]) -> dict[str, int]:
+    """The branch position of the assistant message that made each tool call
+    (a call id made twice: the later one)."""
+    callers = {}
+    for index, message in enumerate(stored):
+        if message.get("role") != "assistant":
+            continue
+        for call in message.get("toolCalls") or ():
+            if isinstance(call, dict) and isinstance(call.get("id"), str):
+                callers[call["id"]] = index
+    return callers
 
 
 def _edited(held: dict, sent: dict) -> bool:
