@@ -322,6 +322,7 @@ def new_messages(messages, thread_id, run_id, stored, held, known_calls):
     new: list[dict] = []
     new_user = None
     tool_results: list[dict] = []
+    unplaced = 0  # older tool messages answering no call of the thread
     for index, message in enumerate(messages):
         message_id = message.get("id")
         if isinstance(message_id, str) and message_id:
@@ -351,7 +352,7 @@ def new_messages(messages, thread_id, run_id, stored, held, known_calls):
                     )
                 # Older history the thread cannot place: an answer to no call
                 # would make every later model call on the thread fail.
-                log.info("thread %s: dropped a tool message for an unknown call", thread_id)
+                unplaced += 1
                 continue
             if index > last_other:
                 tool_results.append(message)
@@ -364,6 +365,8 @@ def new_messages(messages, thread_id, run_id, stored, held, known_calls):
         held.add(message["id"])
         added[message["id"]] = message
         new.append(message)
+    if unplaced:
+        log.info("thread %s: left out %d tool messages for unknown calls", thread_id, unplaced)
     return new, new_user, tool_results
 
 
