@@ -59,6 +59,8 @@ WEBSOCKET = (
 )
 # How long ``input.respond`` waits for the run that asked to have ended (saved).
 SETTLE = 30.0
+# How long ``input.respond`` gives the active run's end to show up in its log here.
+TOLD = 1.0
 
 
 def claim_of(log) -> int:
@@ -206,8 +208,7 @@ class ThreadRoutes:
             resume[interrupt_id] = answer["response"]
         if params.get("goto") is not None:
             raise _Refused(422, "not_supported", "'goto' is not served (an agent is one node)")
-        await self._settled(thread_id)
-        thread = await self.ap.thread_of(identity, thread_id)
+        thread = await self._answerable(identity, thread_id, set(resume))
         pending = {i.get("id") for i in thread.interrupts}
         missing = sorted(set(resume) - pending)
         if missing:
@@ -227,13 +228,36 @@ class ThreadRoutes:
                 body[key] = params[key]
         return await self._begin(identity, thread_id, body, size)
 
+    async def _answerable(self, identity, thread_id: str, wanted: set):
+        """The thread, once the interrupts ``wanted`` are pending on it if they can be.
+
+        The caller is authorized before anything waits. The interrupts a run asks
+        for are stored once its log has ended, and its readers learn of them
+        from its RUN_FINISHED, which may come before that save: so the thread's
+        active run is waited for (``SETTLE``) once it has told its readers how it
+        ended, or when ``wanted`` are pending now (the run may be answering
+        them). A run that has told nothing asked for nothing a client can
+        answer: ``wanted`` not pending now are not waited for.
+        """
+        thread = await self.ap.thread_of(identity, thread_id)
+        log = await self._active(thread_id)
+        if log is None:
+            return thread
+        if not wanted <= {i.get("id") for i in thread.interrupts} and not await _told_end(log):
+            return thread
+        await self._settled(thread_id)
+        return await self.ap.thread_of(identity, thread_id)
+
+    async def _active(self, thread_id: str):
+        run = self.app.gate.run_of(thread_id)
+        return run.log if run is not None else await self.app.runs.active_of(thread_id)
+
     async def _settled(self, thread_id: str) -> None:
         """Waits (bounded) for the thread's active run to have ended: the interrupts
         it asked for are stored once its log has ended."""
         deadline = time.monotonic() + SETTLE
         while time.monotonic() < deadline:
-            run = self.app.gate.run_of(thread_id)
-            log = run.log if run is not None else await self.app.runs.active_of(thread_id)
+            log = await self._active(thread_id)
             if log is None:
                 return
             try:
@@ -362,6 +386,24 @@ class ThreadRoutes:
             ("values", "updates", "custom"), node, thread_id, log.run_id, base, state
         )
         return _Reading(RunEvents(projector, node, log.run_id), wanted, claim_of(log), after)
+
+
+async def _told_end(log) -> bool:
+    """Whether the run has told its readers how it ended (its terminal event is in
+    its log, its save may not be done). Given ``TOLD`` to show up: with shared run
+    logs, a client may read it on another node a moment before this node does."""
+    deadline = time.monotonic() + TOLD
+    while not log.ended:
+        if log.chunks:
+            event = event_of(log.chunks[-1], last=True)
+            if event is not None and event.get("type") in ("RUN_FINISHED", "RUN_ERROR"):
+                return True
+        try:
+            async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+                await log.waiter()
+        except TimeoutError:
+            return False
+    return True
 
 
 class Fresh:

@@ -1,0 +1,150 @@
+"""``input.respond`` on ``POST /threads/{id}/commands`` while the thread has a run
+going, in process: who may ask is settled before anything waits, an interrupt
+nobody was asked is answered at once, and one the run is saving is waited for."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+
+import httpx
+from agui_bridge import crumbs as c
+from agui_bridge.app import App
+from agui_bridge.store.memory import MemoryStore
+
+# A hang guard only: a prompt answer takes milliseconds (a run that has told its
+# readers nothing is given a second's grace); the wait it replaces took 30 s.
+PROMPT = 5.0
+
+
+def _authenticate(request):
+    user = request.headers.get("x-user")
+    return {"user": user} if user else None
+
+
+def _owns(identity, thread_id: str) -> bool:
+    return thread_id.startswith(identity["user"] + "-")
+
+
+class HeldStore(MemoryStore):
+    """Holds the save of a run's answer (a save that brings an assistant message)."""
+
+    def __init__(self):
+        super().__init__()
+        self.let_go = asyncio.Event()
+        self.held = asyncio.Event()
+
+    async def save(self, thread_id, agent_id, new_messages, *args, **kwargs):
+        if any(m.get("role") == "assistant" for m in new_messages):
+            self.held.set()
+            await self.let_go.wait()
+        return await super().save(thread_id, agent_id, new_messages, *args, **kwargs)
+
+
+def make(store, going: asyncio.Event) -> App:
+    app = App(store=store, authenticate=_authenticate)
+
+    @app.agent("held", authorize_thread=_owns)
+    async def held(ctx):
+        # Runs until the test lets it go.
+        yield c.text_delta("working")
+        await going.wait()
+        yield c.text_delta("done")
+
+    @app.agent("asks", authorize_thread=_owns)
+    async def asks(ctx):
+        if ctx.resume is not None:
+            yield c.text_delta(f"you chose {ctx.resume.decision}")
+            return
+        yield c.text_delta("may I?")
+        yield c.human_required("ask-1", message="may I?")
+
+    return app
+
+
+def command(n: int, method: str, params: dict) -> dict:
+    return {"id": n, "method": method, "params": params}
+
+
+def respond(n: int, interrupt_id: str) -> dict:
+    return command(n, "input.respond", {"interrupt_id": interrupt_id, "response": "y"})
+
+
+async def timed(request) -> tuple[httpx.Response, float]:
+    began = time.monotonic()
+    async with asyncio.timeout(PROMPT):
+        response = await request
+    return response, time.monotonic() - began
+
+
+async def test_a_respond_during_a_long_run_is_answered_at_once():
+    going = asyncio.Event()
+    app = make(MemoryStore(), going)
+    ann, bob = {"x-user": "ann"}, {"x-user": "bob"}
+    thread_id = f"ann-{uuid.uuid4()}"
+    path = f"/threads/{thread_id}/commands"
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test", timeout=60) as http:
+        start = {"assistant_id": "held", "input": {"messages": ["go"]}}
+        started = await http.post(path, json=command(1, "run.start", start), headers=ann)
+        assert started.status_code == 200, started.text
+        assert app.gate.run_of(thread_id) is not None  # the run goes on
+
+        bogus, took = await timed(http.post(path, json=respond(2, "bogus"), headers=ann))
+        assert bogus.status_code == 404, bogus.text
+        assert bogus.json()["error"] == "no_such_interrupt"
+        assert "bogus" in bogus.json()["message"]
+        assert took < PROMPT
+
+        # Someone else's thread: refused before anything waits for the run.
+        refused, _ = await timed(http.post(path, json=respond(3, "bogus"), headers=bob))
+        assert refused.status_code == 403, refused.text
+        assert refused.json()["error"] == "permission_denied"
+        nobody, _ = await timed(http.post(path, json=respond(4, "bogus")))
+        assert nobody.status_code == 401, nobody.text
+
+        assert app.gate.run_of(thread_id) is not None  # nothing touched the run
+        going.set()
+        async with asyncio.timeout(30):
+            await app.gate.freed(thread_id)
+        state = await http.post(path, json=command(5, "state.get", {}), headers=ann)
+        messages = state.json()["result"]["values"]["messages"]
+        assert messages[-1]["content"] == "workingdone"
+    await app.aclose()
+
+
+async def test_a_respond_to_the_interrupt_a_run_is_saving_waits_for_the_save():
+    """The run told its readers of the interrupt (RUN_FINISHED comes before the
+    save) and its save is not done: the answer is taken once it is."""
+    store = HeldStore()
+    app = make(store, asyncio.Event())
+    ann = {"x-user": "ann"}
+    thread_id = f"ann-{uuid.uuid4()}"
+    path = f"/threads/{thread_id}/commands"
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test", timeout=60) as http:
+        start = {"assistant_id": "asks", "input": {"messages": ["go"]}}
+        started = await http.post(path, json=command(1, "run.start", start), headers=ann)
+        assert started.status_code == 200, started.text
+        async with asyncio.timeout(30):
+            await store.held.wait()
+        log = await app.runs.active_of(thread_id)
+        assert log is not None and not log.ended
+        assert b"ask-1" in log.chunks[-1]  # its readers were told
+
+        answer = asyncio.ensure_future(http.post(path, json=respond(2, "ask-1"), headers=ann))
+        await asyncio.sleep(0.3)
+        assert not answer.done()  # waits for the save that makes it pending
+        store.let_go.set()
+        async with asyncio.timeout(30):
+            answered = await answer
+        assert answered.status_code == 200, answered.text
+        assert answered.json()["type"] == "success"
+        async with asyncio.timeout(30):
+            while app.gate.run_of(thread_id) is not None or not (
+                await store.load(thread_id)
+            ).messages[-1]["content"].startswith("you chose"):
+                await asyncio.sleep(0.02)
+        assert (await store.load(thread_id)).messages[-1]["content"] == "you chose y"
+    await app.aclose()
