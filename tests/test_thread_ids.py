@@ -206,6 +206,36 @@ async def test_a_retried_body_under_its_run_id_is_a_replay(client):
     assert [m["role"] for m in await stored(client, tid)] == ["user", "assistant"]
 
 
+async def test_an_edit_under_the_run_id_of_its_run_is_not_a_replay(client):
+    """The newest user message resent with other content under the runId that
+    carried it is new input, as under any runId: an edit (a new branch), not the
+    old run's stream again with the edit dropped."""
+    tid = thread("edit-retry")
+    one = run_body(tid, [{"id": "u1", "role": "user", "content": "one"}], "r1")
+    first = events_of(await client.post("/ag-ui/run", json=one))
+    assert text_of(first) == "turn 1: you said one"
+
+    edited = run_body(tid, [{"id": "u1", "role": "user", "content": "EDITED"}], "r1")
+    response = await client.post("/ag-ui/run", json=edited)
+    assert text_of(events_of(response)) == "turn 1: you said EDITED"
+    messages = await stored(client, tid)
+    assert [m["content"] for m in messages] == ["EDITED", "turn 1: you said EDITED"]
+    left = (await client.get(f"/threads/{tid}/branches/1")).json()["messages"]
+    assert [m["content"] for m in left] == ["one", "turn 1: you said one"]
+    assert_unique(messages + left[1:])
+
+    # The edit retried is a replay of the edit's run.
+    again = await client.post("/ag-ui/run", json=edited)
+    assert again.status_code == 200 and again.content == response.content
+    assert await stored(client, tid) == messages
+    # Edited again with what followed it: not an edit, refused as under any runId.
+    conflict = [{"id": "u1", "role": "user", "content": "other"}, *messages[1:]]
+    refused = await client.post("/ag-ui/run", json=run_body(tid, conflict, "r1"))
+    assert refused.status_code == 409, refused.text
+    assert refused.json()["error"]["code"] == "message_id_conflict"
+    assert await stored(client, tid) == messages
+
+
 # -- ids an agent supplies ------------------------------------------------------
 
 

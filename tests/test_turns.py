@@ -160,7 +160,14 @@ def test_resume_checks():
 
 
 def test_carried_tells_a_retry_from_new_input():
-    assert carried([user("u1")]) == carried([user("u1", "other text")])
+    assert carried([user("u1")]) == carried([user("u1")])
+    # The turn (the newest user message) counts by its content too: an edit is
+    # new input; an earlier message is its id (the stored copy wins).
+    assert carried([user("u1")]) != carried([user("u1", "other text")])
+    later = [user("u1", "other text"), {"id": "a1", "role": "assistant"}, user("u2")]
+    assert carried(later) == carried([user("u1"), {"id": "a1", "role": "assistant"}, user("u2")])
+    # Another turn is not part of a run that carried u1 only as history.
+    assert not carried([user("u1")]) <= carried(later)
     a, b = {"role": "user", "content": "a"}, {"role": "user", "content": "b"}
     assert carried([a]) != carried([b])
     assert carried([{"id": "x", "role": "activity"}]) == frozenset()

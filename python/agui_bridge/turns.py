@@ -29,6 +29,7 @@ such an AG-UI request branches at the thread's start.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from dataclasses import dataclass
 
@@ -467,14 +468,27 @@ def carried(messages) -> frozenset:
 
     A message is its id; an id-less one (the ingress numbers it) is its role
     and content, so a new id-less turn under a reused runId is not a retry.
+    The newest user message is the turn: it is its id, role and content, so
+    the turn resent with other content under the runId that carried it is an
+    edit (``branch_point``) or a conflict (``same_turn``), as under any
+    runId, never that run's stream again with the edit dropped. Its content
+    counts by a digest: a run's keys are kept for as long as its log (on
+    Redis too), and a turn may carry attachments.
     """
+    kept = [m for m in messages or () if isinstance(m, dict) and m.get("role") != "activity"]
+    newest = max((i for i, m in enumerate(kept) if m.get("role") == "user"), default=-1)
     keys = set()
-    for m in messages or ():
-        if not isinstance(m, dict) or m.get("role") == "activity":
-            continue
+    for index, m in enumerate(kept):
         message_id = m.get("id")
-        if isinstance(message_id, str) and message_id:
+        named = isinstance(message_id, str) and message_id
+        if named and index != newest:
             keys.add(message_id)
+            continue
+        said = orjson.dumps([m.get("role"), m.get("content")], option=orjson.OPT_SORT_KEYS)
+        if not named:
+            keys.add(said)
         else:
-            keys.add(orjson.dumps([m.get("role"), m.get("content")], option=orjson.OPT_SORT_KEYS))
+            # Three items: never one of the id-less keys (two).
+            digest = hashlib.blake2b(said, digest_size=16).hexdigest()
+            keys.add(orjson.dumps([message_id, m.get("role"), digest]))
     return frozenset(keys)

@@ -353,9 +353,9 @@ class Handler:
         # A retry: the same runId with nothing new gets that run's stream from
         # its first event; the agent never runs twice (and a retry is a read of
         # that stream: the thread's guards and authorize_stream apply). With
-        # something new (a message, a resume: CopilotKit's useInterrupt resumes
-        # under the interrupted run's id) it is a new run, its ids unique in the
-        # thread.
+        # something new (a message, the turn edited, a resume: CopilotKit's
+        # useInterrupt resumes under the interrupted run's id) it is a new run,
+        # its ids unique in the thread.
         if (
             done is not None
             and done.agent_id == agent.agent_id

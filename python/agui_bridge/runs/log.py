@@ -65,7 +65,7 @@ class RunLog:
         self.run_id = run_id
         self.agent_id = agent_id
         self.owner_id = agent_id  # the agent that owns the thread (see thread_guards)
-        self.input_ids: frozenset = frozenset()  # the message ids the run's request carried
+        self.input_ids: frozenset = frozenset()  # what the run's request carried (turns.carried)
         # The fence of the thread's claim the run took: it orders a thread's runs
         # (each claim's is larger); 0 where the store has no leases.
         self.claim = 0

@@ -234,7 +234,7 @@ class RedisRuns:
 
 
 def _inputs_to(input_ids) -> bytes:
-    """The request's message keys (ids, or bytes for id-less messages) as JSON."""
+    """The request's message keys (ids, or bytes for id-less messages and the turn) as JSON."""
     return orjson.dumps([[k.decode(), 1] if isinstance(k, bytes) else [k, 0] for k in input_ids])
 
 
