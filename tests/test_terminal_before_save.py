@@ -77,13 +77,13 @@ class HeldStore(MemoryStore):
 
     def __init__(self):
         super().__init__()
-        self.release = asyncio.Event()
+        self.let_go = asyncio.Event()  # not `release`: the store's lease method
         self.held = 0
 
     async def save(self, thread_id, agent_id, new_messages, *args, **kwargs):
         if any(m.get("role") == "assistant" for m in new_messages):
             self.held += 1
-            await self.release.wait()
+            await self.let_go.wait()
         return await super().save(thread_id, agent_id, new_messages, *args, **kwargs)
 
 
@@ -126,7 +126,7 @@ async def test_in_process_the_terminal_event_is_sent_while_the_save_is_held():
         await finished.wait()
     assert store.held == 1 and not response.done()  # the save is held: the log goes on
     assert [m["role"] for m in (await store.load("held")).messages] == ["user"]
-    store.release.set()
+    store.let_go.set()
     async with asyncio.timeout(30):
         await response
     events, _ = parse_sse(b"".join(sent).decode())
