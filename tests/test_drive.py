@@ -487,3 +487,29 @@ async def test_a_cancel_while_a_plain_iterator_awaits_reaches_the_run_as_async_f
 
     await consume(by_async_for)
     await consume(lambda iterator: drain(make(impl), iterator))
+
+
+@pytest.mark.parametrize(
+    ("yield_at", "error", "message"),
+    [
+        (-1, OverflowError, "can't convert negative int to unsigned"),
+        (2**64, OverflowError, "int too big to convert"),
+        (1.5, TypeError, "'float' object cannot be interpreted as an integer"),
+        (None, TypeError, "'NoneType' object cannot be interpreted as an integer"),
+        ("5", TypeError, "'str' object cannot be interpreted as an integer"),
+    ],
+)
+async def test_a_yield_at_that_is_no_byte_count_is_refused_before_anything_is_pulled(
+    impl, yield_at, error, message
+):
+    pulled = []
+
+    async def agent():
+        pulled.append(True)
+        yield c.text_delta("a")
+
+    t = make(impl)
+    with pytest.raises(error, match=message):
+        t.drive(agent(), yield_at, STOP)
+    assert pulled == [] and t.encode_many([]) == b"" and not t.finished
+    assert t.drive(agent(), 2**64 - 1, STOP)[0] == "events"  # the largest is taken

@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
+import operator
+
 from ..awaiting import ASEND, send_none, step_iterator
 from ..errors import CrumbError
 from .framing import Framer, error_text
 from .json_values import copy_json
 
 _MAX_BYTES = 2**63 - 1
+
+
+def _unsigned(value) -> int:
+    """``value`` as the native build takes a size (an unsigned 64-bit
+    integer), refused with the same errors."""
+    value = operator.index(value)
+    if value < 0:
+        raise OverflowError("can't convert negative int to unsigned")
+    if value >= 1 << 64:
+        raise OverflowError("int too big to convert")
+    return value
+
+
 # The events ``drive`` maps without stopping: a run's loop has nothing to note
 # of them (they open and close nothing, end nothing).
 _STREAMED = frozenset(("TEXT_MESSAGE_CONTENT", "TOOL_CALL_ARGS"))
@@ -155,6 +170,7 @@ class EventStream:
         - ``"end"``: the generator is exhausted.
         - ``"raise"``: the generator or the mapping raised ``value``.
         """
+        yield_at = _unsigned(yield_at)  # before anything is pulled, as the native build
         framer = self._framer
         frames: list[bytes] = []
         size = 0
