@@ -43,6 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benches"))
 sys.path.insert(0, str(ROOT / "python"))
 
+from cpu_time import worker_cpu  # noqa: E402
 from server import Server, run_request  # noqa: E402
 
 TOKEN = "x"
@@ -157,12 +158,6 @@ async def one_stream(port: int, tokens: int, rate: float) -> dict:
     }
 
 
-def cpu_seconds(pid: int) -> float:
-    """The worker's user + system CPU."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 async def timer_lateness(window: float, out: list) -> None:
     """How late a ``window`` timer fires in this process meanwhile (the machine's
     load makes every loop's timers late alike: the servers' windows too)."""
@@ -185,7 +180,7 @@ def after_yield(got: list[dict], yields: Path) -> list[float]:
 async def measure(
     ports: dict, pids: dict, streams: int, tokens: int, rate: float, yields: Path
 ) -> dict:
-    before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    before = {name: worker_cpu(pid) for name, pid in pids.items()}
     names = list(ports)
     late: list[float] = []
     probe = asyncio.ensure_future(timer_lateness(0.05, late))
@@ -194,7 +189,7 @@ async def measure(
     done = await asyncio.gather(*jobs)
     probe.cancel()
     results = {name: done[at :: len(names)] for at, name in enumerate(names)}
-    after = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    after = {name: worker_cpu(pid) for name, pid in pids.items()}
     out = {"late": late}
     for name, got in results.items():
         out[name] = {

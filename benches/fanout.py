@@ -39,15 +39,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benches.cpu_time import worker_cpu  # noqa: E402
 from benches.server import Server, rss_kib, run_request  # noqa: E402
-
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as fh:
-        fields = fh.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
 
 
 def ours_server(app: str = "ours") -> Server:
@@ -111,7 +104,7 @@ async def fan_out(server: Server, readers: int, deltas: int) -> dict:
     port = server.port
     thread, run = f"fan-{uuid.uuid4().hex[:8]}", uuid.uuid4().hex
     delay = 1.0 + readers * 0.004
-    cpu0 = cpu_seconds(server.worker)
+    cpu0 = worker_cpu(server.worker)
     t_post = time.perf_counter()
     waits = [await connect(port, post_bytes(port, thread, run, deltas, delay))]
     await asyncio.sleep(0.2)
@@ -121,7 +114,7 @@ async def fan_out(server: Server, readers: int, deltas: int) -> dict:
     if joined > delay:
         raise RuntimeError(f"{readers} readers took {joined:.2f}s to join (> {delay:.2f}s)")
     done = await asyncio.wait_for(asyncio.gather(*waits), 300)
-    cpu = cpu_seconds(server.worker) - cpu0
+    cpu = worker_cpu(server.worker) - cpu0
     frames = sum(r.frames for r in done)
     expected = readers * (deltas + 4)
     end = max(r.last for r in done)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
 import platform
 import shlex
@@ -32,20 +31,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benches.cpu_time import worker_cpu  # noqa: E402
 from benches.server import granian_server, run_streams  # noqa: E402
 
 RESULTS = ROOT / "benches" / "results" / "metrics.md"
 PHASES = (("one 10k-delta stream", 1, 10_000), ("16 concurrent 10k-delta streams", 16, 10_000),
           ("256 concurrent 5-delta runs", 256, 5))  # fmt: skip
-
-
-def cpu_ns(pid: int) -> int:
-    """CPU time of every thread of ``pid`` (granian's worker: Python and Rust I/O threads)."""
-    total = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            total += int((task / "schedstat").read_text().split()[0])
-    return total
 
 
 class Incomplete(Exception):
@@ -54,12 +45,12 @@ class Incomplete(Exception):
 
 async def one(server, streams: int, deltas: int) -> tuple[float, float]:
     """(events/s, server CPU ns per event) of one load."""
-    before = cpu_ns(server.worker)
+    before = worker_cpu(server.worker)
     result = await run_streams(server.port, streams, deltas, 0.0, timeout=300)
-    used = cpu_ns(server.worker) - before
+    used = worker_cpu(server.worker) - before
     if result["complete"] != streams:
         raise Incomplete(f"{server.name}: {streams - result['complete']} runs incomplete")
-    return result["events_per_s"], used / result["frames"]
+    return result["events_per_s"], used * 1e9 / result["frames"]
 
 
 async def measure(servers: dict, repeats: int, scale: float) -> dict:

@@ -50,6 +50,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# Its sibling modules, whether it runs as a script or is imported as benches.server.
+sys.path.insert(0, str(ROOT / "benches"))
+
+from cpu_time import worker_cpu  # noqa: E402
+
 RESULTS = ROOT / "benches" / "results" / "server.md"
 EVENTS_BESIDE_DELTAS = 4  # RUN_STARTED, TEXT_MESSAGE_START, TEXT_MESSAGE_END, RUN_FINISHED
 SERVER_CPU, CLIENT_CPU = 0, 1
@@ -262,16 +267,6 @@ async def run_streams(
 
 
 # ---------------------------------------------------------------- phases
-
-
-def worker_cpu(pid: int) -> float:
-    """The CPU seconds of every thread of ``pid`` (granian's Rust I/O threads too), in
-    nanoseconds from schedstat: a run of 10,000 events takes a few clock ticks."""
-    total = 0
-    for task in os.listdir(f"/proc/{pid}/task"):
-        with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{task}/schedstat") as fh:
-            total += int(fh.read().split()[0])
-    return total / 1e9
 
 
 async def throughput(server: Server, streams: int, deltas: int, window: float = 0.0) -> tuple:
