@@ -32,7 +32,16 @@ def first_frame(data: bytes) -> bytes:
 
 def event_of(frames: bytes, last: bool = False) -> dict | None:
     """The event of the first (or ``last``) frame of ``frames``; None without one."""
-    at = frames.rfind(b"data: ") if last else frames.find(b"data: ")
+    # A data line starts the data or follows a newline: the JSON itself may hold
+    # "data: " (a delta, a message), never a newline.
+    if last:
+        at = frames.rfind(b"\ndata: ")
+        at = at + 1 if at >= 0 else (0 if frames.startswith(b"data: ") else -1)
+    elif frames.startswith(b"data: "):
+        at = 0
+    else:
+        at = frames.find(b"\ndata: ")
+        at = at + 1 if at >= 0 else -1
     if at < 0:
         return None
     try:
