@@ -148,3 +148,57 @@ async def test_a_respond_to_the_interrupt_a_run_is_saving_waits_for_the_save():
                 await asyncio.sleep(0.02)
         assert (await store.load(thread_id)).messages[-1]["content"] == "you chose y"
     await app.aclose()
+
+
+class StaleReadStore(HeldStore):
+    """``HeldStore``, whose next load (once ``stale`` is set) reads the thread as
+    it is, then hands that copy back only after the held save is done."""
+
+    def __init__(self):
+        super().__init__()
+        self.stale = False
+        self.read = asyncio.Event()
+        self.saved = asyncio.Event()
+
+    async def save(self, *args, **kwargs):
+        saved = await super().save(*args, **kwargs)
+        if self.let_go.is_set():
+            self.saved.set()
+        return saved
+
+    async def load(self, thread_id, *args, **kwargs):
+        thread = await super().load(thread_id, *args, **kwargs)
+        if self.stale:
+            self.stale = False
+            self.read.set()
+            await self.saved.wait()
+            await asyncio.sleep(0.2)  # the run is let go once saved
+        return thread
+
+
+async def test_a_respond_whose_first_read_predates_the_save_reads_the_thread_again():
+    """The answer's first read of the thread came before the run's save (which
+    made the interrupt pending); by the time it returns, the run is saved and
+    let go: the interrupt is answered, not refused from that stale read."""
+    store = StaleReadStore()
+    app = make(store, asyncio.Event())
+    ann = {"x-user": "ann"}
+    thread_id = f"ann-{uuid.uuid4()}"
+    path = f"/threads/{thread_id}/commands"
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test", timeout=60) as http:
+        start = {"assistant_id": "asks", "input": {"messages": ["go"]}}
+        started = await http.post(path, json=command(1, "run.start", start), headers=ann)
+        assert started.status_code == 200, started.text
+        async with asyncio.timeout(30):
+            await store.held.wait()
+        store.stale = True
+        answer = asyncio.ensure_future(http.post(path, json=respond(2, "ask-1"), headers=ann))
+        async with asyncio.timeout(30):
+            await store.read.wait()
+        store.let_go.set()
+        async with asyncio.timeout(30):
+            answered = await answer
+        assert answered.status_code == 200, answered.text
+        assert answered.json()["type"] == "success"
+    await app.aclose()

@@ -239,13 +239,15 @@ class ThreadRoutes:
         them). A run that has told nothing asked for nothing a client can
         answer: ``wanted`` not pending now are not waited for.
         """
-        thread = await self.ap.thread_of(identity, thread_id)
+        # Authorized first; the thread may not be stored yet (a run that made it
+        # saves it at its end).
+        first = await self.ap.thread_of(identity, thread_id, must_exist=False)
+        pending = {i.get("id") for i in first.interrupts} if first is not None else set()
         log = await self._active(thread_id)
-        if log is None:
-            return thread
-        if not wanted <= {i.get("id") for i in thread.interrupts} and not await _told_end(log):
-            return thread
-        await self._settled(thread_id)
+        if log is not None and (wanted <= pending or await _told_end(log)):
+            await self._settled(thread_id)
+        # Read again in any case: the run that asked may have been saved and let
+        # go since the first read.
         return await self.ap.thread_of(identity, thread_id)
 
     async def _active(self, thread_id: str):
