@@ -128,3 +128,25 @@ def test_ids_taken_by_code_that_runs_inside_a_call_are_not_given_twice(impl):
     events, frames = t.fail_events_and_frames(Failure())
     after = ids_of(inside[0])[-1] + 1
     assert ids_of(frames) == list(range(after, after + len(events)))
+
+
+def test_ids_taken_while_an_event_model_is_dumped_are_not_given_twice(impl):
+    """Reading an event model runs its ``model_dump``, which may map items on the
+    same transformer: the model's frames are numbered after those."""
+    t = impl.create_agui_repairer("t", "r", event_ids=True)
+    inside = []
+
+    class Step:
+        """An event model (duck-typed as the SDK's: ``model_dump`` on its type)."""
+
+        def __init__(self, name):
+            self.name = name
+
+        def model_dump(self, **options):
+            inside.append(t.encode({"type": "STEP_STARTED", "stepName": f"inner-{self.name}"}))
+            return {"type": "STEP_STARTED", "stepName": self.name}
+
+    outside = [t.encode(Step("a")), t.encode_many([Step("b")])]
+    outside.append(t.events_and_frames(Step("c"))[1])
+    ids = ids_of(b"".join(outside)) + ids_of(b"".join(inside))
+    assert sorted(ids) == list(range(1, len(ids) + 1))

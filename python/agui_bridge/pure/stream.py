@@ -69,29 +69,31 @@ class EventStream:
         raise NotImplementedError
 
     def __call__(self, item) -> list[dict]:
+        return self._mapped(item)[0]
+
+    def _mapped(self, item) -> tuple[list[dict], int]:
+        """The item's events and the id of the first of them."""
         framer = self._framer
         if framer.finished:
             framer.dropped += 1
-            return []
+            return [], framer.next_event_id
         parsed = self._parse(item)
+        # Read once parsed: parsing may run the caller's code (an event model's
+        # dump), which may map items itself and take ids.
+        first = framer.next_event_id
         framer.out = out = []
         self._apply(parsed)
-        return framer.taken(out)
+        return framer.taken(out), first
 
     def encode(self, item) -> bytes:
-        framer = self._framer
-        first = framer.next_event_id
-        return framer.framed(self(item), first)
+        return self._framer.framed(*self._mapped(item))
 
     def encode_many(self, items) -> bytes:
         framer = self._framer
         frames: list[bytes] = []
         for index, item in enumerate(items):
-            # Read once the item is here: pulling it ran the caller's code,
-            # which may have mapped items itself and taken ids.
-            first = framer.next_event_id
             try:
-                frames.append(framer.framed(self(item), first))
+                frames.append(framer.framed(*self._mapped(item)))
             except CrumbError as error:
                 error.index = index
                 error.partial = b"".join(frames)
@@ -198,9 +200,8 @@ class EventStream:
                     return "await", b"".join(frames), (step, awaited)
             if item is stop_at:
                 return "item", b"".join(frames), item
-            first_id = framer.next_event_id
             try:
-                events = self(item)
+                events, first_id = self._mapped(item)
             except BaseException as error:
                 return "raise", b"".join(frames), error
             data = framer.framed(events, first_id)
@@ -213,10 +214,8 @@ class EventStream:
 
     def events_and_frames(self, item) -> tuple[list[dict], bytes]:
         """``t(item)`` and ``t.encode(item)`` from one mapping: the events and their frames."""
-        framer = self._framer
-        first = framer.next_event_id
-        events = self(item)
-        return events, framer.framed(events, first)
+        events, first = self._mapped(item)
+        return events, self._framer.framed(events, first)
 
     def finish_events_and_frames(self) -> tuple[list[dict], bytes]:
         """``finish()`` and its frames from one mapping."""
