@@ -30,8 +30,6 @@ import time
 
 import orjson
 
-from ..errors import RunsUnavailable
-
 log = logging.getLogger("agui_bridge.agent_protocol")
 
 SETTLED = frozenset(("success", "error", "interrupted"))
@@ -111,14 +109,9 @@ class SharedRecords:
     async def _drop_unchanged(self, thread_id: str, as_read: list[tuple[str, bytes]]) -> list:
         """Drops these records where each is still as read: another node may
         have written one since (a run cancelled after its end)."""
-        from ..runs.redis.client import DOWN  # only where the records are in Redis
-
         keys = [_key(thread_id), _cancelled(thread_id)]
         args = [part for pair in as_read for part in pair]
-        try:
-            return await self.client.script("drop_records", keys, args)
-        except DOWN as error:
-            raise RunsUnavailable(f"the run log is unreachable: {error}") from None
+        return await self.client.script("drop_records", keys, args, unavailable=True)
 
     def _beyond_kept(self, records: dict[str, dict]) -> list[str]:
         """The runs settled a retention ago past the newest ``past_kept``, oldest first."""

@@ -9,7 +9,6 @@ import uuid
 
 import orjson
 
-from ...errors import RunsUnavailable
 from ..backend import _settled
 from ..limits import Limits
 from ..log import Logs, RunLog
@@ -73,14 +72,12 @@ class RedisRuns:
         ]  # fmt: skip
         ttl = int(self.lease_ttl * 1000)
         args = [fence, self.retention, ttl, run_id, token, MAX_STARTS, *meta]
-        try:
-            started = await self.client.script(
-                "start",
-                [keys.meta, keys.log, keys.fence, keys.active, keys.alive, keys.runs, keys.readers],
-                args,
-            )
-        except DOWN as error:
-            raise RunsUnavailable(f"the run log is unreachable: {error}") from None
+        started = await self.client.script(
+            "start",
+            [keys.meta, keys.log, keys.fence, keys.active, keys.alive, keys.runs, keys.readers],
+            args,
+            unavailable=True,
+        )
         if not started:
             return None
         # A cancel sent from another node must find this node listening.

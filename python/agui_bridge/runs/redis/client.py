@@ -35,6 +35,10 @@ STALL = 60.0
 __all__ = ["DOWN", "Client", "RedisError"]
 
 
+def _unreachable(error) -> RunsUnavailable:
+    return RunsUnavailable(f"the run log is unreachable: {error}")
+
+
 class Client:
     """Two pools on one Redis, opened on first use (so each worker opens its own)."""
 
@@ -77,13 +81,19 @@ class Client:
             self.on_use()
         return self.commands
 
-    async def script(self, name: str, keys, args, patient: bool = False):
-        """Runs one of ``layout.SCRIPTS`` (redis-py's errors pass through);
-        ``patient``: on the pool that waits out a stall (a running run's)."""
+    async def script(self, name: str, keys, args, patient: bool = False, unavailable: bool = False):
+        """Runs one of ``layout.SCRIPTS`` (redis-py's errors pass through, unless
+        ``unavailable``: Redis unreachable is then ``RunsUnavailable``, as for a
+        ``call``); ``patient``: on the pool that waits out a stall (a running run's)."""
         self.open()
         self.calls[name] += 1
         client = self.patient if patient else self.commands
-        return await self.scripts[name](keys=keys, args=args, client=client)
+        try:
+            return await self.scripts[name](keys=keys, args=args, client=client)
+        except DOWN as error:
+            if unavailable:
+                raise _unreachable(error) from None
+            raise
 
     async def call(self, method: str, *args, patient: bool = False):
         """One command; Redis unreachable is ``RunsUnavailable``."""
@@ -93,7 +103,7 @@ class Client:
         try:
             return await getattr(client, method)(*args)
         except DOWN as error:
-            raise RunsUnavailable(f"the run log is unreachable: {error}") from None
+            raise _unreachable(error) from None
 
     async def aclose(self) -> None:
         for client in (self.commands, self.patient, self.blocking):
