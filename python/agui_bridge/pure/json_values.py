@@ -57,12 +57,10 @@ def normalize(value, depth: int = 0):
     if isinstance(value, dict):
         out = {}
         for key, item in value.items():
-            if not isinstance(key, str) or not is_unicode(key):
+            text = key_text(key)
+            if text is None:
                 raise NotJson
-            if type(key) is not str:
-                # orjson refuses str-subclass keys, though it takes such values.
-                key = str.__str__(key)
-            out[key] = normalize(item, depth + 1)
+            out[text] = normalize(item, depth + 1)
         return out
     if isinstance(value, (list, tuple)):
         return [normalize(item, depth + 1) for item in value]
@@ -78,13 +76,21 @@ def copy_json(value):
     return value
 
 
-def field_name(item_type: str, key) -> str:
-    """An item's field name as its events carry it: a str subclass (a
-    ``StrEnum`` member) as its text, which is what orjson takes and the native
-    build reads; anything else that is no valid text is refused."""
+def key_text(key) -> str | None:
+    """A dict key as both builds write it: a str subclass (a ``StrEnum``
+    member) as its text, which is what orjson takes and the native build
+    reads; None for a key that is no valid text."""
     if not isinstance(key, str) or not is_unicode(key):
-        raise CrumbError(f"{item_type}: field names must be strings")
+        return None
     return key if type(key) is str else str.__str__(key)
+
+
+def field_name(item_type: str, key) -> str:
+    """An item's field name as its events carry it (``key_text``), or refused."""
+    text = key_text(key)
+    if text is None:
+        raise CrumbError(f"{item_type}: field names must be strings")
+    return text
 
 
 def json_field(item_type: str, field: str, value):
