@@ -54,53 +54,85 @@ pub type RowSpec = (
 
 // Fields a row does not list (timestamp, rawEvent, …) are not read at all.
 fn row(event_type: &str) -> Option<RowSpec> {
-    let (_, required, kinds) = table::row(table::EVENTS, event_type)?;
-    let row = match event_type {
-        "RUN_STARTED" => Row::RunStarted,
-        "RUN_FINISHED" => Row::RunFinished,
-        "RUN_ERROR" => Row::RunError,
-        "TEXT_MESSAGE_START" => Row::TextStart,
-        "TEXT_MESSAGE_CONTENT" => Row::TextContent,
-        "TEXT_MESSAGE_END" => Row::TextEnd,
-        "TEXT_MESSAGE_CHUNK" => Row::TextChunk,
-        "TOOL_CALL_START" => Row::ToolStart,
-        "TOOL_CALL_ARGS" => Row::ToolArgs,
-        "TOOL_CALL_END" => Row::ToolEnd,
-        "TOOL_CALL_CHUNK" => Row::ToolChunk,
-        "TOOL_CALL_RESULT" => Row::ToolResult,
-        "STATE_SNAPSHOT" => Row::StateSnapshot,
-        "STATE_DELTA" => Row::StateDelta,
-        "STEP_STARTED" => Row::StepStarted,
-        "STEP_FINISHED" => Row::StepFinished,
-        "CUSTOM" => Row::Custom,
-        "REASONING_START" => Row::ReasoningStart,
-        "REASONING_MESSAGE_START" => Row::ReasoningMessageStart,
-        "REASONING_MESSAGE_CONTENT" => Row::ReasoningContent,
-        "REASONING_MESSAGE_END" => Row::ReasoningMessageEnd,
-        "REASONING_MESSAGE_CHUNK" => Row::ReasoningChunk,
-        "REASONING_END" => Row::ReasoningEnd,
-        "REASONING_ENCRYPTED_VALUE" => Row::ReasoningEncrypted,
-        "ACTIVITY_SNAPSHOT" => Row::ActivitySnapshot,
-        "ACTIVITY_DELTA" => Row::ActivityDelta,
-        "SUBAGENT_STARTED" => Row::SubagentStarted,
-        "SUBAGENT_FINISHED" => Row::SubagentFinished,
-        "SUBAGENT_ERROR" => Row::SubagentError,
-        _ => return None,
-    };
-    Some((row, required, kinds))
+    entry(event_type).map(|(spec, _)| spec)
 }
 
 /// A row whose every field, listed or required, is a string, as a reader
 /// that skips the general conversion may take it. `RUN_STARTED` stays general:
 /// such a reader applies items to a started run (`Dialect::call_checked`).
 pub fn string_row(event_type: &str) -> Option<RowSpec> {
-    let spec = row(event_type)?;
-    let (row, required, kinds) = spec;
-    let all_strings = kinds.iter().all(|(_, kind)| matches!(kind, Kind::Str));
-    let listed = required
-        .iter()
-        .all(|name| kinds.iter().any(|(listed, _)| listed == name));
-    (all_strings && listed && row != Row::RunStarted).then_some(spec)
+    entry(event_type).and_then(|(spec, strings)| strings.then_some(spec))
+}
+
+/// A row's spec from the field table, found while building: one `match` on
+/// the event's type per event, not a walk over the table's names.
+const fn spec(row: Row, event_type: &str) -> RowSpec {
+    match table::row(table::EVENTS, event_type) {
+        Some((_, required, kinds)) => (row, required, kinds),
+        None => panic!("an event type the field table does not list"),
+    }
+}
+
+const fn is_string_row((row, required, kinds): RowSpec) -> bool {
+    let mut at = 0;
+    while at < required.len() {
+        let mut listed = 0;
+        while listed < kinds.len() && !table::same(kinds[listed].0, required[at]) {
+            listed += 1;
+        }
+        if listed == kinds.len() {
+            return false;
+        }
+        at += 1;
+    }
+    all_strings(kinds) && !matches!(row, Row::RunStarted)
+}
+
+macro_rules! entries {
+    ($($event_type:literal => $row:ident,)*) => {
+        /// The row of an event type, and whether it is a string row.
+        fn entry(event_type: &str) -> Option<(RowSpec, bool)> {
+            Some(match event_type {
+                $($event_type => const {
+                    let spec = spec(Row::$row, $event_type);
+                    (spec, is_string_row(spec))
+                },)*
+                _ => return None,
+            })
+        }
+    };
+}
+
+entries! {
+    "RUN_STARTED" => RunStarted,
+    "RUN_FINISHED" => RunFinished,
+    "RUN_ERROR" => RunError,
+    "TEXT_MESSAGE_START" => TextStart,
+    "TEXT_MESSAGE_CONTENT" => TextContent,
+    "TEXT_MESSAGE_END" => TextEnd,
+    "TEXT_MESSAGE_CHUNK" => TextChunk,
+    "TOOL_CALL_START" => ToolStart,
+    "TOOL_CALL_ARGS" => ToolArgs,
+    "TOOL_CALL_END" => ToolEnd,
+    "TOOL_CALL_CHUNK" => ToolChunk,
+    "TOOL_CALL_RESULT" => ToolResult,
+    "STATE_SNAPSHOT" => StateSnapshot,
+    "STATE_DELTA" => StateDelta,
+    "STEP_STARTED" => StepStarted,
+    "STEP_FINISHED" => StepFinished,
+    "CUSTOM" => Custom,
+    "REASONING_START" => ReasoningStart,
+    "REASONING_MESSAGE_START" => ReasoningMessageStart,
+    "REASONING_MESSAGE_CONTENT" => ReasoningContent,
+    "REASONING_MESSAGE_END" => ReasoningMessageEnd,
+    "REASONING_MESSAGE_CHUNK" => ReasoningChunk,
+    "REASONING_END" => ReasoningEnd,
+    "REASONING_ENCRYPTED_VALUE" => ReasoningEncrypted,
+    "ACTIVITY_SNAPSHOT" => ActivitySnapshot,
+    "ACTIVITY_DELTA" => ActivityDelta,
+    "SUBAGENT_STARTED" => SubagentStarted,
+    "SUBAGENT_FINISHED" => SubagentFinished,
+    "SUBAGENT_ERROR" => SubagentError,
 }
 
 #[derive(Debug)]
