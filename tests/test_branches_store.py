@@ -86,6 +86,20 @@ async def test_a_fenced_save_that_lost_its_lease_cuts_nothing(make_store):
     await store.close()
 
 
+async def test_a_save_that_fails_leaves_the_thread_as_it_was(make_store):
+    """A state the store cannot keep fails the save whole: no cut, no message."""
+    import threading
+
+    store = make_store()
+    await store.save("t", "agent", FIRST, {"n": 1}, [])
+    with pytest.raises(TypeError):
+        await store.save("t", "agent", [msg("u3")], {"lock": threading.Lock()}, [], cut=Cut("a1"))
+    thread = await store.load("t")
+    assert thread.messages == FIRST and thread.state == {"n": 1}
+    assert await store.branches("t") == []
+    await store.close()
+
+
 async def test_deleting_a_thread_deletes_its_branches(make_store):
     store = make_store()
     await store.save("t", "agent", FIRST, {}, [])

@@ -162,6 +162,9 @@ class MemoryStore:
             held = self._leases.get(thread_id)
             if lease.thread_id != thread_id or held is None or held[1] != lease.fence:
                 raise lease_lost(thread_id, lease)
+        # Copied before anything changes: a state that cannot be kept fails the
+        # save whole, as the SQL stores' transaction does.
+        state, interrupts = copy.deepcopy(state), copy.deepcopy(interrupts)
         record = self._threads.get(thread_id)
         if record is None:
             record = self._new(thread_id, agent_id, {}, owner)
@@ -186,8 +189,8 @@ class MemoryStore:
                 fresh.append(copy.deepcopy(message))
         # Appends only: a loaded thread's list is a copy, its messages are shared.
         tail.extend(fresh, tail.seq + len(fresh))
-        record["state"] = copy.deepcopy(state)
-        record["interrupts"] = copy.deepcopy(interrupts)
+        record["state"] = state
+        record["interrupts"] = interrupts
         record["status"] = status_of(interrupts, errored)
         if run_id is not None and record["tail"].messages:
             record["heads"][run_id] = record["tail"].messages[-1]["id"]
