@@ -56,6 +56,26 @@ async def test_create_metadata_search_delete(make_store):
         await store.close()
 
 
+async def test_a_metadata_filter_compares_as_json_does_on_every_store(make_store):
+    """A boolean is no number (as PostgreSQL's jsonb has it), numbers compare by
+    value, and arrays and objects element by element."""
+    store = make_store()
+    try:
+        kept = {"one": {"x": 1}, "true": {"x": True}, "float": {"x": 1.0}}
+        kept |= {"zero": {"x": 0}, "false": {"x": False}, "list": {"x": [1, True]}}
+        for thread_id, metadata in kept.items():
+            assert await store.create(thread_id, metadata)
+        assert sorted(await ids_of(store, {"x": True}, None, 10)) == ["true"]
+        assert sorted(await ids_of(store, {"x": 1}, None, 10)) == ["float", "one"]
+        assert sorted(await ids_of(store, {"x": False}, None, 10)) == ["false"]
+        assert sorted(await ids_of(store, {"x": 0}, None, 10)) == ["zero"]
+        assert await ids_of(store, {"x": [1, True]}, None, 10) == ["list"]
+        assert await ids_of(store, {"x": [True, 1]}, None, 10) == []
+        assert await ids_of(store, {"x": [1, 1]}, None, 10) == []
+    finally:
+        await store.close()
+
+
 async def test_a_sqlite_file_from_before_gains_the_columns(tmp_path):
     path = str(tmp_path / "old.sqlite")
     conn = sqlite3.connect(path)

@@ -13,7 +13,14 @@ from __future__ import annotations
 from ..errors import RunInputError
 from ..shapes import check_id, check_no_nul, storable_id
 
-__all__ = ["check_messages", "check_metadata", "check_thread", "status_of", "storable_id"]
+__all__ = [
+    "check_messages",
+    "check_metadata",
+    "check_thread",
+    "metadata_holds",
+    "status_of",
+    "storable_id",
+]
 
 
 def check_thread(thread_id) -> None:
@@ -38,3 +45,20 @@ def status_of(interrupts, errored: bool) -> str:
     if errored:
         return "error"
     return "interrupted" if interrupts else "idle"
+
+
+def metadata_holds(metadata: dict, wanted: dict) -> bool:
+    """A search's metadata filter: each key of ``wanted`` is in ``metadata``
+    with an equal value, equal as PostgreSQL's jsonb compares (where the
+    PostgreSQL store runs it): a boolean is no number, numbers by value."""
+    return all(k in metadata and _same_json(metadata[k], v) for k, v in wanted.items())
+
+
+def _same_json(a, b) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_json(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(map(_same_json, a, b))
+    return a == b

@@ -19,7 +19,14 @@ from itertools import islice
 
 from . import blobs as blob_rows
 from .branches import Branch, Cut, kept
-from .keep import check_messages, check_metadata, check_thread, status_of, storable_id
+from .keep import (
+    check_messages,
+    check_metadata,
+    check_thread,
+    metadata_holds,
+    status_of,
+    storable_id,
+)
 from .lease import TAKEN, Lease, claimed, lease_lost
 from .tail import Tail
 
@@ -291,7 +298,7 @@ class MemoryStore:
                     continue  # deleted meanwhile
                 if ids is not None and thread_id not in ids:
                     continue
-                if any(record["metadata"].get(k, _ABSENT) != v for k, v in metadata.items()):
+                if not metadata_holds(record["metadata"], metadata):
                     continue
                 shown = "busy" if self._busy(thread_id, now) else record["status"]
                 if status is not None and shown != status:

@@ -27,7 +27,14 @@ import orjson
 
 from . import blobs as blob_rows
 from .branches import Branch, Cut
-from .keep import check_messages, check_metadata, check_thread, status_of, storable_id
+from .keep import (
+    check_messages,
+    check_metadata,
+    check_thread,
+    metadata_holds,
+    status_of,
+    storable_id,
+)
 from .lease import TAKEN, Lease, claimed, lease_lost
 from .tail import TailCache
 
@@ -116,9 +123,7 @@ def _holds(raw, wanted: str) -> bool:
         held = orjson.loads(raw)
     except orjson.JSONDecodeError:
         return False
-    return isinstance(held, dict) and all(
-        k in held and held[k] == v for k, v in _wanted(wanted).items()
-    )
+    return isinstance(held, dict) and metadata_holds(held, _wanted(wanted))
 
 
 def _decoded(message_id: str, body):
