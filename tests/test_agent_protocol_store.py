@@ -173,3 +173,38 @@ async def test_a_sqlite_file_from_before_gains_owner_and_status(tmp_path):
         assert (await store.load("done")).owner is None
     finally:
         await store.close()
+
+
+async def test_a_thread_another_worker_runs_is_not_deleted(tmp_path):
+    """Two workers share one SQLite file: a thread the other one runs (it holds
+    the store's lease) is 409 ``run_active`` to ``DELETE /threads/{id}``, and
+    stays (its run's last save would have made it again, without its owner)."""
+    import httpx
+    from agui_bridge.app import App
+
+    path = str(tmp_path / "threads.sqlite")
+    app = App(store=f"sqlite:///{path}")
+
+    @app.agent("demo")
+    async def demo(ctx):
+        yield {"type": "text:delta", "delta": "hi"}
+
+    other = SqliteStore(path)  # the other worker's
+    try:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+            created = await http.post("/threads", json={"thread_id": "t"})
+            assert created.status_code == 200, created.text
+            lease = await other.claim("t", 30.0)
+            assert lease is not None
+            refused = await http.delete("/threads/t")
+            assert refused.status_code == 409, refused.text
+            assert refused.json()["error"]["code"] == "run_active"
+            assert await other.load("t") is not None
+            await other.release(lease)
+            deleted = await http.delete("/threads/t")
+            assert deleted.status_code == 204, deleted.text
+            assert await other.load("t") is None
+    finally:
+        await other.close()
+        await app.aclose()

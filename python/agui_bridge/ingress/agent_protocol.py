@@ -357,8 +357,14 @@ class AgentProtocol:
         thread = await self._thread(identity, thread_id)
         if await self.status(thread) == "busy":
             raise HttpError(409, "run_active", f"thread {thread_id!r} has an active run")
-        await self.app.store.delete(thread_id)
-        self.registry.forget(thread_id)
+        # Then held as a run holds it: another worker's run (the store's lease)
+        # is 409 too, where its last save would make the thread again.
+        lease = await self.gate.claim(thread_id)
+        try:
+            await self.app.store.delete(thread_id)
+            self.registry.forget(thread_id)
+        finally:
+            await self.gate.unclaim(thread_id, lease)
         await conn.respond(204, b"", [("cache-control", "no-cache")])
 
     async def _search(self, conn) -> None:
