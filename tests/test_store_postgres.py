@@ -238,6 +238,35 @@ async def test_a_load_reads_only_what_is_new(pg_url, monkeypatch):
         await store.close()
 
 
+async def test_a_long_thread_is_decoded_off_the_event_loop(pg_url, monkeypatch):
+    """A thread of a few megabytes takes a long moment to decode and check: its
+    rows are decoded, and taken into the kept tail, in a thread; a short one's
+    on the loop (a thread's hop would cost more than the work)."""
+    import threading
+
+    from agui_bridge.store import tail as tails
+
+    store = PostgresStore(pg_url)
+    loop_thread = threading.get_ident()
+    where = []
+    real = tails.TailCache.advance
+
+    def advance(self, *args, **kwargs):
+        where.append(threading.get_ident() != loop_thread)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(tails.TailCache, "advance", advance)
+    try:
+        big = [{"id": f"m{i}", "role": "user", "content": "x" * 100} for i in range(2000)]
+        await store.save("long", "a", big, {}, [])
+        await store.save("short", "a", big[:3], {}, [])
+        assert len((await store.load("long")).messages) == 2000
+        assert len((await store.load("short")).messages) == 3
+        assert where == [True, False]
+    finally:
+        await store.close()
+
+
 async def test_a_run_while_postgres_is_down_gets_503_and_the_next_one_works(pg_server, pg_url):
     """PostgreSQL stopped between runs: a run (and a state read) gets a 503
     JSON, never a 500; once it is back the same App (no node restart)

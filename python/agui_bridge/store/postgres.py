@@ -278,6 +278,18 @@ def _json(value) -> str:
     return orjson.dumps(value).decode()
 
 
+# JSON decoded on the event loop up to this many bytes; a longer thread's rows
+# in a thread (a 100,000-message thread is tens of megabytes: ~100 ms to decode).
+_ON_LOOP_BYTES = 64 << 10
+
+
+async def _decoded(raw):
+    """``orjson.loads(raw)``, off the event loop when ``raw`` is large."""
+    if len(raw) > _ON_LOOP_BYTES:
+        return await asyncio.to_thread(orjson.loads, raw)
+    return orjson.loads(raw)
+
+
 @_reachable_calls
 class PostgresStore:
     def __init__(self, dsn: str, min_size: int = 1, max_size: int = 10):
@@ -327,10 +339,14 @@ class PostgresStore:
         if row is None:
             return None
         bodies = row["bodies"]
-        messages = await self._whole(pool, orjson.loads(bodies) if bodies is not None else [])
+        large = bodies is not None and len(bodies) > _ON_LOOP_BYTES
+        messages = await self._whole(pool, await _decoded(bodies) if bodies is not None else [])
         after = base.seq if base is not None else 0
         epoch = (row["created"], row["cuts"])
-        tail = self._tails.advance(thread_id, base, messages, row["seq"] or after, epoch)
+        advance = (self._tails.advance, thread_id, base, messages, row["seq"] or after, epoch)
+        # A long thread's rows are checked one by one as the tail takes them:
+        # off the loop too (a kept tail is replaced, never changed: threads may).
+        tail = await asyncio.to_thread(*advance) if large else advance[0](*advance[1:])
         return Thread(
             thread_id=thread_id,
             agent_id=row["agent_id"],
@@ -548,7 +564,7 @@ class PostgresStore:
         if row is None:
             return None
         # Its rows as stored: inline data back from the blob table (the thread's own).
-        messages = await self._whole(pool, orjson.loads(row["messages"]))
+        messages = await self._whole(pool, await _decoded(row["messages"]))
         return Branch(*row[:5], messages=messages, state=orjson.loads(row["state"]))
 
     # -- the Agent Protocol's thread routes ------------------------------------
