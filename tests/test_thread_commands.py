@@ -13,6 +13,8 @@ from agui_bridge import crumbs as c
 from agui_bridge.app import App
 from agui_bridge.store.memory import MemoryStore
 
+from tests.ingress_apps import parse_sse
+
 # A hang guard only: a prompt answer takes milliseconds (a run that has told its
 # readers nothing is given a second's grace); the wait it replaces took 30 s.
 PROMPT = 5.0
@@ -201,4 +203,60 @@ async def test_a_respond_whose_first_read_predates_the_save_reads_the_thread_aga
             answered = await answer
         assert answered.status_code == 200, answered.text
         assert answered.json()["type"] == "success"
+    await app.aclose()
+
+
+class SlowTurnStore(MemoryStore):
+    """Holds the save of a user's turn (the save before the agent starts)."""
+
+    def __init__(self):
+        super().__init__()
+        self.let_go = asyncio.Event()
+        self.held = asyncio.Event()
+
+    async def save(self, thread_id, agent_id, new_messages, *args, **kwargs):
+        if any(m.get("role") == "user" for m in new_messages) and not self.let_go.is_set():
+            self.held.set()
+            await self.let_go.wait()
+        return await super().save(thread_id, agent_id, new_messages, *args, **kwargs)
+
+
+async def test_a_cancel_while_the_turn_is_saved_stops_the_run():
+    """Readers see a run from its RUN_STARTED, before the user's turn is saved
+    and its task starts: a cancel then is taken (202), and the run ends
+    stopped, its agent never called (it was answered 202 and ran on)."""
+    store = SlowTurnStore()
+    app = App(store=store)
+    called = []
+
+    @app.agent("ticks")
+    async def ticks(ctx):
+        called.append(True)
+        for n in range(3):
+            yield c.text_delta(f"tick {n} ")
+
+    thread_id = f"t-{uuid.uuid4()}"
+    body = {
+        "threadId": thread_id,
+        "runId": "r1",
+        "messages": [{"id": "u1", "role": "user", "content": "go"}],
+    }
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test", timeout=60) as http:
+        streamed = asyncio.ensure_future(http.post("/ag-ui/run", json=body))
+        async with asyncio.timeout(30):
+            await store.held.wait()
+        cancel = asyncio.ensure_future(http.post(f"/threads/{thread_id}/runs/r1/cancel"))
+        await asyncio.sleep(0.2)
+        store.let_go.set()
+        async with asyncio.timeout(30):
+            cancelled, response = await cancel, await streamed
+        assert cancelled.status_code == 202, cancelled.text
+        events, _ = parse_sse(response.text)
+        assert [e["type"] for e in events] == ["RUN_STARTED", "RUN_FINISHED"]
+        assert called == []
+        async with asyncio.timeout(30):
+            await app.gate.freed(thread_id)
+        thread = await store.load(thread_id)
+        assert [m["id"] for m in thread.messages] == ["u1"]  # the turn is kept
     await app.aclose()

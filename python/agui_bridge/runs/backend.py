@@ -80,7 +80,7 @@ class MemoryRuns:
         run = log.run
         if log.ended or run is None or not run.stop():
             return False
-        await _settled(run.task, self.limits.send_timeout)
+        await _settled(run, self.limits.send_timeout)
         return True
 
     def renewer(self, run):
@@ -90,11 +90,16 @@ class MemoryRuns:
         pass
 
 
-async def _settled(task, timeout: float) -> None:
-    """Waits (bounded) for a stopped run to close what is open, end its log and save."""
+async def _settled(run, timeout: float) -> None:
+    """Waits (bounded) for a stopped run to close what is open, end its log and
+    save. One stopped while its turn was being saved gets its task once that
+    save is done (or ends without one, the save having failed)."""
     with contextlib.suppress(TimeoutError, asyncio.CancelledError):
         async with asyncio.timeout(timeout):
-            await asyncio.shield(task)
+            while run.task is None and not run.t.finished:
+                await asyncio.sleep(0.01)
+            if run.task is not None:
+                await asyncio.shield(run.task)
 
 
 def open_runs(spec, limits: Limits, ids: bool = True, lease_ttl: float = 10.0):

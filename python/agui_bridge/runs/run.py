@@ -201,14 +201,18 @@ class Run:
             self.task.cancel()
 
     def stop(self) -> bool:
-        """Stops the live run (POST …/cancel); False when it already ended."""
-        if self.t.finished or self.task is None or self.task.done() or self.stopping:
+        """Stops the live run (POST …/cancel); False when it already ended.
+
+        A run readers see may not have its task yet (the gate saves the user's
+        turn first): it is stopped as its task starts (``_drive``)."""
+        if self.t.finished or self.stopping or (self.task is not None and self.task.done()):
             return False
         self.stopping = True
         # Told to the log this node reads (memory, or its Redis mirror, which no
         # run is bound to): a 0.0.x run's log ends with a plain RUN_FINISHED.
         self.log.stopped = True
-        self.task.cancel()
+        if self.task is not None:
+            self.task.cancel()
         return True
 
     def shutdown(self) -> bool:
@@ -482,6 +486,10 @@ class Run:
     async def _drive(self) -> None:
         """RUN_STARTED (if not in yet), then the agent's items through the
         transformer into the log, until the agent ends or the run is ended."""
+        if self.stopping:
+            # Stopped before its task started: ended as a cancel would end it,
+            # the agent never called.
+            raise asyncio.CancelledError
         if not self._begun:
             self.begin()
         listeners = self.listeners

@@ -168,7 +168,7 @@ class RedisRuns:
             run = sink.run
             if not run.stop():
                 return False
-            await _settled(run.task, self.limits.send_timeout)
+            await _settled(run, self.limits.send_timeout)
         elif not await send_cancel(self.client, mirror.node, mirror.thread_id, mirror.run_id):
             return False  # that node is gone; its run ends as run_lost
         # The run's end reaches this node's copy through the log.
