@@ -99,6 +99,29 @@ async def test_redis_unreachable_is_runs_unavailable():
         await runs.aclose()
 
 
+async def test_a_redis_that_refuses_a_batch_fails_the_run_and_a_request(two_nodes):
+    """Redis out of memory (or read-only after a failover, or refusing writes
+    after a failed save) refuses a batch: the run fails, it does not go on with
+    its readers missing the events the next batch skips past; and a request
+    then gets RunsUnavailable (a 503), not a 500."""
+    a, b = two_nodes
+    log_a, sink = await a.start("t", "r", "echo", "echo", frozenset(), 1, {})
+    run = FakeRun()
+    sink.bind(run)
+    sink.append(frame(1, "started"), 1)
+    await until(lambda: log_a.last == 1)
+    admin = a.client.open()
+    await admin.config_set("maxmemory", "1")
+    try:
+        sink.append(frame(2, "refused") + frame(3, "refused"), 3)
+        await until(lambda: sink.task is None)
+        assert run.failed == "unavailable"
+        with pytest.raises(RunsUnavailable):
+            await b.client.call("hset", "agui:probe", "field", "value")
+    finally:
+        await admin.config_set("maxmemory", "0")
+
+
 async def test_a_batch_is_sent_in_the_context_of_the_task_that_appended_it(two_nodes):
     """The run gate appends RUN_STARTED in the request; the run's task appends the
     rest. A batch the run queued while the request's was in flight goes out in the

@@ -111,7 +111,7 @@ class SharedRecords:
         have written one since (a run cancelled after its end)."""
         keys = [_key(thread_id), _cancelled(thread_id)]
         args = [part for pair in as_read for part in pair]
-        return await self.client.script("drop_records", keys, args, unavailable=True)
+        return await self.client.script("drop_records", keys, args, mapped=True)
 
     def _beyond_kept(self, records: dict[str, dict]) -> list[str]:
         """The runs settled a retention ago past the newest ``past_kept``, oldest first."""

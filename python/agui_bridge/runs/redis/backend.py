@@ -76,7 +76,7 @@ class RedisRuns:
             "start",
             [keys.meta, keys.log, keys.fence, keys.active, keys.alive, keys.runs, keys.readers],
             args,
-            unavailable=True,
+            mapped=True,
         )
         if not started:
             return None

@@ -9,7 +9,7 @@ import logging
 import orjson
 
 from ...errors import RunsUnavailable
-from .client import DOWN, Client
+from .client import DOWN, Client, RedisError
 from .layout import GONE, MAX_ENTRIES, Keys
 
 log = logging.getLogger("agui_bridge.runs")
@@ -125,7 +125,10 @@ class RedisSink:
                         args,
                         patient=True,
                     )
-                except DOWN as error:
+                except (*DOWN, RedisError) as error:
+                    # Unreachable, or refusing (out of memory, read-only…): the
+                    # batch is not in the log, so the run fails, loudly, rather
+                    # than its readers missing events the next batch skips past.
                     self.failed(False, error)
                     return
                 if result != 1:
