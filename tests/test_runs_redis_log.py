@@ -203,3 +203,24 @@ async def test_closing_waits_for_a_drain_handed_off_to_the_runs_task(redis_url):
         assert run.failed is None
     finally:
         await b.aclose()
+
+
+async def test_a_run_longer_than_the_retention_stays_in_its_threads_run_list(redis_url):
+    """The thread's run list (where its readers find its runs) is kept as long
+    as a live run renews itself, not only a retention after the run started."""
+    a = open_runs(redis_url, Limits(run_retention=1), lease_ttl=1.0)
+    b = open_runs(redis_url, Limits(run_retention=1), lease_ttl=1.0)
+    try:
+        _, sink = await a.start("t", "r", "echo", "echo", frozenset(), 1, {})
+        sink.bind(FakeRun())
+        sink.append(frame(1, "started"), 1)
+        beat = a.renewer(type("Run", (), {"out": sink})())
+        for n in range(6):  # renewed for 2.4 s, past the 1 s retention
+            await beat()
+            sink.append(frame(2 + n, "x"), 2 + n)
+            await asyncio.sleep(0.4)
+        assert (await b.active_of("t")).run_id == "r"
+        assert [run_id for _, run_id in await b.started("t", -1)] == ["r"]
+    finally:
+        await a.aclose()
+        await b.aclose()

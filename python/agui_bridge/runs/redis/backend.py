@@ -187,7 +187,7 @@ class RedisRuns:
             try:
                 result = await self.client.script(
                     "heartbeat",
-                    [keys.log, keys.meta, keys.fence, keys.alive, keys.active],
+                    [keys.log, keys.meta, keys.fence, keys.alive, keys.active, keys.runs],
                     [sink.fence, self.retention, int(self.lease_ttl * 1000)],
                     patient=True,
                 )

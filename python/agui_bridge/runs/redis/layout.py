@@ -63,7 +63,9 @@ redis.call('EXPIRE', KEYS[3], ARGV[2])
 return 1
 """
 
-# KEYS: log, meta, fence, alive, active; ARGV: fence, retention, ttl ms
+# KEYS: log, meta, fence, alive, active, the thread's runs (the run list a
+# thread's readers find it in: kept as long as the run, however long it runs)
+# ARGV: fence, retention, ttl ms
 _HEARTBEAT = """
 if redis.call('EXISTS', KEYS[2]) == 0 then return -3 end
 if redis.call('GET', KEYS[3]) ~= ARGV[1] then return -1 end
@@ -73,6 +75,7 @@ redis.call('EXPIRE', KEYS[1], ARGV[2])
 redis.call('EXPIRE', KEYS[2], ARGV[2])
 redis.call('EXPIRE', KEYS[3], ARGV[2])
 redis.call('EXPIRE', KEYS[5], ARGV[2])
+redis.call('EXPIRE', KEYS[6], ARGV[2])
 return 1
 """
 
