@@ -224,3 +224,25 @@ async def test_a_run_longer_than_the_retention_stays_in_its_threads_run_list(red
     finally:
         await a.aclose()
         await b.aclose()
+
+
+async def test_a_reader_arriving_while_a_node_reads_a_run_in_gets_all_of_it(two_nodes):
+    """Node B holds its copy of a run from the moment it starts reading it in
+    (a long log takes a while): a second reader then waits for the copy to be
+    read, rather than getting a copy not yet started (404) or half read."""
+    a, b = two_nodes
+    log_a, sink = await a.start("t", "r", "echo", "echo", frozenset(), 1, {})
+    sink.bind(FakeRun())
+    pad = "y" * 4000
+    for n in range(1, 1501):
+        sink.append(frame(n, pad), n)
+        if n % 50 == 0:
+            await until(lambda: sink.task is None)
+    await until(lambda: log_a.last == 1500, 20)
+    first = asyncio.ensure_future(b.get("t", "r"))
+    async with asyncio.timeout(10):
+        while b.logs.get("t", "r") is None:  # the first reader's copy is held
+            await asyncio.sleep(0)
+    second = await b.get("t", "r")
+    assert second is not None and second.last == 1500
+    assert (await first) is second

@@ -104,12 +104,13 @@ class RedisRuns:
 
     async def _get(self, thread_id: str, run_id: str) -> Mirror | None:
         key = (thread_id, run_id)
-        mirror = self.logs.get(thread_id, run_id)
-        if mirror is not None and not mirror.ended:
-            return mirror
+        # Waited for first: the copy being opened is held before it is read in.
         opening = self._opening.get(key)
         if opening is not None:
             return await asyncio.shield(opening)
+        mirror = self.logs.get(thread_id, run_id)
+        if mirror is not None and not mirror.ended:
+            return mirror
         future = asyncio.get_running_loop().create_future()
         self._opening[key] = future
         try:
