@@ -76,11 +76,7 @@ const fn spec(row: Row, event_type: &str) -> RowSpec {
 const fn is_string_row((row, required, kinds): RowSpec) -> bool {
     let mut at = 0;
     while at < required.len() {
-        let mut listed = 0;
-        while listed < kinds.len() && !table::same(kinds[listed].0, required[at]) {
-            listed += 1;
-        }
-        if listed == kinds.len() {
+        if table::kind_in(kinds, required[at]).is_none() {
             return false;
         }
         at += 1;

@@ -347,12 +347,20 @@ pub const fn listed_kind(rows: &'static [Row], item_type: &str, field: &str) -> 
     let Some((_, _, kinds)) = row(rows, item_type) else {
         panic!("no such row in the field table")
     };
+    match kind_in(kinds, field) {
+        Some(kind) => kind,
+        None => Kind::Json,
+    }
+}
+
+/// The kind `kinds` lists `field` with, None when it does not list it (usable in constants).
+pub const fn kind_in(kinds: &[(&str, Kind)], field: &str) -> Option<Kind> {
     let mut at = 0;
     while at < kinds.len() {
         if same(kinds[at].0, field) {
-            return kinds[at].1;
+            return Some(kinds[at].1);
         }
         at += 1;
     }
-    Kind::Json
+    None
 }
