@@ -30,15 +30,17 @@ def _owns(identity, thread_id: str) -> bool:
 
 
 class HeldStore(MemoryStore):
-    """Holds the save of a run's answer (a save that brings an assistant message)."""
+    """Holds, until ``let_go``, every save that brings a message of ``role``: a
+    run's answer (assistant), or the user's turn saved before the agent starts."""
 
-    def __init__(self):
+    def __init__(self, role: str = "assistant"):
         super().__init__()
+        self.role = role
         self.let_go = asyncio.Event()
         self.held = asyncio.Event()
 
     async def save(self, thread_id, agent_id, new_messages, *args, **kwargs):
-        if any(m.get("role") == "assistant" for m in new_messages):
+        if any(m.get("role") == self.role for m in new_messages):
             self.held.set()
             await self.let_go.wait()
         return await super().save(thread_id, agent_id, new_messages, *args, **kwargs)
@@ -116,6 +118,16 @@ async def test_a_respond_during_a_long_run_is_answered_at_once():
     await app.aclose()
 
 
+async def asked(http, store: HeldStore, path: str, headers: dict) -> None:
+    """Starts the "asks" run and waits until it has told its readers of its
+    interrupt and its save (which makes the interrupt pending) is held."""
+    start = {"assistant_id": "asks", "input": {"messages": ["go"]}}
+    started = await http.post(path, json=command(1, "run.start", start), headers=headers)
+    assert started.status_code == 200, started.text
+    async with asyncio.timeout(30):
+        await store.held.wait()
+
+
 async def test_a_respond_to_the_interrupt_a_run_is_saving_waits_for_the_save():
     """The run told its readers of the interrupt (RUN_FINISHED comes before the
     save) and its save is not done: the answer is taken once it is."""
@@ -126,11 +138,7 @@ async def test_a_respond_to_the_interrupt_a_run_is_saving_waits_for_the_save():
     path = f"/threads/{thread_id}/commands"
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://test", timeout=60) as http:
-        start = {"assistant_id": "asks", "input": {"messages": ["go"]}}
-        started = await http.post(path, json=command(1, "run.start", start), headers=ann)
-        assert started.status_code == 200, started.text
-        async with asyncio.timeout(30):
-            await store.held.wait()
+        await asked(http, store, path, ann)
         log = await app.runs.active_of(thread_id)
         assert log is not None and not log.ended
         assert b"ask-1" in log.chunks[-1]  # its readers were told
@@ -189,11 +197,7 @@ async def test_a_respond_whose_first_read_predates_the_save_reads_the_thread_aga
     path = f"/threads/{thread_id}/commands"
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://test", timeout=60) as http:
-        start = {"assistant_id": "asks", "input": {"messages": ["go"]}}
-        started = await http.post(path, json=command(1, "run.start", start), headers=ann)
-        assert started.status_code == 200, started.text
-        async with asyncio.timeout(30):
-            await store.held.wait()
+        await asked(http, store, path, ann)
         store.stale = True
         answer = asyncio.ensure_future(http.post(path, json=respond(2, "ask-1"), headers=ann))
         async with asyncio.timeout(30):
@@ -206,26 +210,11 @@ async def test_a_respond_whose_first_read_predates_the_save_reads_the_thread_aga
     await app.aclose()
 
 
-class SlowTurnStore(MemoryStore):
-    """Holds the save of a user's turn (the save before the agent starts)."""
-
-    def __init__(self):
-        super().__init__()
-        self.let_go = asyncio.Event()
-        self.held = asyncio.Event()
-
-    async def save(self, thread_id, agent_id, new_messages, *args, **kwargs):
-        if any(m.get("role") == "user" for m in new_messages) and not self.let_go.is_set():
-            self.held.set()
-            await self.let_go.wait()
-        return await super().save(thread_id, agent_id, new_messages, *args, **kwargs)
-
-
 async def test_a_cancel_while_the_turn_is_saved_stops_the_run():
     """Readers see a run from its RUN_STARTED, before the user's turn is saved
     and its task starts: a cancel then is taken (202), and the run ends
     stopped, its agent never called (it was answered 202 and ran on)."""
-    store = SlowTurnStore()
+    store = HeldStore("user")
     app = App(store=store)
     called = []
 
