@@ -353,7 +353,7 @@ pub const fn listed_kind(rows: &'static [Row], item_type: &str, field: &str) -> 
     }
 }
 
-/// The kind `kinds` lists `field` with, None when it does not list it (usable in constants).
+/// The kind `kinds` lists `field` with, None if unlisted (usable in constants).
 pub const fn kind_in(kinds: &[(&str, Kind)], field: &str) -> Option<Kind> {
     let mut at = 0;
     while at < kinds.len() {
