@@ -27,7 +27,39 @@ const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// Whether `text` has a byte JSON must escape.
 pub fn needs_escape(text: &str) -> bool {
-    text.bytes().any(|byte| ESCAPE[byte as usize] != 0)
+    first_escape(text.as_bytes()).is_some()
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// Where the first byte `ESCAPE` marks is: eight bytes a test, then one at a
+/// time (tool results and ids are tens of bytes, a byte's table lookup per
+/// byte was most of what writing them cost).
+fn first_escape(bytes: &[u8]) -> Option<usize> {
+    let mut words = bytes.chunks_exact(8);
+    let mut at = 0;
+    for chunk in &mut words {
+        let word = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
+        // A flagged high bit per byte below 0x20, equal to `"` or equal to `\`.
+        // A borrow can flag a byte after a true one, never before it, so the
+        // lowest flag is a true one.
+        let quote = word ^ (ONES * u64::from(b'"'));
+        let backslash = word ^ (ONES * u64::from(b'\\'));
+        let flags = ((word.wrapping_sub(ONES * 0x20) & !word)
+            | (quote.wrapping_sub(ONES) & !quote)
+            | (backslash.wrapping_sub(ONES) & !backslash))
+            & HIGHS;
+        if flags != 0 {
+            return Some(at + (flags.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    words
+        .remainder()
+        .iter()
+        .position(|&byte| ESCAPE[byte as usize] != 0)
+        .map(|found| at + found)
 }
 
 /// The length of `text` once escaped, quotes included.
@@ -50,7 +82,7 @@ pub fn write_str(out: &mut Vec<u8>, text: &str) {
     out.push(b'"');
     let mut rest = bytes;
     // Plain runs are copied whole; only the bytes that need it are escaped.
-    while let Some(at) = rest.iter().position(|&byte| ESCAPE[byte as usize] != 0) {
+    while let Some(at) = first_escape(rest) {
         out.extend_from_slice(&rest[..at]);
         let byte = rest[at];
         match ESCAPE[byte as usize] {
@@ -109,6 +141,14 @@ fn write_number(out: &mut Vec<u8>, number: &Number) {
         } else {
             out.extend_from_slice(b"null");
         }
+    }
+}
+
+/// Appends the decimal digits of `value` (an id's counter).
+pub fn push_u64(out: &mut String, value: u64) {
+    let mut buffer = itoa_buffer();
+    for &digit in format_u64(&mut buffer, value) {
+        out.push(char::from(digit));
     }
 }
 
@@ -180,6 +220,31 @@ pub fn float(value: f64) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_word_scan_finds_what_the_table_marks() {
+        let by_table = |bytes: &[u8]| bytes.iter().position(|&b| ESCAPE[b as usize] != 0);
+        for byte in 0..=255u8 {
+            for len in 1..24 {
+                for at in 0..len {
+                    // Plain bytes around it, high ones among them (UTF-8 continuations).
+                    let mut bytes: Vec<u8> =
+                        (0..len).map(|i| [b'a', 0xc3, 0xa9, b'~'][i % 4]).collect();
+                    bytes[at] = byte;
+                    assert_eq!(
+                        first_escape(&bytes),
+                        by_table(&bytes),
+                        "{byte:#x} at {at} of {len}"
+                    );
+                    // A second marked byte after it changes nothing.
+                    if at + 1 < len {
+                        bytes[len - 1] = b'"';
+                        assert_eq!(first_escape(&bytes), by_table(&bytes));
+                    }
+                }
+            }
+        }
+    }
 
     fn f(value: f64) -> String {
         let mut out = Vec::new();

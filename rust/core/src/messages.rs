@@ -323,8 +323,13 @@ impl RunMessages {
         if !RECORD {
             return;
         }
-        // The call streaming now is the latest one, or near it.
-        if let Some(at) = self.call(id) {
+        // The call streaming now is nearly always the latest one: its id
+        // compared spares hashing it for every piece.
+        let at = match self.calls.last() {
+            Some(last) if self.string(last.id) == id => Some(self.calls.len() - 1),
+            _ => self.call(id),
+        };
+        if let Some(at) = at {
             self.calls[at].args.push_str(delta);
         }
     }
