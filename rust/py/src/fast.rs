@@ -338,7 +338,10 @@ fn is_type<'py>(
         return false;
     };
     let matches = text.to_str().is_ok_and(|text| names.contains(&text));
-    if matches {
+    // The first one met is kept: items built by one piece of code share it
+    // for the whole run, and items parsed from JSON never share one (each
+    // replaced cost reference counting per item and spared nothing).
+    if matches && known.is_none() {
         *known = Some(text.clone());
     }
     matches
