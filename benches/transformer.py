@@ -298,6 +298,23 @@ def as_received(items: list) -> list:
     return received
 
 
+def text_only(dialect: str, items: list) -> list:
+    """The run's text deltas alone, after what starts the run (and, for events,
+    the message): every item on the fastest path. What ``encode_many`` gains
+    there is the most it can gain on a run, whatever else the run holds."""
+    if dialect == "crumbs":
+        return [items[0], *(item for item in items if item["type"] == "text:delta")]
+    if dialect == "chunks":
+        return [item for item in items if isinstance(item, str) or item["type"] == "token"]
+    start, message = items[0], "bench-message"
+    deltas = [item["delta"] for item in items if item["type"] == "TEXT_MESSAGE_CONTENT"]
+    return [
+        start,
+        {"type": "TEXT_MESSAGE_START", "messageId": message, "role": "assistant"},
+        *({"type": "TEXT_MESSAGE_CONTENT", "messageId": message, "delta": d} for d in deltas),
+    ]
+
+
 def modes_for(dialect: str, items: list, native):
     def create(impl):
         if dialect == "crumbs":
@@ -360,6 +377,10 @@ def modes_for(dialect: str, items: list, native):
         modes["native encode"] = per_item(native, stream)
         modes["native encode_many"] = many(native, stream)
     modes["pure encode"] = per_item(pure, stream)
+    if native is not None:
+        texts = as_received(text_only(dialect, items))
+        modes["native encode (text only)"] = per_item(native, texts)
+        modes["native encode_many (text only)"] = many(native, texts)
     if native is not None and dialect == "events":
         # The same stream as crumbs (events_run is made from crumbs_run), timed
         # in the same rounds: the events dialect's cost per event against theirs.
@@ -391,10 +412,23 @@ def report(dialect: str, items: list, native, rounds: int) -> tuple[list[str], b
         "|---|---:|---:|---:|",
     ]
     for name, ns in per.items():
+        if "(text only)" in name:
+            continue  # not this run's items: shown below, per item of its own
         lines.append(
             f"| {name} | {ns:,.0f} | {medians[name] / 1000:,.1f} | {per['SDK path'] / ns:,.1f}x |"
         )
     lines.append("")
+    if native is not None:
+        n_texts = len(text_only(dialect, items))
+        each, many_each = (
+            medians[f"native {path} (text only)"] / n_texts for path in ("encode", "encode_many")
+        )
+        lines += [
+            f"Information: the run's {n_texts} text deltas alone (every item on the fastest"
+            f" path): per-item encode {each:,.0f} ns, encode_many {many_each:,.0f} ns an item,"
+            f" {each / many_each:.2f}x (what encode_many can gain at most on any run)",
+            "",
+        ]
     targets = []
     if native is not None:
         targets += [
