@@ -20,6 +20,7 @@ trace_service_pb2 = pytest.importorskip("opentelemetry.proto.collector.trace.v1.
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 PARENT_ID = "00f067aa0ba902b7"
+RESOURCE = "service.name=agui-test,deployment.environment.name=ci"
 
 
 @contextlib.contextmanager
@@ -68,7 +69,9 @@ def _attrs(span) -> dict:
 def test_spans_continue_the_callers_trace(pg_url, redis_url):
     with otlp_receiver() as (endpoint, spans):
         env = {"OPS_STORE": pg_url, "OPS_RUNS": redis_url, "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
-               "OTEL_SERVICE_NAME": "agui-test", "OTEL_BSP_SCHEDULE_DELAY": "200"}  # fmt: skip
+               "OTEL_BSP_SCHEDULE_DELAY": "200",
+               # The operator's resource, its service name included, is what spans carry.
+               "OTEL_RESOURCE_ATTRIBUTES": RESOURCE}  # fmt: skip
         with serve_cli(env, target="tests.ops_apps:app", workers=2) as server:
             body = {"threadId": "tr1", "runId": "tr1-r",
                     "messages": [{"id": "tr1-m", "role": "user", "content": "a b"}]}  # fmt: skip
@@ -91,6 +94,7 @@ def test_spans_continue_the_callers_trace(pg_url, redis_url):
     by_name: dict = {}
     for resource, span in spans:
         assert resource["service.name"] == "agui-test"
+        assert resource["deployment.environment.name"] == "ci"
         by_name.setdefault(span.name, []).append(span)
     ours = [s for _, s in spans if s.trace_id.hex() == TRACE_ID]
     server_span = next(s for s in ours if s.name == "POST /agui/talk")

@@ -176,3 +176,52 @@ def test_a_method_http_does_not_define_is_counted_as_other():
     # (The counts are the process's: other tests' requests may be in them.)
     assert by_method["_OTHER"] == 40 and by_method["GET"] >= 1
     assert set(by_method) <= {"GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS", "_OTHER"}
+
+
+def test_responses_vary_by_origin_whenever_cors_is_on():
+    # A response cached from a request without Origin must not be handed to a
+    # page of an allowed origin as if it held no CORS headers.
+    async def go():
+        app = App(store="memory://", cors=["https://a.example"])
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            plain = await client.get("/agents")
+            allowed = await client.get("/agents", headers={"origin": "https://a.example"})
+            other = await client.get("/agents", headers={"origin": "https://b.example"})
+        assert plain.status_code == 200 and "access-control-allow-origin" not in plain.headers
+        for response in (plain, allowed, other):
+            assert "origin" in response.headers.get("vary", "").lower()
+
+    asyncio.run(go())
+
+
+def test_a_path_cannot_forge_an_access_line(caplog):
+    import logging
+
+    async def go():
+        app = App(store="memory://")
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            await client.get("/nope%0A[INFO] agui_bridge.access: POST /agui/talk 200")
+
+    with caplog.at_level(logging.INFO, logger="agui_bridge.access"):
+        asyncio.run(go())
+    lines = [r.getMessage() for r in caplog.records if r.name == "agui_bridge.access"]
+    assert lines and all("\n" not in line for line in lines)
+    assert any("/nope\\x0a[INFO]" in line for line in lines)
+    # The JSON fields keep the path as it was (JSON escapes it).
+    record = next(r for r in caplog.records if r.name == "agui_bridge.access")
+    assert record.agui["path"].startswith("/nope\n[INFO]")
+
+
+def test_the_trace_resource_is_the_operators(monkeypatch):
+    from agui_bridge.ops.tracing import resource
+
+    monkeypatch.delenv("OTEL_SERVICE_NAME", raising=False)
+    monkeypatch.delenv("OTEL_RESOURCE_ATTRIBUTES", raising=False)
+    assert resource().attributes["service.name"] == "agui-bridge"
+    monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", "service.name=checkout,team=ai")
+    attributes = resource().attributes
+    assert (attributes["service.name"], attributes["team"]) == ("checkout", "ai")
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "gateway")
+    assert resource().attributes["service.name"] == "gateway"

@@ -70,6 +70,11 @@ class Ops:
                     return
                 # Another origin gets no CORS header, only Vary (what a cache keys on).
                 extra = cors.response_headers(origin) if cors.allows(origin) else _VARY
+            else:
+                # A response without CORS headers that a cache could hand to a
+                # page of an allowed origin: it varies by Origin too (Fetch,
+                # "CORS protocol and HTTP caches").
+                extra = _VARY
         if not (extra or self._watch or access_log.isEnabledFor(logging.INFO)):
             await handler.handle(conn)
             return

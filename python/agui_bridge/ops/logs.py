@@ -63,6 +63,18 @@ class RunEnd:
         return fields
 
 
+# What a client-chosen string (a path, an id) shows in a text line: its line
+# breaks and other control characters escaped, so it cannot start a forged line.
+_ESCAPED = {code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F, 0x85)} | {
+    0x2028: "\\u2028",
+    0x2029: "\\u2029",
+}
+
+
+def _shown(text) -> str:
+    return str(text).translate(_ESCAPED)
+
+
 def log_request(req, duration: float) -> None:
     if not access_log.isEnabledFor(logging.INFO):
         return
@@ -83,7 +95,8 @@ def log_request(req, duration: float) -> None:
         if value is not None:
             fields[name] = value
     access_log.info(
-        "%s %s %d %.1f ms %d B", req.method, req.path, req.status, duration * 1000, req.sent,
+        "%s %s %d %.1f ms %d B",
+        req.method, _shown(req.path), req.status, duration * 1000, req.sent,
         extra={"agui": fields},
     )  # fmt: skip
 
@@ -94,8 +107,8 @@ def log_run_end(end: RunEnd) -> None:
     fields = end.fields()
     run_log.info(
         "run %s of thread %s (agent %s) ended: %s%s in %.1f ms",
-        fields["run_id"], fields["thread_id"], fields["agent_id"], end.outcome,
-        f" ({end.code})" if end.code else "", fields["duration_ms"],
+        _shown(fields["run_id"]), _shown(fields["thread_id"]), fields["agent_id"], end.outcome,
+        f" ({_shown(end.code)})" if end.code else "", fields["duration_ms"],
         extra={"agui": {"event": "run_end", **fields}},
     )  # fmt: skip
 

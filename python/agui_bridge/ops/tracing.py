@@ -63,19 +63,26 @@ def _provider():
     if _provider_set or not isinstance(current, trace.ProxyTracerProvider):
         return current
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-    provider = TracerProvider(resource=Resource.create({"service.name": _service()}))
+    provider = TracerProvider(resource=resource())
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     trace.set_tracer_provider(provider)
     _provider_set = True
     return provider
 
 
-def _service() -> str:
-    return os.environ.get("OTEL_SERVICE_NAME") or "agui-bridge"
+def resource():
+    """The SDK's resource from the environment (``OTEL_SERVICE_NAME``,
+    ``OTEL_RESOURCE_ATTRIBUTES``), named ``agui-bridge`` only where they name no
+    service: passing the name in would override theirs."""
+    from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+
+    found = Resource.create()
+    if str(found.attributes.get(SERVICE_NAME, "")).startswith("unknown_service"):
+        return found.merge(Resource({SERVICE_NAME: "agui-bridge"}))
+    return found
 
 
 class Tracing:
