@@ -122,6 +122,22 @@ async def test_a_redis_that_refuses_a_batch_fails_the_run_and_a_request(two_node
         await admin.config_set("maxmemory", "0")
 
 
+async def test_readiness_asks_for_a_write(two_nodes):
+    """A Redis that still answers reads but refuses writes starts no run: the
+    readiness probe (``/readyz``) fails with it, not only when Redis is down."""
+    a, _ = two_nodes
+    await a.ping()
+    admin = a.client.open()
+    await admin.config_set("maxmemory", "1")
+    try:
+        await a.get("t", "r")  # reads still answer
+        with pytest.raises(RunsUnavailable):
+            await a.ping()
+    finally:
+        await admin.config_set("maxmemory", "0")
+    await a.ping()
+
+
 async def test_a_batch_is_sent_in_the_context_of_the_task_that_appended_it(two_nodes):
     """The run gate appends RUN_STARTED in the request; the run's task appends the
     rest. A batch the run queued while the request's was in flight goes out in the

@@ -3,7 +3,8 @@
 ``GET /healthz``: 200 as long as the worker's event loop answers (the
 request is served by that loop, so reaching this code is the check).
 ``GET /readyz``: 200 when the thread store and the run backend each answer
-within ``timeout`` seconds; 503 otherwise, and 503 from the moment a drain
+within ``timeout`` seconds (Redis run logs: a write, since a Redis refusing
+writes starts no run); 503 otherwise, and 503 from the moment a drain
 starts (``App.drain``: SIGTERM), so a load balancer stops sending runs while
 the running ones finish. Neither needs authentication (``authenticate`` is
 not called) and neither body names a thread, a run or an agent.

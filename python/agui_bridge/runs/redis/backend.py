@@ -21,6 +21,9 @@ from .sink import RedisSink
 
 log = logging.getLogger("agui_bridge.runs")
 
+# Seconds the readiness probe's key lives (one per node, rewritten by each probe).
+READY_TTL = 5
+
 
 class RedisRuns:
     """Run logs on one Redis, shared by every node (see ``runs.redis``)."""
@@ -97,6 +100,12 @@ class RedisRuns:
 
     def publish(self, log: RunLog) -> None:
         pass  # a mirror is visible on every node once RUN_STARTED is read into it
+
+    async def ping(self) -> None:
+        """Readiness (``/readyz``): a write, as every run makes; a Redis that
+        answers reads but refuses writes (out of memory, a replica after a
+        failover, a failed save) can start no run, so it is not ready."""
+        await self.client.call("set", b"agui:readyz:" + self.node.encode(), b"1", READY_TTL)
 
     async def get(self, thread_id: str, run_id: str) -> RunLog | None:
         found = await self._get(thread_id, run_id)
