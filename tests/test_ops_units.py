@@ -225,3 +225,29 @@ def test_the_trace_resource_is_the_operators(monkeypatch):
     assert (attributes["service.name"], attributes["team"]) == ("checkout", "ai")
     monkeypatch.setenv("OTEL_SERVICE_NAME", "gateway")
     assert resource().attributes["service.name"] == "gateway"
+
+
+def test_preflights_are_counted_as_requests():
+    """An operator sees a browser's preflights (and the ones refused) in the
+    response counts, as every other request."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    async def go():
+        app = App(store="memory://", metrics=True, cors=["https://a.example"])
+        http = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t")
+        async with http:
+            for origin, status in (("https://a.example", 204), ("https://b.example", 403)):
+                asked = await http.options("/agents", headers={
+                    "origin": origin, "access-control-request-method": "GET"})  # fmt: skip
+                assert asked.status_code == status
+            text = (await http.get("/metrics")).text
+        await app.aclose()
+        return {
+            (s.labels["method"], s.labels["status"]): s.value
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+            if s.name == "agui_http_responses_total"
+        }
+
+    counted = asyncio.run(go())
+    assert counted[("OPTIONS", "204")] == 1 and counted[("OPTIONS", "403")] == 1

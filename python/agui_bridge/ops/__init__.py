@@ -66,10 +66,11 @@ class Ops:
                 wanted = conn.headers.get("access-control-request-method")
                 if conn.method == "OPTIONS" and wanted:
                     requested = conn.headers.get("access-control-request-headers")
-                    await conn.respond(*cors.preflight(origin, wanted, requested))
-                    return
-                # Another origin gets no CORS header, only Vary (what a cache keys on).
-                extra = cors.response_headers(origin) if cors.allows(origin) else _VARY
+                    # Answered here, and counted, logged and traced as any request.
+                    handler = _Answered(cors.preflight(origin, wanted, requested))
+                else:
+                    # Another origin gets no CORS header, only Vary (what a cache keys on).
+                    extra = cors.response_headers(origin) if cors.allows(origin) else _VARY
             else:
                 # A response without CORS headers that a cache could hand to a
                 # page of an allowed origin: it varies by Origin too (Fetch,
@@ -219,6 +220,18 @@ class Ops:
 
 
 _VARY = [("vary", "origin")]
+
+
+class _Answered:
+    """A handler whose answer is known (a CORS preflight's)."""
+
+    __slots__ = ("answer",)
+
+    def __init__(self, answer: tuple):
+        self.answer = answer
+
+    async def handle(self, conn) -> None:
+        await conn.respond(*self.answer)
 
 
 class _Front:
