@@ -432,6 +432,37 @@ async def test_update_state_writes_values_and_messages_but_not_during_a_run(clie
     assert "x" not in (await client.threads.get_state(thread_id))["values"]
 
 
+async def test_command_update_messages_join_the_thread_never_replace_it(client):
+    """LangGraph applies ``command.update``'s messages through its add_messages
+    reducer: they join the thread as the run's input, on a resume too; the
+    thread's messages are never replaced by them."""
+    thread_id = await _thread(client)
+    await client.runs.wait(thread_id, "slow", input=_human("hello 1"))
+    await client.runs.wait(thread_id, "slow", command={"update": {"messages": [["human", "hi 1"]]}})
+    done = await client.runs.wait(thread_id, "slow", input=_human("next 1"))
+    said = ["hello 1", "tick 0 ", "hi 1", "tick 0 ", "next 1", "tick 0 "]
+    assert [m["content"] for m in done["messages"]] == said
+    assert [m["type"] for m in done["messages"]] == ["human", "ai"] * 3
+    assert (await client.threads.get(thread_id))["values"]["messages"] == done["messages"]
+    state = await client.threads.get_state(thread_id)  # the AG-UI state route
+    assert "messages" not in state["values"]
+    assert [m["content"] for m in state["messages"]] == said
+
+    paused = await client.runs.wait(thread_id, "demo", input=_human("approve deleting the draft"))
+    assert paused["__interrupt__"]
+    note = {"role": "human", "content": "note: go ahead"}
+    resumed = await client.runs.wait(
+        thread_id, "demo", command=Command(resume="yes", update={"messages": [note]})
+    )
+    shown = [m["content"] for m in resumed["messages"]]
+    assert shown[: len(said)] == said and "note: go ahead" in shown[len(said) :]
+    assert shown[-1] == "Approved: approve deleting the draft. Done."
+    assert (await client.threads.get(thread_id))["values"]["messages"] == resumed["messages"]
+    state = await client.threads.get_state(thread_id)
+    assert "messages" not in state["values"]
+    assert [m["content"] for m in state["messages"]] == shown
+
+
 async def test_odd_bodies_never_get_a_500(base_url, client):
     thread_id = await _thread(client)
     keys = ["assistant_id", "input", "command", "stream_mode", "metadata", "multitask_strategy"]

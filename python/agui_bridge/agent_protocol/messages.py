@@ -38,8 +38,10 @@ def to_agui(message, index: int, policy: PartPolicy = DEFAULT_POLICY) -> dict:
     where = f"input.messages[{index}]"
     if isinstance(message, str):
         message = {"role": "user", "content": message}
+    elif isinstance(message, list) and len(message) == 2 and isinstance(message[0], str):
+        message = {"role": message[0], "content": message[1]}  # LangChain's (role, content)
     if not isinstance(message, dict):
-        raise MessageError(f"{where} must be an object or a string")
+        raise MessageError(f"{where} must be an object, a [role, content] pair or a string")
     kind = message.get("role", message.get("type"))
     role = _ROLES.get(kind) if isinstance(kind, str) else None
     if role is None:

@@ -405,13 +405,8 @@ class AgentProtocol:
         if values is not None and not isinstance(values, dict):
             raise _unprocessable("'values' must be an object")
         values = dict(values or {})
-        sent = _listed(values.pop("messages", []))
-        try:
-            added = await off_loop(
-                size, lambda: [to_agui(m, i, app.parts) for i, m in enumerate(sent)]
-            )
-        except MessageError as error:
-            raise input_error(error, 422, "invalid_request") from None
+        sent = values.pop("messages", None)
+        added = await off_loop(size, _messages, sent, app.parts, "values.messages")
         thread = await self._thread(identity, thread_id)
         if wanted is not None and wanted != checkpoint(thread)["checkpoint_id"]:
             step = step_of(thread, wanted)
@@ -493,18 +488,10 @@ class AgentProtocol:
         messages: list[dict] = []
         state = None
         if isinstance(run_input, dict):
-            sent = run_input.get("messages")
-            if isinstance(sent, (str, dict)):
-                sent = [sent]
-            if sent is not None and not isinstance(sent, list):
-                raise _unprocessable("'input.messages' must be a list of messages")
-            try:
-                messages = [to_agui(m, i, self.app.parts) for i, m in enumerate(sent or ())]
-            except MessageError as error:
-                raise input_error(error, 422, "invalid_request") from None
+            messages = _messages(run_input.get("messages"), self.app.parts, "input.messages")
             state = {k: v for k, v in run_input.items() if k != "messages"} or None
         elif isinstance(run_input, str):
-            messages = [to_agui(run_input, 0)]
+            messages = _messages(run_input, self.app.parts, "input")
         elif run_input is not None:
             raise _unprocessable("'input' must be an object (or a message's text)")
         resume = None
@@ -522,7 +509,12 @@ class AgentProtocol:
                     update = dict(update)
                 if not isinstance(update, dict):
                     raise _unprocessable("'command.update' must be an object or [key, value] pairs")
-                state = {**(state or {}), **update}
+                update = dict(update)
+                # LangGraph adds them (its add_messages reducer): the run's input
+                # messages, never a state key over the thread's messages.
+                sent = update.pop("messages", None)
+                messages += _messages(sent, self.app.parts, "command.update.messages")
+                state = {**(state or {}), **update} or None
             if "resume" in command:
                 resume = _resume(command["resume"], thread)
         users = [m for m in messages if m["role"] == "user"]
@@ -972,12 +964,19 @@ def _flag(value, name: str):
     raise _unprocessable(f"'{name}' must be true or false")
 
 
-def _listed(value) -> list:
-    if isinstance(value, (str, dict)):
-        return [value]
-    if not isinstance(value, list):
-        raise _unprocessable("'values.messages' must be a list of messages")
-    return value
+def _messages(sent, parts, name: str) -> list[dict]:
+    """LangGraph messages (a list, or one) as the AG-UI messages the thread takes:
+    the one conversion of ``input.messages``, ``command.update`` and a state update."""
+    if sent is None:
+        return []
+    if isinstance(sent, (str, dict)):
+        sent = [sent]
+    if not isinstance(sent, list):
+        raise _unprocessable(f"'{name}' must be a list of messages")
+    try:
+        return [to_agui(m, i, parts) for i, m in enumerate(sent)]
+    except MessageError as error:
+        raise input_error(error, 422, "invalid_request") from None
 
 
 def _unprocessable_errors(endpoint):
