@@ -254,10 +254,70 @@ async def test_update_state_from_another_checkpoint_is_refused_not_applied(root)
     assert done["checkpoint"]["checkpoint_id"] != current
 
 
+async def test_update_state_replaces_the_message_whose_id_the_thread_holds(base_url, root):
+    """LangGraph's add_messages replaces the message with the id it is given: a
+    state update under a held id edits that message where it stands (the thread
+    keeps the old version as a branch), never a 200 that writes nothing."""
+    thread_id = (await root.threads.create())["thread_id"]
+    await root.runs.wait(thread_id, "demo", input=_say("u1", "hello there"))
+    await root.runs.wait(thread_id, "demo", input=_say("u2", "and again"))
+    before = (await root.threads.get_state(thread_id))["messages"]
+    answer = before[1]
+    assert answer["role"] == "assistant"
+    edit = {"type": "ai", "id": answer["id"], "content": "EDITED"}
+    done = await root.threads.update_state(thread_id, {"messages": [edit]})
+    state = await root.threads.get_state(thread_id)  # the AG-UI state route
+    assert state["checkpoint"] == done["checkpoint"]
+    assert [m["id"] for m in state["messages"]] == [m["id"] for m in before]
+    assert state["messages"][1]["content"] == "EDITED"
+    assert state["messages"][:1] + state["messages"][2:] == before[:1] + before[2:]
+    thread = await root.threads.get(thread_id)
+    assert [m["content"] for m in thread["values"]["messages"]] == [
+        m["content"] for m in state["messages"]
+    ]
+    async with httpx.AsyncClient(base_url=base_url, timeout=10) as http:
+        langgraph = (await http.get(f"/langgraph/threads/{thread_id}/state")).json()
+        branches = (await http.get(f"/threads/{thread_id}/branches")).json()
+    assert langgraph["values"]["messages"][1]["content"] == "EDITED"
+    assert len(branches["branches"]) == 1  # the unedited messages, kept
+
+
+async def test_update_state_at_a_step_writes_the_fork(base_url):
+    """A state update at a step of the current branch is LangGraph's fork there:
+    the thread goes on from that step with the update's messages and values (the
+    old branch kept), never a 200 that writes nothing."""
+    client = get_client(url=base_url + "/langgraph", api_key=None)
+    try:
+        thread_id = (await client.threads.create())["thread_id"]
+        await client.runs.wait(thread_id, "demo", input=_say("u1", "hello there"))
+        await client.runs.wait(thread_id, "demo", input=_say("u2", "and again"))
+        history = await client.threads.get_history(thread_id, limit=10)
+        step = history[2]  # u1 and its answer
+        kept = [m["id"] for m in step["values"]["messages"]]
+        assert len(kept) == 2
+        values = {"messages": [{"type": "human", "id": "e2", "content": "edited"}], "mood": "ok"}
+        fork = await client.threads.update_state(
+            thread_id, values, checkpoint_id=step["checkpoint"]["checkpoint_id"]
+        )
+        state = await client.threads.get_state(thread_id)
+        assert state["checkpoint"] == fork["checkpoint"] != step["checkpoint"]
+        assert [m["id"] for m in state["values"]["messages"]] == [*kept, "e2"]
+        assert state["values"]["mood"] == "ok"
+        async with httpx.AsyncClient(base_url=base_url, timeout=10) as http:
+            shown = (await http.get(f"/threads/{thread_id}/state")).json()
+            branches = (await http.get(f"/threads/{thread_id}/branches")).json()
+        assert [m["id"] for m in shown["messages"]] == [*kept, "e2"]
+        assert shown["values"]["mood"] == "ok"
+        assert len(branches["branches"]) == 1  # u2 and its answer, kept
+    finally:
+        await client.aclose()
+
+
 async def test_the_langgraph_history_has_a_step_per_message_and_a_run_forks_from_one(base_url):
     """``/langgraph``'s history: the current state, then the current branch's steps
     (step n holds its first n messages), each naming its parent; a state update at a
-    step answers that step, a run from it branches the thread there."""
+    step writes the fork there (with nothing to write, answers that step), and a run
+    from it goes on from there."""
     client = get_client(url=base_url + "/langgraph", api_key=None)
     try:
         thread_id = (await client.threads.create())["thread_id"]
@@ -275,11 +335,19 @@ async def test_the_langgraph_history_has_a_step_per_message_and_a_run_forks_from
         assert [s["checkpoint"] for s in older] == [s["checkpoint"] for s in history[2:]]
         assert (await client.threads.get_state(thread_id, checkpoint=step))["checkpoint"] == step
 
-        # The fork at the step before u2, then a run from it with u2 again.
+        # With nothing to write, the fork is the step itself (a run naming it forks).
+        same = await client.threads.update_state(thread_id, {}, checkpoint_id=step["checkpoint_id"])
+        assert same["checkpoint"] == step
+        assert (await client.threads.get_state(thread_id))["checkpoint"] == history[0]["checkpoint"]
+        # The fork at the step before u2 (what @ag-ui/langgraph writes to regenerate:
+        # its tools), then a run from it with u2 again.
         fork = await client.threads.update_state(
             thread_id, {"tools": []}, checkpoint_id=step["checkpoint_id"], as_node="demo"
         )
-        assert fork["checkpoint"] == step
+        forked = await client.threads.get_state(thread_id)
+        assert forked["checkpoint"] == fork["checkpoint"] != step
+        assert forked["values"]["messages"] == history[2]["values"]["messages"]
+        assert forked["values"]["tools"] == []
         values = await client.runs.wait(
             thread_id,
             "demo",

@@ -8,6 +8,7 @@ import pytest
 from agui_bridge.errors import HttpError
 from agui_bridge.run_input import Resume, RunInput
 from agui_bridge.store import Thread
+from agui_bridge.store.branches import Cut
 from agui_bridge.turns import carried, merge, resumption, state_update
 
 
@@ -175,8 +176,18 @@ def test_carried_tells_a_retry_from_new_input():
 
 def test_a_state_update_adds_only_messages_the_thread_does_not_hold():
     thread = stored([user("u1")], state={"a": 1})
-    added, state = state_update(thread, [user("u1"), user("u2")], {"b": 2})
-    assert added == [user("u2")] and state == {"a": 1, "b": 2}
+    added, state, cut = state_update(thread, [user("u1"), user("u2")], {"b": 2})
+    assert added == [user("u2")] and state == {"a": 1, "b": 2} and cut is None
+
+
+def test_a_state_update_replaces_a_held_message_or_forks_at_a_step_by_a_cut():
+    thread = stored([user("u1"), user("u2"), user("u3")], state={"a": 1})
+    added, _, cut = state_update(thread, [user("u2", "edited"), user("u4")], {})
+    assert added == [user("u2", "edited"), user("u3"), user("u4")]
+    assert cut == Cut("u1")
+    added, state, cut = state_update(thread, [user("u4")], {"b": 2}, step=1)
+    assert added == [user("u4")] and state == {"a": 1, "b": 2} and cut == Cut("u1")
+    assert state_update(thread, [user("u9")], {}, step=0)[2] == Cut(None)
 
 
 # -- branches (issue 20) -------------------------------------------------------

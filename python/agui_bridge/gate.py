@@ -308,19 +308,29 @@ class Gate:
 
     async def update(self, thread_id: str, change) -> None:
         """Changes a thread outside a run (the Agent Protocol's state update):
-        ``change(thread) -> (new messages, state)`` on the thread as loaded
+        ``change(thread) -> (new messages, state, cut)`` on the thread as loaded
         under the claim, saved under its lease (``HttpError`` 409 ``lease_lost``
-        when the lease was taken over meanwhile: nothing is written)."""
+        when the lease was taken over meanwhile: nothing is written; 422 for a
+        cut where the store keeps no branches)."""
         lease = await self.claim(thread_id)
         try:
             store = self._store()
             thread = await store.load(thread_id)
             if thread is None:
                 raise HttpError(404, "not_found", f"no thread {thread_id!r}")
-            added, state = change(thread)
+            added, state, cut = change(thread)
+            if cut is not None and not keeps_branches(store):
+                raise HttpError(
+                    422,
+                    "not_served",
+                    "this store keeps no branches: a state update can only append"
+                    " messages, not replace a held one or fork at an earlier step",
+                )
             try:
                 interrupts = thread.interrupts
-                await save(store, thread_id, thread.agent_id, added, state, interrupts, lease)
+                await save(
+                    store, thread_id, thread.agent_id, added, state, interrupts, lease, cut=cut
+                )
             except LeaseLost as error:
                 raise HttpError(409, "lease_lost", str(error)) from None
         finally:

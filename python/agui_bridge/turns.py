@@ -379,11 +379,31 @@ def merged_state(thread, sent) -> dict:
     return state
 
 
-def state_update(thread, added: list[dict], values: dict) -> tuple[list[dict], dict]:
-    """An Agent Protocol state update: the messages the thread does not hold
-    yet, and the state with ``values`` on top."""
-    held = {m.get("id") for m in thread.messages}
-    return [m for m in added if m["id"] not in held], {**thread.state, **values}
+def state_update(
+    thread, added: list[dict], values: dict, step: int | None = None
+) -> tuple[list[dict], dict, Cut | None]:
+    """An Agent Protocol state update, as LangGraph's add_messages applies one:
+    ``(messages to save, state, cut)``. A message under an id the current branch
+    holds replaces that one where it stands (resent unchanged, nothing to do),
+    the others are appended; ``step``: the update forks the branch after its
+    first ``step`` messages. Stored messages never change, so a replace or a
+    fork is a cut (``store/branches.py``): the old branch is kept, and the new
+    one is saved from the first message that differs."""
+    kept = len(thread.messages) if step is None else step
+    messages = thread.messages[:kept]
+    positions = _positions(messages)
+    for message in added:
+        at = positions.get(message["id"])
+        if at is None:
+            positions[message["id"]] = len(messages)
+            messages.append(message)
+        elif messages[at] != message:
+            messages[at] = message
+            kept = min(kept, at)
+    state = {**thread.state, **values}
+    if kept == len(thread.messages):
+        return messages[kept:], state, None
+    return messages[kept:], state, Cut(messages[kept - 1]["id"] if kept else None)
 
 
 def same_turn(thread_id: str, held: dict, sent: dict) -> None:

@@ -12,8 +12,10 @@ now: earlier states are not kept) and names its parent, step ``n - 1``.
 - History (``/langgraph/threads/{id}/history``): the current state, then the
   steps newest first, then the branches the thread left
   (``agent_protocol/branches.py``); ``checkpoint`` lists from that one back.
-- A state update at a step is the fork a run then names: it answers that
-  step's checkpoint and writes nothing (the run's input carries the values).
+- A state update at a step is LangGraph's fork there: its messages and values
+  are written on a new branch from that step, the old one kept
+  (``turns.state_update``); with nothing to write it answers the step, which a
+  run then names.
 - A run from a step (``checkpoint_id``) runs on the step's messages followed
   by its input's: the thread branches there as a regenerate does over AG-UI
   (``turns.branch_point``), the old branch kept.

@@ -389,13 +389,14 @@ class AgentProtocol:
         await conn.respond(200, orjson.dumps(found), JSON)
 
     async def _update_state(self, conn, thread_id: str) -> None:
-        """``POST /threads/{id}/state``: ``values`` update the state (``messages`` in it
-        are appended, as new input messages); refused (409) while a run is active.
-        ``as_node`` is taken (the agent is the graph's one node). A ``checkpoint`` /
-        ``checkpoint_id`` of a step of the current branch is a fork: answered with
-        that step, nothing written (the run from it carries the values:
-        agent_protocol/steps.py); any other than the current one is a 422, never an
-        update of the current state."""
+        """``POST /threads/{id}/state``: ``values`` update the state, ``messages`` in
+        it as LangGraph's add_messages adds them (``turns.state_update``); refused
+        (409) while a run is active. ``as_node`` is taken (the agent is the graph's
+        one node). A ``checkpoint`` / ``checkpoint_id`` of a step of the current
+        branch is a fork: the update is written there (the old branch kept), or,
+        with nothing to write, answered with that step (a run naming it forks:
+        agent_protocol/steps.py); any other than the current one is a 422, never
+        an update of the current state."""
         app = self.app
         identity, body, size = await self._sized_body(conn, "run")
         wanted = _named_checkpoint(body)
@@ -408,10 +409,11 @@ class AgentProtocol:
         sent = values.pop("messages", None)
         added = await off_loop(size, _messages, sent, app.parts, "values.messages")
         thread = await self._thread(identity, thread_id)
-        if wanted is not None and wanted != checkpoint(thread)["checkpoint_id"]:
+        if not added and not values and wanted is not None:
             step = step_of(thread, wanted)
             if step is not None:
-                # A fork at a step: the run that names it takes it (agent_protocol/steps.py).
+                # Nothing to write: the fork is the step, which a run naming it
+                # takes (agent_protocol/steps.py).
                 fork = {"checkpoint": step_checkpoint(thread, step)}
                 await conn.respond(200, orjson.dumps(fork), JSON)
                 return
@@ -419,12 +421,15 @@ class AgentProtocol:
             raise HttpError(409, "run_active", f"thread {thread_id!r} has an active run")
 
         def update(thread):
+            step = None
             if wanted is not None and wanted != checkpoint(thread)["checkpoint_id"]:
-                raise _unprocessable(
-                    f"checkpoint {wanted!r} is neither the thread's current one nor a step"
-                    " of its current branch"
-                )
-            return state_update(thread, added, values)
+                step = step_of(thread, wanted)
+                if step is None:
+                    raise _unprocessable(
+                        f"checkpoint {wanted!r} is neither the thread's current one nor a"
+                        " step of its current branch"
+                    )
+            return state_update(thread, added, values, step)
 
         # Under the thread's lease, fenced, like a run's save.
         await self.gate.update(thread_id, update)
