@@ -93,3 +93,40 @@ async def test_authorize_stream_guards_reading_and_cancelling_a_run(base_url):
             assert refused.status_code == 403
     finally:
         await carl.aclose()
+
+
+@pytest.fixture(scope="module")
+def shared_url(redis_server):
+    """The same app with its run logs (and so its run records) shared on Redis."""
+    env = {
+        "AGUI_DEMO_DELAY": "0",
+        "AGUI_TEST_AUTH": "1",
+        "AGUI_TEST_RUNS": redis_server.url(redis_server.fresh_db()),
+    }
+    with serve("tests.agent_protocol_apps:app", env=env) as url:
+        yield url
+
+
+async def test_a_refused_cancel_leaves_a_shared_run_alone(shared_url):
+    alice = get_client(url=shared_url, api_key=None, headers={"x-user": "alice"})
+    try:
+        thread_id = (await alice.threads.create(thread_id=f"alice-{uuid.uuid4()}"))["thread_id"]
+        run = await alice.runs.create(thread_id, "slow", input={"messages": ["count 12"]})
+        path = f"/threads/{thread_id}/runs/{run['run_id']}/cancel"
+        callers = [
+            ({}, 401),
+            ({"x-user": "bob"}, 403),
+            ({"x-user": "alice", "x-actions": "read"}, 403),
+        ]
+        async with httpx.AsyncClient(base_url=shared_url, timeout=10) as http:
+            for headers, status in callers:
+                refused = await http.post(path, headers=headers)
+                assert refused.status_code == status, (headers, refused.text)
+        assert (await alice.runs.get(thread_id, run["run_id"]))["status"] == "running"
+        values = await alice.runs.join(thread_id, run["run_id"])
+        ticks = " ".join(f"tick {n}" for n in range(12))
+        assert values["messages"][-1]["content"].strip() == ticks
+        assert (await alice.runs.get(thread_id, run["run_id"]))["status"] == "success"
+        assert [r["status"] for r in await alice.runs.list(thread_id)] == ["success"]
+    finally:
+        await alice.aclose()

@@ -870,23 +870,32 @@ class AgentProtocol:
         record = await self.registry.get(thread_id, run_id)
         if record is None or record.log is not None:
             # A live run: the AG-UI route stops it (the same for both protocols).
+            run_log = await self.handler.cancellable(conn, thread_id, run_id)
             running = record is not None and record.status == "running"
+            was = running and record.cancelled
             if running:
+                # Before the stop: whoever sees the run end here knows it was cancelled.
                 record.cancelled = True
-                await self.registry.share(record)  # every node shows it interrupted
             try:
-                await self.handler.cancel_run(conn, thread_id, run_id)
+                stopped = await self.app.runs.cancel(run_log)
             except BaseException:
-                if running and not record.log.ended:
-                    record.cancelled = False
-                    self.registry.changed(record)
+                if running and not run_log.ended:
+                    record.cancelled = was
                 raise
+            if not stopped:
+                if running:
+                    record.cancelled = was
+                raise HttpError(409, "run_ended", f"run {run_id!r} has already ended")
+            if running:
+                # Only once the stop was allowed and taken: the shared records keep
+                # a cancel for good (every node shows the run interrupted).
+                await self.registry.share(record)
+            await _cancelled(conn, thread_id, run_id)
             return
         identity, _ = await self._body(conn, "run")
         await self._thread(identity, thread_id)
         self._unqueue(record)
-        body = orjson.dumps({"threadId": thread_id, "runId": run_id, "status": "cancelled"})
-        await conn.respond(202, body, [("content-type", "application/json")])
+        await _cancelled(conn, thread_id, run_id)
 
     # -- streams -------------------------------------------------------------
 
@@ -917,6 +926,11 @@ class AgentProtocol:
         finally:
             if not keep:
                 self._discard(record)
+
+
+async def _cancelled(conn, thread_id: str, run_id: str) -> None:
+    body = orjson.dumps({"threadId": thread_id, "runId": run_id, "status": "cancelled"})
+    await conn.respond(202, body, [("content-type", "application/json")])
 
 
 @dataclass(frozen=True)

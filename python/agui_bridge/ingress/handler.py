@@ -493,18 +493,13 @@ class Handler:
         # thread) was active when the request came: its reader gets its end.
         await self._read_log(conn, run_log, None, protocol_version(conn))
 
-    async def cancel_run(self, conn, thread_id: str, run_id: str) -> None:
-        """POST /threads/{id}/runs/{run}/cancel: stops a live run from any connection."""
-        app = self.app
+    async def cancellable(self, conn, thread_id: str, run_id: str):
+        """POST /threads/{id}/runs/{run}/cancel: the run's log once the caller may
+        stop it (401, 403, then 404 for a run unknown here or anywhere)."""
         run_log = await self._stream_access(conn, thread_id, run_id, "run")
         if run_log is None:
             raise HttpError(404, "not_found", f"no run {run_id!r} on thread {thread_id!r}")
-        # The run (on this node or another) closes what is open, ends its log
-        # and saves the partial turn; once that is done the thread takes a new run.
-        if not await app.runs.cancel(run_log):
-            raise HttpError(409, "run_ended", f"run {run_id!r} has already ended")
-        body = orjson.dumps({"threadId": thread_id, "runId": run_id, "status": "cancelled"})
-        await conn.respond(202, body, [("content-type", "application/json")])
+        return run_log
 
 
 def thread_guards(app, thread, agent=None) -> list:
