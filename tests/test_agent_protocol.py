@@ -416,6 +416,24 @@ async def test_multitask_interrupt_stops_the_active_run_and_goes_on_from_it(clie
     assert (await client.runs.get(thread_id, first["run_id"]))["status"] == "interrupted"
 
 
+async def test_multitask_interrupt_cancels_the_queued_runs_too(client):
+    thread_id = await _thread(client)
+    first = await client.runs.create(thread_id, "slow", input=_human("count 60"))
+    queued = await client.runs.create(
+        thread_id, "demo", input=_human("queued"), multitask_strategy="enqueue"
+    )
+    values = await client.runs.wait(
+        thread_id, "demo", input=_human("instead"), multitask_strategy="interrupt"
+    )
+    assert values["messages"][-1]["content"].startswith("You said: 'instead'")
+    assert (await client.runs.get(thread_id, first["run_id"]))["status"] == "interrupted"
+    assert (await client.runs.get(thread_id, queued["run_id"]))["status"] == "interrupted"
+    await asyncio.sleep(0.3)  # time for a run still queued to start once the thread is free
+    messages = (await client.threads.get(thread_id))["values"]["messages"]
+    assert [m["content"] for m in messages if m["type"] == "human"] == ["count 60", "instead"]
+    assert (await client.runs.get(thread_id, queued["run_id"]))["status"] == "interrupted"
+
+
 async def test_update_state_writes_values_and_messages_but_not_during_a_run(client):
     thread_id = await _thread(client)
     await client.runs.wait(thread_id, "demo", input=ASK)

@@ -95,6 +95,26 @@ async def test_multitask_strategies_from_the_other_node(clients):
     assert (await a.runs.get(thread_id, queued["run_id"]))["status"] == "success"
 
 
+async def test_an_interrupt_from_the_other_node_cancels_the_queued_runs_too(clients):
+    a, b = clients
+    thread_id = await _thread(a)
+    first = await a.runs.create(thread_id, "slow", input={"messages": ["count 60"]})
+    queued = await a.runs.create(
+        thread_id, "slow", input={"messages": ["count 2"]}, multitask_strategy="enqueue"
+    )
+    last = await b.runs.create(
+        thread_id, "slow", input={"messages": ["count 3"]}, multitask_strategy="interrupt"
+    )
+    await b.runs.join(thread_id, last["run_id"])
+    await _status(a, thread_id, last["run_id"], "success")
+    for client in (a, b):
+        assert (await client.runs.get(thread_id, first["run_id"]))["status"] == "interrupted"
+        assert (await client.runs.get(thread_id, queued["run_id"]))["status"] == "interrupted"
+    await asyncio.sleep(0.5)  # time for a run still queued to start once the thread is free
+    messages = (await a.threads.get(thread_id))["values"]["messages"]
+    assert [m["content"] for m in messages if m["type"] == "human"] == ["count 60", "count 3"]
+
+
 async def _events(http, thread_id: str, since: int, count: int | None) -> list[dict]:
     body = {"channels": ["lifecycle", "messages", "values", "input"], "since": since}
     out = []

@@ -52,6 +52,9 @@ class Queued:
     started: Callable[[Run], None]
     failed: Callable[[str], None]
     cancelled: Callable[[], bool]
+    # Asked once more as it is about to start, the thread free: a cancel that
+    # reaches this worker late (another node's) must not let it run.
+    wanted: Callable[[], Awaitable[bool]] | None = None
 
 
 class Gate:
@@ -363,6 +366,9 @@ class Gate:
                     continue
                 if thread_id in self.active:
                     await self.freed(thread_id)
+                    continue
+                if queued.wanted is not None and not await queued.wanted():
+                    self.unqueue(thread_id, queued)
                     continue
                 try:
                     run = await queued.start()

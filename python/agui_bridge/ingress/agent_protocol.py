@@ -622,6 +622,8 @@ class AgentProtocol:
     async def _launch(self, record: RunRecord, agent, run_input, identity) -> None:
         """Starts the run now, or queues it (``enqueue``) behind the thread's active run."""
         thread_id = record.thread_id
+        if record.strategy == "interrupt":
+            await self._unqueue_all(thread_id)
         busy = self.gate.busy(thread_id)
         if record.strategy == "interrupt" and (busy or await self._interrupt_elsewhere(thread_id)):
             self._interrupt(thread_id)
@@ -645,6 +647,21 @@ class AgentProtocol:
         record.took(run.log)
         self.registry.add(record)
         await self.registry.share(record)
+
+    async def _unqueue_all(self, thread_id: str) -> None:
+        """``multitask_strategy="interrupt"``: the runs queued on the thread are
+        cancelled too (``interrupted``, never run), on every node: LangGraph
+        cancels every pending run of the thread, not only the active one."""
+        for queued in [r for r in self._queued if r.thread_id == thread_id]:
+            self._unqueue(queued)
+        if self.registry.shared is None:
+            return
+        for other in await self.registry.of_thread_everywhere(thread_id):
+            if other.log is None and other.status == "pending":
+                # Another node's: its watch of the shared records unqueues it there.
+                other.cancelled = True
+                other.settled_unstarted()
+                await self.registry.share(other)
 
     async def _interrupt_elsewhere(self, thread_id: str) -> bool:
         """``multitask_strategy="interrupt"`` where the active run is another node's
@@ -706,11 +723,24 @@ class AgentProtocol:
             started=started,
             failed=failed,
             cancelled=lambda: record.cancelled,
+            wanted=None if self.registry.shared is None else partial(self._wanted, record),
         )
         self._queued[record] = queued
         self.gate.enqueue(record.thread_id, queued, first)
         if self.registry.shared is not None:
             self.gate.spawn(self._watch_queued(record))
+
+    async def _wanted(self, record: RunRecord) -> bool:
+        """A queued run about to start: not if another node cancelled it since the
+        last look (an interrupt there ends the active run before that look)."""
+        try:
+            fields = await self.registry.shared.get(record.thread_id, record.run_id)
+        except Exception as error:  # the watch looks again; the run is not held up
+            log.warning("run %s: reading its shared record failed: %s", record.run_id, error)
+            return not record.cancelled
+        if fields is not None and fields.get("cancelled") and record in self._queued:
+            self._unqueue(record)
+        return not record.cancelled
 
     async def _watch_queued(self, record: RunRecord) -> None:
         """A queued run cancelled through another node (shared run logs) leaves the queue."""
