@@ -324,6 +324,24 @@ async def test_stateless_runs(client):
         raise AssertionError("the stateless run's thread is still there")
 
 
+async def test_a_stateless_background_run_deletes_its_thread_unless_kept(client):
+    gone = await client.runs.create(None, "demo", input=ASK)
+    kept = await client.runs.create(None, "demo", input=ASK, on_completion="keep")
+    async with asyncio.timeout(10):
+        while True:  # the temporary thread goes once the run ended
+            try:
+                await client.threads.get(gone["thread_id"])
+            except NotFoundError:
+                break
+            await asyncio.sleep(0.02)
+        while (await client.threads.get(kept["thread_id"]))["status"] != "idle":
+            await asyncio.sleep(0.02)
+    kept_thread = await client.threads.get(kept["thread_id"])
+    assert kept_thread["values"]["messages"][-1]["content"] == "6 * 7 = 42."
+    listed = [t["thread_id"] for t in await client.threads.search(limit=1000)]
+    assert gone["thread_id"] not in listed and kept["thread_id"] in listed
+
+
 async def test_assistants(client):
     assistant = await client.assistants.get("demo")
     assert assistant["assistant_id"] == assistant["graph_id"] == "demo"

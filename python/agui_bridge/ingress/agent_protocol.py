@@ -549,6 +549,8 @@ class AgentProtocol:
         keep = not stateless or begun.on_completion == "keep"
         on_disconnect = begun.on_disconnect
         if kind == "background":
+            if not keep:
+                self._discard(record)  # nobody waits on it: it goes once the run ended
             await conn.respond(200, orjson.dumps(record.as_json()), [*JSON, *headers])
         elif kind == "wait":
             result = await self._watched(conn, record, on_disconnect, keep)
