@@ -452,6 +452,26 @@ async def test_multitask_interrupt_cancels_the_queued_runs_too(client):
     assert (await client.runs.get(thread_id, queued["run_id"]))["status"] == "interrupted"
 
 
+async def test_cancelling_a_run_that_already_ended_is_no_error(base_url, client):
+    thread_id = await _thread(client)
+    run = await client.runs.create(thread_id, "demo", input=ASK)
+    await client.runs.join(thread_id, run["run_id"])
+    # A Stop click that raced the run's end: LangGraph's server leaves the run as it ended.
+    await client.runs.cancel(thread_id, run["run_id"])
+    assert (await client.runs.get(thread_id, run["run_id"]))["status"] == "success"
+    messages = (await client.threads.get(thread_id))["values"]["messages"]
+    assert messages[-1]["content"] == "6 * 7 = 42."
+    with pytest.raises(NotFoundError):
+        await client.runs.cancel(thread_id, str(uuid.uuid4()))
+    path = f"/threads/{thread_id}/runs/{run['run_id']}/cancel"
+    async with httpx.AsyncClient(base_url=base_url, timeout=10) as http:
+        ended = await http.post("/langgraph" + path)
+        assert ended.status_code == 202 and ended.json()["status"] == "success"
+        # The AG-UI caller (no Agent Protocol query) is told the run had ended.
+        ended = await http.post(path)
+        assert ended.status_code == 409 and ended.json()["error"]["code"] == "run_ended"
+
+
 async def test_update_state_writes_values_and_messages_but_not_during_a_run(client):
     thread_id = await _thread(client)
     await client.runs.wait(thread_id, "demo", input=ASK)

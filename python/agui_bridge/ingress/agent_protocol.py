@@ -189,7 +189,7 @@ class AgentProtocol:
         add("DELETE", run, self._delete_run)
         add("GET", run + "/join", self._join)
         add("GET", run + "/stream", self._join_stream)
-        add("POST", run + "/cancel", self._cancel)
+        add("POST", run + "/cancel", partial(self._cancel, langgraph=prefix == LANGGRAPH))
         self._threads.register(add)  # commands, stream/events (threads.stream())
         add("POST", "/assistants/search", self._search_assistants)
         add("GET", "/assistants/{assistant_id}", self._get_assistant)
@@ -898,7 +898,9 @@ class AgentProtocol:
         on_disconnect = "cancel" if query.get("cancel_on_disconnect") == "true" else "continue"
         await self._stream(conn, record, modes, after, [], on_disconnect, True, first=False)
 
-    async def _cancel(self, conn, thread_id: str, run_id: str) -> None:
+    async def _cancel(self, conn, thread_id: str, run_id: str, langgraph: bool = False) -> None:
+        """``langgraph``: the ``/langgraph`` surface, whose callers all speak the
+        Agent Protocol (elsewhere its SDKs say so with ``action=``, ``wait=``)."""
         record = await self.registry.get(thread_id, run_id)
         if record is None or record.log is not None:
             # A live run: the AG-UI route stops it (the same for both protocols).
@@ -917,7 +919,14 @@ class AgentProtocol:
             if not stopped:
                 if running:
                     record.cancelled = was
-                raise HttpError(409, "run_ended", f"run {run_id!r} has already ended")
+                query = _query(conn)
+                if not (langgraph or "action" in query or "wait" in query):
+                    raise HttpError(409, "run_ended", f"run {run_id!r} has already ended")
+                # As LangGraph's server answers a cancel that raced the run's end:
+                # no error, the run stays as it ended (a Stop click is no exception).
+                status = record.status if record is not None else "success"
+                await _cancelled(conn, thread_id, run_id, status)
+                return
             if running:
                 # Only once the stop was allowed and taken: the shared records keep
                 # a cancel for good (every node shows the run interrupted).
@@ -960,8 +969,9 @@ class AgentProtocol:
                 self._discard(record)
 
 
-async def _cancelled(conn, thread_id: str, run_id: str) -> None:
-    body = orjson.dumps({"threadId": thread_id, "runId": run_id, "status": "cancelled"})
+async def _cancelled(conn, thread_id: str, run_id: str, status: str = "cancelled") -> None:
+    """A cancel's 202: ``status`` is the run's own when it had already ended."""
+    body = orjson.dumps({"threadId": thread_id, "runId": run_id, "status": status})
     await conn.respond(202, body, [("content-type", "application/json")])
 
 
