@@ -373,3 +373,44 @@ async def test_the_langgraph_history_has_a_step_per_message_and_a_run_forks_from
 
 def _say(message_id: str, text: str) -> dict:
     return {"messages": [{"id": message_id, "role": "user", "content": text}]}
+
+
+@pytest.mark.parametrize("prefix", ["", "/langgraph"], ids=["root", "langgraph"])
+async def test_history_pages_with_before_and_filters_by_metadata(base_url, prefix):
+    """A client pages the history with ``before`` (the last state it has): each page
+    holds the states strictly older, the pages together the whole history once."""
+    client = get_client(url=base_url + prefix, api_key=None)
+    langgraph = get_client(url=base_url + "/langgraph", api_key=None)
+    try:
+        thread_id = (await client.threads.create())["thread_id"]
+        await client.runs.wait(thread_id, "demo", input=_say("u1", "hello there"))
+        await client.runs.wait(thread_id, "demo", input=_say("u2", "and again"))
+        # A run from the step before u2 leaves a branch (the old answer).
+        step = (await langgraph.threads.get_history(thread_id))[2]["checkpoint"]
+        await langgraph.runs.wait(
+            thread_id, "demo", input=_say("u2", "and again"), checkpoint_id=step["checkpoint_id"]
+        )
+        whole = await client.threads.get_history(thread_id, limit=50)
+        assert len(whole) >= 2
+        paged, before = [], None
+        while page := await client.threads.get_history(thread_id, limit=2, before=before):
+            assert len(paged) < len(whole), "the pages never end"
+            paged += page
+            before = page[-1]["checkpoint"]
+        assert [s["checkpoint"] for s in paged] == [s["checkpoint"] for s in whole]
+
+        # GET ?before= names a checkpoint by its id.
+        second_last = whole[-2]["checkpoint"]["checkpoint_id"]
+        async with httpx.AsyncClient(base_url=base_url + prefix, timeout=10) as http:
+            got = await http.get(f"/threads/{thread_id}/history", params={"before": second_last})
+        assert [s["checkpoint"] for s in got.json()] == [whole[-1]["checkpoint"]]
+        # Nothing is known to be older than a checkpoint the thread never had.
+        unknown = {"checkpoint_id": str(uuid.uuid4())}
+        assert await client.threads.get_history(thread_id, before=unknown) == []
+
+        forks = await client.threads.get_history(thread_id, limit=50, metadata={"source": "fork"})
+        assert forks == [s for s in whole if s["metadata"]["source"] == "fork"] and forks
+        assert await client.threads.get_history(thread_id, metadata={"source": "nope"}) == []
+    finally:
+        await client.aclose()
+        await langgraph.aclose()

@@ -10,6 +10,7 @@ with every save (``objects.checkpoint``).
 
 from __future__ import annotations
 
+from ..store.keep import metadata_holds
 from .objects import checkpoint, langgraph_state, named_checkpoint, thread_state
 from .runs import iso
 from .stream import values_of
@@ -51,24 +52,47 @@ def as_langgraph(state: dict) -> dict:
     return state
 
 
+def matches(state: dict, metadata: dict | None) -> bool:
+    """A history filter: the state's metadata holds ``metadata``."""
+    return not metadata or metadata_holds(state["metadata"], metadata)
+
+
 async def history(
-    store, thread, limit: int, wanted: str | None = None, langgraph: bool = False
+    store,
+    thread,
+    limit: int,
+    wanted: str | None = None,
+    langgraph: bool = False,
+    before: str | None = None,
+    metadata: dict | None = None,
 ) -> list[dict]:
     """The thread's states, newest first: the current one, then the branches it
     left (read whole, so at most ``limit`` of them); ``wanted``: only the one
-    with that checkpoint id; ``langgraph``: in LangGraph's shape (``/langgraph``)."""
+    with that checkpoint id; ``before``: only those listed after that one (none
+    when the thread has no such checkpoint, as nothing is known to be older);
+    ``metadata``: only those whose metadata holds it; ``langgraph``: in
+    LangGraph's shape (``/langgraph``)."""
     states = []
-    if wanted is None or checkpoint(thread)["checkpoint_id"] == wanted:
-        states.append((langgraph_state if langgraph else thread_state)(thread))
+    current = checkpoint(thread)["checkpoint_id"]
+    if before is None and wanted in (None, current):
+        state = (langgraph_state if langgraph else thread_state)(thread)
+        if matches(state, metadata):
+            states.append(state)
+    passed = before in (None, current)
     listed = await store.branches(thread.thread_id) if hasattr(store, "branches") else None
     for branch in reversed(listed or []):
         if len(states) >= limit:
             break
         named = branch_checkpoint(thread.thread_id, branch.number)["checkpoint_id"]
+        if not passed:
+            passed = named == before
+            continue
         if wanted is not None and named != wanted:
             continue
         whole = await store.branch(thread.thread_id, branch.number)
         if whole is not None:
             state = branch_state(thread.thread_id, whole)
-            states.append(as_langgraph(state) if langgraph else state)
+            state = as_langgraph(state) if langgraph else state
+            if matches(state, metadata):
+                states.append(state)
     return states[:limit]

@@ -27,6 +27,7 @@ the current branch holds that prefix.
 from __future__ import annotations
 
 from .branches import history as branch_history
+from .branches import matches
 from .objects import checkpoint, langgraph_state, named_checkpoint
 from .runs import iso
 from .stream import values_of
@@ -69,21 +70,40 @@ def current_state(thread) -> dict:
     return state
 
 
-async def history(store, thread, limit: int, wanted: str | None = None) -> list[dict]:
+async def history(
+    store,
+    thread,
+    limit: int,
+    wanted: str | None = None,
+    before: str | None = None,
+    metadata: dict | None = None,
+) -> list[dict]:
     """The current state, the steps (newest first), then the branches; ``wanted``:
-    from that checkpoint back (a branch: that one only)."""
+    from that checkpoint back (a branch: that one only); ``before`` and
+    ``metadata`` as ``branches.history`` takes them."""
     count = len(thread.messages)
     ids = [checkpoint(thread)["checkpoint_id"]]
     ids += [step_checkpoint(thread, n)["checkpoint_id"] for n in range(count - 1, -1, -1)]
+    if any(named is not None and named not in ids for named in (wanted, before)):
+        # A branch (or nothing the thread has): listed after every step.
+        wanted = None if wanted in ids else wanted
+        before = ids[0] if before in ids else before
+        return await branch_history(store, thread, limit, wanted, True, before, metadata)
     start = 0
     if wanted is not None:
-        if wanted not in ids:
-            return await branch_history(store, thread, limit, wanted, langgraph=True)
         start = ids.index(wanted)
+    if before is not None:
+        start = max(start, ids.index(before) + 1)
     states = []
-    for index in range(start, min(len(ids), start + limit)):
-        states.append(current_state(thread) if index == 0 else step_state(thread, count - index))
+    for index in range(start, len(ids)):
+        if len(states) >= limit:
+            break
+        state = current_state(thread) if index == 0 else step_state(thread, count - index)
+        if matches(state, metadata):
+            states.append(state)
     if len(states) < limit:
-        branches = await branch_history(store, thread, limit - len(states) + 1, None, True)
-        states += branches[1:]  # its first is the current state
+        # The branches: all that the current state is listed before.
+        states += await branch_history(
+            store, thread, limit - len(states), None, True, ids[0], metadata
+        )
     return states[:limit]

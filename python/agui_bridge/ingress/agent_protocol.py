@@ -73,13 +73,23 @@ def _unprocessable(message: str, code: str = "invalid_request") -> HttpError:
     return HttpError(422, code, message)
 
 
-def _checkpoint_id(value) -> str | None:
+def _checkpoint_id(value, key: str = "checkpoint") -> str | None:
     """``{"checkpoint_id": ...}`` (a history filter, a state read): the id, else None."""
     if value is None:
         return None
     if not isinstance(value, dict) or not isinstance(value.get("checkpoint_id"), str):
-        raise _unprocessable("'checkpoint' must be an object with a string 'checkpoint_id'")
+        raise _unprocessable(f"'{key}' must be an object with a string 'checkpoint_id'")
     return value["checkpoint_id"]
+
+
+def _before(value) -> str | None:
+    """A history's ``before``: LangGraph takes a checkpoint id, a checkpoint or a
+    config naming one (``configurable``)."""
+    if value is None or isinstance(value, str):
+        return value or None
+    if isinstance(value, dict) and isinstance(value.get("configurable"), dict):
+        value = value["configurable"]
+    return _checkpoint_id(value, "before")
 
 
 def _query(conn) -> dict[str, str]:
@@ -445,19 +455,23 @@ class AgentProtocol:
 
     async def _history(self, conn, thread_id: str, langgraph: bool = False) -> None:
         # The current state, then the branches the thread left (agent_protocol/branches.py).
-        wanted = None
+        wanted, metadata = None, None
         if conn.method == "POST":
             identity, body = await self._body(conn, "read")
-            limit = bounded(body.get("limit"), "limit", 10, 1, MAX_PAGE)
+            given = body
             wanted = _checkpoint_id(body.get("checkpoint"))
+            metadata = _object(body, "metadata")
         else:
             identity, _ = await self._identity(conn, "read")
-            limit = bounded(_query(conn).get("limit"), "limit", 10, 1, MAX_PAGE)
+            given = _query(conn)
+        limit = bounded(given.get("limit"), "limit", 10, 1, MAX_PAGE)
+        before = _before(given.get("before"))
         thread = await self._thread(identity, thread_id)
+        store = self.app.store
         if langgraph:  # with the steps of the current branch (agent_protocol/steps.py)
-            states = await step_history(self.app.store, thread, limit, wanted)
+            states = await step_history(store, thread, limit, wanted, before, metadata)
         else:
-            states = await branch_history(self.app.store, thread, limit, wanted, langgraph)
+            states = await branch_history(store, thread, limit, wanted, False, before, metadata)
         await conn.respond(200, orjson.dumps(states), JSON)
 
     async def _state_at(
