@@ -89,6 +89,25 @@ async def test_threads_create_get_update_search_delete(client):
     ]
 
 
+async def test_a_run_marks_its_thread_with_its_graph_and_assistant(client):
+    """What agent-chat-ui lists a graph's threads by (threads.search on graph_id)."""
+    tag = uuid.uuid4().hex
+    thread_id = await _thread(client, tag=tag)
+    await client.runs.wait(thread_id, "slow", input=_human("go 1"))
+    marked = {"tag": tag, "graph_id": "slow", "assistant_id": "slow"}
+    assert (await client.threads.get(thread_id))["metadata"] == marked
+    found = await client.threads.search(metadata={"graph_id": "slow", "tag": tag})
+    assert [t["thread_id"] for t in found] == [thread_id]
+    # The latest run's assistant, as LangGraph keeps it.
+    await client.runs.wait(thread_id, "demo", input=_human("hi"))
+    assert (await client.threads.get(thread_id))["metadata"]["graph_id"] == "demo"
+    # A thread a run makes (if_not_exists="create") is marked from the start.
+    made = str(uuid.uuid4())
+    await client.runs.wait(made, "slow", input=_human("go 1"), if_not_exists="create")
+    metadata = (await client.threads.get(made))["metadata"]
+    assert metadata == {"graph_id": "slow", "assistant_id": "slow"}
+
+
 async def test_runs_wait_gives_the_values_and_the_state_follows(client):
     thread_id = await _thread(client)
     created = []

@@ -628,12 +628,24 @@ class AgentProtocol:
             kwargs["webhook"] = webhook
         kwargs["stream_subgraphs"] = subgraphs
         record = RunRecord(thread_id, run_id, assistant_id, metadata, kwargs, strategy)
+        await self._mark(identity, thread, thread_id, assistant_id)
         await self._launch(record, agent, run_input, identity)
         if webhook is not None:
             if self.owed is not None:
                 await self.owed.owe(thread_id, run_id, webhook)
             self.gate.spawn(self._call_webhook(record, webhook))
         return Begun(record, stateless, modes, on_disconnect, on_completion)
+
+    async def _mark(self, identity, thread, thread_id: str, assistant_id: str) -> None:
+        """The thread's metadata names the assistant of its latest run, as LangGraph's
+        does: its clients list a graph's threads by it (agent-chat-ui)."""
+        marks = {"graph_id": assistant_id, "assistant_id": assistant_id}
+        store = self.app.store
+        if thread is None and await create(store, thread_id, marks, owner_of(identity)):
+            return
+        # Written only when changed: a write moves the thread's current checkpoint.
+        if thread is None or any((thread.metadata or {}).get(k) != v for k, v in marks.items()):
+            await store.update_metadata(thread_id, marks)
 
     async def _launch(self, record: RunRecord, agent, run_input, identity) -> None:
         """Starts the run now, or queues it (``enqueue``) behind the thread's active run."""
