@@ -187,6 +187,32 @@ async def test_runs_stream_in_each_mode(client):
     assert "TEXT_MESSAGE_CONTENT" in events
 
 
+async def test_runs_list_dates_agui_runs_by_their_start(base_url, client):
+    """A run started over AG-UI is listed (and dated) by when it started, not by
+    when a list first saw it."""
+    thread_id = await _thread(client)
+
+    async def agui(run_id: str) -> None:
+        message = {"id": f"{run_id}-m", "role": "user", "content": "go 1"}
+        body = {"threadId": thread_id, "runId": run_id, "messages": [message]}
+        async with httpx.AsyncClient(base_url=base_url, timeout=10) as http:
+            response = await http.post("/agui/slow", json=body)
+        assert response.status_code == 200 and b"RUN_FINISHED" in response.content
+
+    await agui("first")
+    await asyncio.sleep(0.05)
+    created = []
+    await client.runs.wait(thread_id, "slow", input=_human("go 1"), on_run_created=created.append)
+    await asyncio.sleep(0.05)
+    await agui("last")
+    runs = await client.runs.list(thread_id)
+    assert [r["run_id"] for r in runs] == ["last", created[0]["run_id"], "first"]
+    stamps = [r["created_at"] for r in runs]
+    assert stamps == sorted(stamps, reverse=True) and len(set(stamps)) == 3
+    # Listed again: the same dates.
+    assert [r["created_at"] for r in await client.runs.list(thread_id)] == stamps
+
+
 async def test_runs_create_join_get_and_list(client):
     thread_id = await _thread(client)
     run = await client.runs.create(thread_id, "slow", input=_human("count 6"))

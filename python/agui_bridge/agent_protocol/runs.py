@@ -365,6 +365,7 @@ class Registry:
         """A Run for a run started over AG-UI (its log is all there is), kept from
         the first time it is seen."""
         record = RunRecord(log.thread_id, log.run_id, log.agent_id, {}, {}, "reject", log)
+        record.created_at = record.updated_at = log.begun
         self.add(record)
         return record
 

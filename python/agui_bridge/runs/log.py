@@ -34,6 +34,7 @@ class Trimmed(Exception):
 class RunLog:
     __slots__ = (
         "agent_id",
+        "begun",
         "chunks",
         "claim",
         "ended",
@@ -64,6 +65,9 @@ class RunLog:
         self.thread_id = thread_id
         self.run_id = run_id
         self.agent_id = agent_id
+        # When the run started, on the wall clock: a run started over AG-UI has no
+        # other record of it (agent_protocol.runs dates it by this).
+        self.begun = time.time()
         self.owner_id = agent_id  # the agent that owns the thread (see thread_guards)
         self.input_ids: frozenset = frozenset()  # what the run's request carried (turns.carried)
         # The fence of the thread's claim the run took: it orders a thread's runs

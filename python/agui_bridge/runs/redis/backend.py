@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import uuid
 
 import orjson
@@ -63,6 +64,7 @@ class RedisRuns:
 
     async def start(self, thread_id, run_id, agent_id, owner_id, input_ids, fence, state, turn=()):
         keys = Keys(thread_id, run_id)
+        begun = time.time()
         token = b"%d:%s:%s" % (fence, self.node.encode(), run_id.encode())
         meta = [
             b"agent", agent_id,
@@ -72,6 +74,7 @@ class RedisRuns:
             b"turn", orjson.dumps(list(turn)),
             b"node", self.node,
             b"fence", token,
+            b"begun", repr(begun),
         ]  # fmt: skip
         ttl = int(self.lease_ttl * 1000)
         args = [fence, self.retention, ttl, run_id, token, MAX_STARTS, *meta]
@@ -93,6 +96,7 @@ class RedisRuns:
         mirror.turn = list(turn)
         mirror.node = self.node
         mirror.fence = token
+        mirror.begun = begun
         mirror.claim = fence
         self.reading.read(mirror)
         sink = RedisSink(self.client, self.local, self.retention, thread_id, run_id, token)
@@ -148,6 +152,7 @@ class RedisRuns:
         mirror.state0 = orjson.loads(meta.get(b"state") or b"{}")
         mirror.turn = orjson.loads(meta.get(b"turn") or b"[]")
         mirror.node = meta.get(b"node", b"").decode()
+        mirror.begun = float(meta.get(b"begun") or mirror.begun)  # where the run started
         mirror.fence = fence
         mirror.claim = int(fence.split(b":", 1)[0] or 0)
         self.reading.read(mirror)
