@@ -394,6 +394,13 @@ async def test_assistants(client):
     assert {a["assistant_id"] for a in found} == {"demo", "slow", "fail", "signals"}
     with pytest.raises(NotFoundError):
         await client.assistants.get("nope")
+    # name: a case-insensitive part of the name; metadata: held by the assistant's.
+    assert [a["assistant_id"] for a in await client.assistants.search(name="SLO")] == ["slow"]
+    assert await client.assistants.search(name="nope") == []
+    assert await client.assistants.search(metadata={"x": 1}) == []
+    assert len(await client.assistants.search(metadata={})) == 4
+    with pytest.raises(UnprocessableEntityError):
+        await client.assistants.search(metadata=[1])
 
 
 async def test_bad_input_is_422_unknown_is_404_never_500(base_url, client):

@@ -44,6 +44,7 @@ from ..run_input import Resume, RunInput, _check_depth, _text_of, decision_of, o
 from ..runs import open_stream
 from ..runs.supersede import reading
 from ..shapes import check_id
+from ..store.keep import metadata_holds
 from ..store.lease import create
 from ..store.owner import owner_of
 from ..turns import state_update
@@ -213,8 +214,20 @@ class AgentProtocol:
         limit = bounded(body.get("limit"), "limit", 10, 1, MAX_PAGE)
         offset = bounded(body.get("offset"), "offset", 0, 0, 1 << 31)
         graph = body.get("graph_id")
-        agents = [a for a in self.app.agents.values() if graph in (None, a.agent_id)]
-        found = [assistant(a) for a in agents[offset : offset + limit]]
+        metadata = _object(body, "metadata")
+        name = body.get("name")
+        if name is not None and not isinstance(name, str):
+            raise _unprocessable("'name' must be a string")
+        every = [assistant(a) for a in self.app.agents.values()]
+        found = [
+            a
+            for a in every
+            if graph in (None, a["graph_id"])
+            and metadata_holds(a["metadata"], metadata)
+            # As LangGraph's: a case-insensitive part of the name.
+            and (not name or name.casefold() in a["name"].casefold())
+        ]
+        found = found[offset : offset + limit]
         await conn.respond(200, orjson.dumps(found), JSON)
 
     async def _assistant(self, conn, assistant_id: str):
