@@ -446,6 +446,28 @@ async def test_bad_input_is_422_unknown_is_404_never_500(base_url, client):
             f"/threads/{thread_id}/runs/{uuid.uuid4()}/stream", headers={"last-event-id": "x"}
         )
         assert stream.status_code in (404, 422)
+        # Each named in its 422, whatever it is given in place of its type or values.
+        wrong = {
+            "config": [1, "x", [1], True],
+            "context": [1, "x", [1], True],
+            "durability": [1, "x", [1], True],
+            "stream_resumable": [1, "x", [1], "true"],
+        }
+        for field, values in wrong.items():
+            for value in values:
+                body = {"assistant_id": "demo", "input": ASK, field: value}
+                response = await http.post(f"/threads/{thread_id}/runs", json=body)
+                assert response.status_code == 422, (field, value, response.text)
+                assert field in response.json()["error"]["message"]
+        listed = await http.get(f"/threads/{thread_id}/runs", params={"status": "bogus"})
+        assert listed.status_code == 422 and "status" in listed.json()["error"]["message"]
+    run = await client.runs.create(
+        thread_id, "demo", input=ASK, config={}, context={}, durability="exit"
+    )
+    await client.runs.join(thread_id, run["run_id"])
+    assert [r["run_id"] for r in await client.runs.list(thread_id, status="success")] == [
+        run["run_id"]
+    ]
 
 
 async def test_on_disconnect_cancel_stops_the_run_of_a_dropped_stream(client):

@@ -64,6 +64,8 @@ _NOT_SERVED = (
     "interrupt_after",
     "after_seconds",
 )
+RUN_STATUSES = ("pending", "running", "error", "success", "timeout", "interrupted")
+DURABILITIES = ("sync", "async", "exit")
 MAX_PAGE = 1000
 QUEUED_LOOK = 0.5  # seconds between two looks at a queued run's shared record
 # Where the Agent Protocol is served as LangGraph's server serves it (see register).
@@ -615,6 +617,14 @@ class AgentProtocol:
         subgraphs = body.get("stream_subgraphs", False)
         if not isinstance(subgraphs, bool):
             raise _unprocessable("'stream_subgraphs' must be true or false")
+        # Taken as LangGraph's schema has them, though the bridge has no use for them.
+        _object(body, "config")
+        _object(body, "context")
+        if body.get("durability") not in (None, *DURABILITIES):
+            raise _unprocessable(f"'durability' must be {', '.join(DURABILITIES)}")
+        resumable = body.get("stream_resumable")
+        if resumable is not None and not isinstance(resumable, bool):
+            raise _unprocessable("'stream_resumable' must be true or false")
         for key in _NOT_SERVED:
             if body.get(key) not in (None, False, []):
                 raise _unprocessable(f"'{key}' is not served (no checkpoints are kept)")
@@ -864,6 +874,8 @@ class AgentProtocol:
         limit = bounded(query.get("limit"), "limit", 10, 1, MAX_PAGE)
         offset = bounded(query.get("offset"), "offset", 0, 0, 1 << 31)
         status = query.get("status") or None
+        if status is not None and status not in RUN_STATUSES:
+            raise _unprocessable(f"'status' must be {', '.join(RUN_STATUSES)}")
         await self._thread(identity, thread_id)
         # A run shows its input: only the runs whose stream the caller may read.
         agents = self.app.agents
