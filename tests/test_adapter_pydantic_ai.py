@@ -239,6 +239,37 @@ async def test_test_model_tool_calls_with_whole_arguments():
     assert events[-1]["type"] == "RUN_FINISHED"
 
 
+async def test_a_structured_output_is_the_result_not_an_unanswered_call():
+    """The output tool (final_result) is how the model answers, not a call the
+    user sees: announced, it was stored without a result, the next turn told the
+    model its answer failed, and TestModel's fixed call id ended that turn in a
+    RUN_ERROR (the thread already held it)."""
+    from agui_bridge.adapters.pydantic_ai import pydantic_ai_agent
+    from pydantic import BaseModel
+    from pydantic_ai import Agent
+    from pydantic_ai.models.test import TestModel
+
+    class City(BaseModel):
+        name: str
+
+    agent = Agent(TestModel(), output_type=City)
+    tid = thread("structured")
+    async with app_client(lambda app: app.agent("out")(pydantic_ai_agent(agent))) as http:
+        events = await run_on(http, "/agui/out", run_body(tid, "pick a city"))
+        assert not of(events, "TOOL_CALL_START") and not of(events, "TOOL_CALL_ARGS")
+        assert events[-1]["type"] == "RUN_FINISHED"
+        assert events[-1]["result"] == {"name": "a"}
+        state = (await http.get(f"/threads/{tid}/state")).json()
+        assert [m["role"] for m in state["messages"]] == ["user"]
+        message = {"id": "u2", "role": "user", "content": "another"}
+        events = await run_on(http, "/agui/out", run_body(tid, [*state["messages"], message]))
+        assert not of(events, "RUN_ERROR") and not of(events, "TOOL_CALL_START")
+        assert events[-1]["type"] == "RUN_FINISHED"
+        assert events[-1]["result"] == {"name": "a"}
+        state = (await http.get(f"/threads/{tid}/state")).json()
+        assert [m["role"] for m in state["messages"]] == ["user", "user"]
+
+
 def test_the_agent_function_says_its_dialect():
     from agui_bridge.adapters.pydantic_ai import pydantic_ai_agent
     from agui_bridge.app import App

@@ -319,7 +319,10 @@ class _Stream:
             )
         if isinstance(event, ToolResultEvent):
             if isinstance(event, OutputToolResultEvent):
-                return []  # the output tool's "final result processed": the output is the result
+                # The output tool is the model's answer, sent as RUN_FINISHED's
+                # result: announced, it would be a call stored with no result.
+                self.waiting.pop(event.part.tool_call_id, None)
+                return []
             part = event.part
             out = self.release(part.tool_call_id)
             content = part.model_response_str()
