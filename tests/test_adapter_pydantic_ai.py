@@ -270,6 +270,64 @@ async def test_a_structured_output_is_the_result_not_an_unanswered_call():
         assert [m["role"] for m in state["messages"]] == ["user", "user"]
 
 
+async def test_interleaved_parallel_calls_keep_their_whole_arguments():
+    """pydantic-ai ends part 0 when part 1 starts, yet part 0's arguments go on
+    streaming: closed at that end, the call went out (and was stored) as
+    '{"a": 1,' while the tool ran with {"a": 1, "b": 2}."""
+    from agui_bridge.adapters.pydantic_ai import pydantic_ai_agent
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ToolCallPart, ToolReturnPart, UserPromptPart
+    from pydantic_ai.models.function import DeltaToolCall, FunctionModel
+
+    seen = []
+
+    async def stream(messages, info):
+        seen.append(messages)
+        last = messages[-1].parts
+        if any(isinstance(p, ToolReturnPart) for p in last):
+            yield "done"
+            return
+        if [p.content for p in last if isinstance(p, UserPromptPart)] != ["parallel"]:
+            yield "ok"
+            return
+        yield {0: DeltaToolCall(name="add", json_args='{"a": 1,', tool_call_id="c1")}
+        yield {1: DeltaToolCall(name="add", json_args='{"a": 10,', tool_call_id="c2")}
+        yield {0: DeltaToolCall(json_args=' "b": 2}')}
+        yield {1: DeltaToolCall(json_args=' "b": 20}')}
+
+    agent = Agent(FunctionModel(stream_function=stream))
+
+    @agent.tool_plain
+    def add(a: float, b: float) -> float:
+        return a + b
+
+    tid = thread("parallel")
+    async with app_client(lambda app: app.agent("par")(pydantic_ai_agent(agent))) as http:
+        events = await run_on(http, "/agui/par", run_body(tid, "parallel"))
+        args = {
+            call: json.loads(
+                "".join(a["delta"] for a in of(events, "TOOL_CALL_ARGS") if a["toolCallId"] == call)
+            )
+            for call in ("c1", "c2")
+        }
+        assert args == {"c1": {"a": 1, "b": 2}, "c2": {"a": 10, "b": 20}}
+        results = {r["toolCallId"]: r["content"] for r in of(events, "TOOL_CALL_RESULT")}
+        assert results == {"c1": "3.0", "c2": "30.0"}
+        assert said(events) == "done"
+        state = (await http.get(f"/threads/{tid}/state")).json()
+        stored = {
+            call["id"]: json.loads(call["function"]["arguments"])
+            for m in state["messages"]
+            for call in m.get("toolCalls", ())
+        }
+        assert stored == args
+        message = {"id": "u2", "role": "user", "content": "and now?"}
+        events = await run_on(http, "/agui/par", run_body(tid, [*state["messages"], message]))
+        assert said(events) == "ok"
+    calls = [p for m in seen[-1] for p in m.parts if isinstance(p, ToolCallPart)]
+    assert {c.tool_call_id: c.args_as_dict() for c in calls} == args
+
+
 def test_the_agent_function_says_its_dialect():
     from agui_bridge.adapters.pydantic_ai import pydantic_ai_agent
     from agui_bridge.app import App

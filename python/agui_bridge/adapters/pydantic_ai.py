@@ -52,6 +52,7 @@ the run with ``RUN_ERROR`` (code: its class name, e.g.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -238,10 +239,12 @@ class _Stream:
         self.new_id = new_id
         # The run's model usage, for a 1.0 client's RUN_FINISHED (contract section 8).
         self.usage: dict = {}
-        # part index -> [tool call id, arguments streamed as text so far?]
-        self.calls: dict[int, list] = {}
-        # tool call id -> its events, held back
+        # part index -> tool call id
+        self.calls: dict[int, str] = {}
+        # tool call id -> its start and streamed arguments, held back
         self.waiting: dict[str, list[dict]] = {}
+        # tool call id -> the call as last known (its arguments final once run or deferred)
+        self.parts: dict[str, ToolCallPart] = {}
         self.sent: set[str] = set()
         self.held = held  # calls of earlier runs: never announced again
         self.approvals: list[ToolCallPart] = []
@@ -251,10 +254,22 @@ class _Stream:
         self.waiting.setdefault(tool_call_id, []).extend(events)
         return []
 
-    def release(self, tool_call_id: str) -> list[dict]:
+    def release(self, tool_call_id: str, part: ToolCallPart | None = None) -> list[dict]:
         out = self.waiting.pop(tool_call_id, [])
-        if out:
-            self.sent.add(tool_call_id)
+        part = part or self.parts.get(tool_call_id)
+        self.parts.pop(tool_call_id, None)
+        if not out:
+            return out
+        self.sent.add(tool_call_id)
+        if part is not None:
+            # The streamed deltas are kept when they make up the call's final
+            # arguments; otherwise (dict arguments, deltas pydantic-ai applied
+            # elsewhere) the final arguments go out whole.
+            final = _final_args(part)
+            streamed = "".join(e["delta"] for e in out if e["type"] == "TOOL_CALL_ARGS")
+            if streamed != final:
+                out = [out[0], _args(tool_call_id, final)]
+        out.append({"type": "TOOL_CALL_END", "toolCallId": tool_call_id})
         return out
 
     def release_all(self) -> list[dict]:
@@ -271,11 +286,9 @@ class _Stream:
                     return []
                 return [_thought(thought, delta.content_delta)]
             if isinstance(delta, ToolCallPartDelta):
-                entry = self.calls.get(event.index)
-                if entry is not None and entry[1] and isinstance(delta.args_delta, str):
-                    return self._hold(entry[0], _args(entry[0], delta.args_delta))
-                if entry is not None:
-                    entry[1] = False  # a dict delta: the arguments go out whole at the end
+                call_id = self.calls.get(event.index)
+                if call_id in self.waiting and isinstance(delta.args_delta, str):
+                    return self._hold(call_id, _args(call_id, delta.args_delta))
             return []
         if isinstance(event, PartStartEvent):
             part = event.part
@@ -285,43 +298,43 @@ class _Stream:
                 thought = self.thoughts[event.index] = self.new_id()
                 return [_thought(thought, part.content)] if part.content else []
             if isinstance(part, ToolCallPart):
-                call_id = part.tool_call_id
-                streamed = part.args is None or isinstance(part.args, str)
-                self.calls[event.index] = [call_id, streamed]
+                call_id = self.calls[event.index] = part.tool_call_id
+                self.parts[call_id] = part
                 start = {"type": "TOOL_CALL_START", "toolCallId": call_id}
                 self._hold(call_id, {**start, "toolCallName": part.tool_name})
-                if streamed and part.args:
+                if isinstance(part.args, str) and part.args:
                     self._hold(call_id, _args(call_id, part.args))
             return []
         if isinstance(event, PartEndEvent):
             thought = self.thoughts.pop(event.index, None)
             if thought is not None:
                 return _thought_end(thought, getattr(event.part, "signature", None))
-            entry = self.calls.pop(event.index, None)
-            if entry is None or not isinstance(event.part, ToolCallPart):
-                return []
-            if not entry[1]:
-                self._hold(entry[0], _args(entry[0], event.part.args_as_json_str()))
-            return self._hold(entry[0], {"type": "TOOL_CALL_END", "toolCallId": entry[0]})
+            # pydantic-ai ends a tool call part when the next part starts, and
+            # interleaved parallel calls go on streaming their arguments after
+            # that: the call is closed only when released.
+            call_id = self.calls.get(event.index)
+            if call_id in self.waiting and isinstance(event.part, ToolCallPart):
+                self.parts[call_id] = event.part
+            return []
         if isinstance(event, FunctionToolCallEvent):
             # Emitted for every call it validates, approval ones included: the
             # call is held until its result or its deferral says what it is.
             part = event.part
             call_id = part.tool_call_id
-            if call_id in self.waiting or call_id in self.sent or call_id in self.held:
+            if call_id in self.sent or call_id in self.held:
                 return []
-            # A call the model did not stream (a resumed approval): sent whole.
-            return self._hold(
-                call_id,
-                {"type": "TOOL_CALL_START", "toolCallId": call_id, "toolCallName": part.tool_name},
-                _args(call_id, part.args_as_json_str()),
-                {"type": "TOOL_CALL_END", "toolCallId": call_id},
-            )
+            self.parts[call_id] = part
+            if call_id in self.waiting:
+                return []
+            # A call the model did not stream (a resumed approval): sent whole on release.
+            start = {"type": "TOOL_CALL_START", "toolCallId": call_id}
+            return self._hold(call_id, {**start, "toolCallName": part.tool_name})
         if isinstance(event, ToolResultEvent):
             if isinstance(event, OutputToolResultEvent):
                 # The output tool is the model's answer, sent as RUN_FINISHED's
                 # result: announced, it would be a call stored with no result.
                 self.waiting.pop(event.part.tool_call_id, None)
+                self.parts.pop(event.part.tool_call_id, None)
                 return []
             part = event.part
             out = self.release(part.tool_call_id)
@@ -333,9 +346,10 @@ class _Stream:
         if isinstance(event, DeferredToolRequestsEvent):
             out = []
             for call in event.requests.calls:
-                out += self.release(call.tool_call_id)
+                out += self.release(call.tool_call_id, call)
             for call in event.requests.approvals:
                 self.waiting.pop(call.tool_call_id, None)
+                self.parts.pop(call.tool_call_id, None)
                 self.approvals.append(call)
             return out
         if isinstance(event, AgentRunResultEvent):
@@ -385,6 +399,18 @@ def _thought_end(message_id: str, signature: str | None) -> list[dict]:
         {"type": "REASONING_MESSAGE_END", "messageId": message_id},
         *signature_events(message_id, signature),
     ]
+
+
+def _final_args(part: ToolCallPart) -> str:
+    """A call's arguments as the model wrote them, when they are a JSON object."""
+    if isinstance(part.args, str):
+        try:
+            if isinstance(json.loads(part.args), dict):
+                return part.args
+        except ValueError:
+            pass
+    # Dict arguments, or malformed ones (pydantic-ai's {"INVALID_JSON": ...}).
+    return part.args_as_json_str()
 
 
 def _args(tool_call_id: str, delta: str) -> dict:
