@@ -125,3 +125,27 @@ def recording_graph(seen: list):
     builder.add_edge(START, "node")
     builder.add_edge("node", END)
     return builder.compile(checkpointer=InMemorySaver())
+
+
+def graph_of(nodes: dict, edges: list, state=State, conditional: dict | None = None):
+    """A graph of ``nodes`` (name → function) joined by ``edges`` (pairs), with a checkpointer."""
+    builder = StateGraph(state)
+    for name, fn in nodes.items():
+        builder.add_node(name, fn)
+    for source, target in edges:
+        builder.add_edge(source, target)
+    for source, (router, targets) in (conditional or {}).items():
+        builder.add_conditional_edges(source, router, targets)
+    return builder.compile(checkpointer=InMemorySaver())
+
+
+def answering(text: str, message_id: str, stream: bool):
+    """A node that answers with one AI message of its own id, streamed or whole."""
+
+    async def node(state: State):
+        message = AIMessage(content=text, id=message_id)
+        if stream:
+            message = await ToolStreamingFake(messages=iter([message])).ainvoke(state["messages"])
+        return {"messages": [message]}
+
+    return node

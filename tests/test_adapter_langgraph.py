@@ -189,3 +189,34 @@ async def test_a_reused_run_id_keeps_both_turns_in_the_checkpoint(client):
     assert said(events) == "Hello from langgraph; 3 messages"
     stored = [m["id"] for m in (await state_of(client, tid))["messages"] if m["role"] == "user"]
     assert stored == [f"u-{tid}-hi", "u2"]
+
+
+def serve(graph):
+    from agui_bridge.adapters.langgraph import langgraph_agent
+
+    return app_client(lambda app: app.agent("g")(langgraph_agent(graph)))
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_each_ai_message_is_its_own_message(stream):
+    """Two nodes answer in turn: the client must see (and store) two messages,
+    as the checkpoint holds them, not one with both texts run together."""
+    from tests.adapter_langgraph import answering, graph_of
+
+    graph = graph_of(
+        {
+            "researcher": answering("Research notes.", "ai-1", stream),
+            "writer": answering("Final answer.", "ai-2", stream),
+        },
+        [("__start__", "researcher"), ("researcher", "writer"), ("writer", "__end__")],
+    )
+    tid = thread("two-messages")
+    async with serve(graph) as http:
+        events = await run_on(http, "/agui/g", run_body(tid, "go"))
+        stored = (await state_of(http, tid))["messages"]
+    assert [e["messageId"] for e in of(events, "TEXT_MESSAGE_START")] == ["ai-1", "ai-2"]
+    assert [(m["role"], m["content"]) for m in stored] == [
+        ("user", "go"),
+        ("assistant", "Research notes."),
+        ("assistant", "Final answer."),
+    ]

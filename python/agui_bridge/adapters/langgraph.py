@@ -214,7 +214,7 @@ class _Stream:
             out.extend(_reasoning(message))
             said = _content_text(message.content)
             if said:
-                out.append(_text(said))
+                out.append(_text(said, message.id or f"msg_{uuid.uuid4().hex[:24]}"))
             for call in message.tool_calls:
                 call_id = call.get("id") or f"call_{uuid.uuid4().hex[:24]}"
                 out.append(
@@ -237,7 +237,7 @@ class _Stream:
             self.usages.append(entry)
         said = _content_text(message.content)
         if said:
-            out.append(_text(said))
+            out.append(_text(said, message.id))
         for piece in message.tool_call_chunks:
             key = (message.id, piece.get("index") or 0)
             entry = self.calls.get(key)
@@ -284,9 +284,11 @@ def _call(tool_call_id: str) -> dict:
     return {"toolCallId": tool_call_id}
 
 
-def _text(delta: str) -> dict:
-    # No messageId: the core streams it under the open message or a fresh id.
-    return {"type": "TEXT_MESSAGE_CHUNK", "delta": delta}
+def _text(delta: str, message_id: str | None) -> dict:
+    # The LangChain id keeps one AI message apart from the next: a new id closes
+    # the open text message, where an id-less chunk would continue it.
+    chunk = {"type": "TEXT_MESSAGE_CHUNK", "delta": delta}
+    return chunk if message_id is None else {**chunk, "messageId": message_id}
 
 
 def _args(tool_call_id: str, delta: str) -> dict:
