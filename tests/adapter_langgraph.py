@@ -149,3 +149,50 @@ def answering(text: str, message_id: str, stream: bool):
         return {"messages": [message]}
 
     return node
+
+
+class ScriptedChunks(GenericFakeChatModel):
+    """Streams the chunks ``script(messages)`` gives, the last one marked last."""
+
+    script: object = None
+
+    def _stream(self, messages, stop=None, run_manager=None, **kwargs):
+        pieces = self.script(messages)
+        pieces[-1].chunk_position = "last"
+        for piece in pieces:
+            chunk = ChatGenerationChunk(message=piece)
+            if run_manager:
+                run_manager.on_llm_new_token("", chunk=chunk)
+            yield chunk
+
+
+def parallel_calls_graph(index):
+    """Two weather calls streamed in one AI message, both under tool call index ``index``
+    (providers send None, or reuse an index for calls told apart by their ids)."""
+
+    def script(messages):
+        if isinstance(messages[-1], ToolMessage):
+            return [AIMessageChunk(content="ok", id="m2")]
+        return [
+            AIMessageChunk(
+                content="",
+                id="m1",
+                tool_call_chunks=[
+                    {"name": "get_weather", "args": args, "id": call_id, "index": index}
+                ],
+            )
+            for call_id, args in (("call_a", '{"city": "Oslo"}'), ("call_b", '{"city": "Lima"}'))
+        ]
+
+    async def agent(state: State):
+        return {
+            "messages": [
+                await ScriptedChunks(messages=iter([]), script=script).ainvoke(state["messages"])
+            ]
+        }
+
+    return graph_of(
+        {"agent": agent, "tools": ToolNode([get_weather])},
+        [("__start__", "agent"), ("tools", "agent")],
+        conditional={"agent": (tools_condition, ["tools", END])},
+    )

@@ -220,3 +220,28 @@ async def test_each_ai_message_is_its_own_message(stream):
         ("assistant", "Research notes."),
         ("assistant", "Final answer."),
     ]
+
+
+@pytest.mark.parametrize("index", [None, 0])
+async def test_parallel_tool_calls_stay_apart(index):
+    """langchain-core keeps chunks with another id, or no index, apart: so must the
+    stream, or one call gets both arguments and the other's result is lost."""
+    from tests.adapter_langgraph import parallel_calls_graph
+
+    tid = thread("parallel")
+    async with serve(parallel_calls_graph(index)) as http:
+        events = await run_on(http, "/agui/g", run_body(tid, "weather"))
+        stored = (await state_of(http, tid))["messages"]
+    starts = [e["toolCallId"] for e in of(events, "TOOL_CALL_START")]
+    assert starts == ["call_a", "call_b"]
+    for call_id, city in (("call_a", "Oslo"), ("call_b", "Lima")):
+        args = "".join(
+            e["delta"] for e in of(events, "TOOL_CALL_ARGS") if e["toolCallId"] == call_id
+        )
+        assert json.loads(args) == {"city": city}
+    results = {e["toolCallId"]: e["content"] for e in of(events, "TOOL_CALL_RESULT")}
+    assert results == {"call_a": "sunny in Oslo", "call_b": "sunny in Lima"}
+    asked = [c["id"] for m in stored for c in m.get("toolCalls") or ()]
+    assert asked == ["call_a", "call_b"]
+    answered = [m["toolCallId"] for m in stored if m["role"] == "tool"]
+    assert answered == ["call_a", "call_b"]

@@ -171,8 +171,10 @@ class _Stream:
     def __init__(self, messages_key: str):
         self.messages_key = messages_key
         self.streamed: set[str] = set()  # ids of messages seen as chunks
-        # (message id, index) -> [tool call id, name, buffered argument pieces, started]
+        # (message id, index) or (message id, None, call id)
+        #   -> [tool call id, name, buffered argument pieces, started]
         self.calls: dict[tuple, list] = {}
+        self.latest: tuple | None = None  # the key of the call the last chunk went to
         # Interrupts shape the run's RUN_FINISHED; the stream goes on until the graph stops.
         self.interrupts: list[dict] = []
         # The chat models' token usage, one TokenUsage per AI message (contract section 8).
@@ -239,10 +241,8 @@ class _Stream:
         if said:
             out.append(_text(said, message.id))
         for piece in message.tool_call_chunks:
-            key = (message.id, piece.get("index") or 0)
-            entry = self.calls.get(key)
-            if entry is None:
-                entry = self.calls[key] = [None, None, [], False]
+            entry, ended = self._entry(message.id, piece)
+            out.extend(ended)
             if piece.get("id") and entry[0] is None:
                 entry[0] = piece["id"]
             if piece.get("name") and entry[1] is None:
@@ -260,15 +260,45 @@ class _Stream:
             out.extend(self.close_calls())
         return out
 
+    def _entry(self, message_id, piece) -> tuple[list, list[dict]]:
+        """The call a tool call chunk belongs to, as langchain-core's merge_lists
+        tells them apart (and the events that end the call it displaces)."""
+        index, call_id = piece.get("index"), piece.get("id")
+        if index is None:
+            # No index: each chunk with an id is a call of its own; one without
+            # continues the message's latest call.
+            key = (message_id, None, call_id) if call_id else self.latest
+            if key is None or key[0] != message_id:
+                key = (message_id, None, None)
+        else:
+            key = (message_id, index)
+        ended: list[dict] = []
+        entry = self.calls.get(key)
+        if entry is not None and call_id and entry[0] is not None and entry[0] != call_id:
+            # Another id under the same index: the provider has moved on to a new call.
+            ended = _close(self.calls.pop(key))
+            entry = None
+        if entry is None:
+            entry = self.calls[key] = [None, None, [], False]
+        self.latest = key
+        return entry, ended
+
     def close_calls(self) -> list[dict]:
         out: list[dict] = []
         for entry in self.calls.values():
-            if not entry[3]:
-                entry[1] = entry[1] or "unknown"
-                out.extend(_start(entry))
-            out.append({"type": "TOOL_CALL_END", **_call(entry[0])})
+            out.extend(_close(entry))
         self.calls.clear()
+        self.latest = None
         return out
+
+
+def _close(entry: list) -> list[dict]:
+    out: list[dict] = []
+    if not entry[3]:
+        entry[1] = entry[1] or "unknown"
+        out.extend(_start(entry))
+    out.append({"type": "TOOL_CALL_END", **_call(entry[0])})
+    return out
 
 
 def _start(entry: list) -> list[dict]:
