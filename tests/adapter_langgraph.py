@@ -7,6 +7,7 @@ that interrupts.
 """
 
 import json
+import operator
 import re
 import uuid
 from typing import Annotated
@@ -195,4 +196,28 @@ def parallel_calls_graph(index):
         {"agent": agent, "tools": ToolNode([get_weather])},
         [("__start__", "agent"), ("tools", "agent")],
         conditional={"agent": (tools_condition, ["tools", END])},
+    )
+
+
+class Answers(TypedDict):
+    messages: Annotated[list, add_messages]
+    answers: Annotated[list, operator.add]
+
+
+def two_interrupts_graph():
+    """Nodes a and b each interrupt in the same step; "done" says both answers."""
+
+    def asking(name):
+        def node(state: Answers):
+            return {"answers": [f"{name}={interrupt(f'approve {name}?')}"]}
+
+        return node
+
+    def done(state: Answers):
+        return {"messages": [AIMessage(content=f"answers {sorted(state['answers'])}")]}
+
+    return graph_of(
+        {"a": asking("a"), "b": asking("b"), "done": done},
+        [("__start__", "a"), ("__start__", "b"), (["a", "b"], "done"), ("done", "__end__")],
+        state=Answers,
     )

@@ -176,6 +176,8 @@ def test_resume_values():
     assert resume_value(ctx) == {"a": {"ok": 1}, "b": None}
     ctx = RunContext("t", "r", "g", "", resume=Resumption(interrupts=(), decision="yes"))
     assert resume_value(ctx) == "yes"
+    named = Resumption(interrupts=(), decision="yes", interrupt_id="i1")
+    assert resume_value(RunContext("t", "r", "g", "", resume=named)) == {"i1": "yes"}
 
 
 async def test_a_reused_run_id_keeps_both_turns_in_the_checkpoint(client):
@@ -245,3 +247,21 @@ async def test_parallel_tool_calls_stay_apart(index):
     assert asked == ["call_a", "call_b"]
     answered = [m["toolCallId"] for m in stored if m["role"] == "tool"]
     assert answered == ["call_a", "call_b"]
+
+
+async def test_forwarded_props_resume_answers_the_interrupt_it_names():
+    """With two interrupts pending, {decision, interruptId} answers that one
+    (LangGraph wants the id then); the other stays pending."""
+    from tests.adapter_langgraph import two_interrupts_graph
+
+    tid = thread("two-interrupts")
+    async with serve(two_interrupts_graph()) as http:
+        events = await run_on(http, "/agui/g", run_body(tid, "go"))
+        pending = {i["message"]: i["id"] for i in events[-1]["outcome"]["interrupts"]}
+        held = (await state_of(http, tid))["messages"]
+        for asked, decision in (("approve a?", "yes"), ("approve b?", "no")):
+            resume = {"decision": decision, "interruptId": pending[asked]}
+            props = {"command": {"resume": resume}}
+            events = await run_on(http, "/agui/g", run_body(tid, held, forwardedProps=props))
+            assert events[-1]["type"] == "RUN_FINISHED", events[-1]
+        assert said(events) == "answers ['a=yes', 'b=no']"

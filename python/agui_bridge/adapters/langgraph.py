@@ -36,7 +36,8 @@ What the graph streams becomes:
   ``reason``: its ``reason`` field or ``"interrupt"``; ``responseSchema``:
   the interrupt's). The resume becomes ``Command(resume=...)``: AG-UI 1.0
   ``resume`` entries as ``{interrupt id: payload}`` (a cancelled entry gives
-  ``None``), ``forwardedProps.command.resume`` as its decision.
+  ``None``), ``forwardedProps.command.resume`` as its decision (``{interruptId:
+  decision}`` when it names the interrupt).
 
 The run's frontend tools are in ``config["configurable"]["agui_tools"]`` for
 nodes that bind them; a graph exception ends the run with ``RUN_ERROR``
@@ -162,7 +163,12 @@ def resume_value(ctx: RunContext) -> Any:
             else None
             for entry in resume.entries
         }
-    return resume.decision if resume.status == "resolved" else None
+    decision = resume.decision if resume.status == "resolved" else None
+    if resume.interrupt_id is not None:
+        # A bare value fails once several interrupts are pending; the map
+        # answers the one the client named, whatever else waits.
+        return {resume.interrupt_id: decision}
+    return decision
 
 
 class _Stream:
