@@ -15,6 +15,7 @@ from typing import Annotated
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, ToolMessage
 from langchain_core.outputs import ChatGenerationChunk
+from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
@@ -220,4 +221,31 @@ def two_interrupts_graph():
         {"a": asking("a"), "b": asking("b"), "done": done},
         [("__start__", "a"), ("__start__", "b"), (["a", "b"], "done"), ("done", "__end__")],
         state=Answers,
+    )
+
+
+@tool
+def delete_file(path: str) -> str:
+    """Deletes a file once the user approves."""
+    answer = interrupt({"reason": "approval", "message": f"delete {path}?"})
+    return f"deleted {path}" if answer == "yes" else "the user said no"
+
+
+def approving_tool_graph():
+    """LangGraph's human-in-the-loop inside a tool: the tool interrupts for approval."""
+
+    async def agent(state: State):
+        last = state["messages"][-1]
+        if isinstance(last, ToolMessage):
+            reply = AIMessage(content=f"Done: {last.content}")
+        else:
+            call = {"id": "del-1", "name": "delete_file", "args": {"path": "a.txt"}}
+            reply = AIMessage(content="Asking first.", tool_calls=[call])
+        model = ToolStreamingFake(messages=iter([reply]))
+        return {"messages": [await model.ainvoke(state["messages"])]}
+
+    return graph_of(
+        {"agent": agent, "tools": ToolNode([delete_file])},
+        [("__start__", "agent"), ("tools", "agent")],
+        conditional={"agent": (tools_condition, ["tools", END])},
     )

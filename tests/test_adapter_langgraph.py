@@ -265,3 +265,31 @@ async def test_forwarded_props_resume_answers_the_interrupt_it_names():
             events = await run_on(http, "/agui/g", run_body(tid, held, forwardedProps=props))
             assert events[-1]["type"] == "RUN_FINISHED", events[-1]
         assert said(events) == "answers ['a=yes', 'b=no']"
+
+
+async def test_a_tool_that_interrupts_is_announced_with_its_result():
+    """A run cannot answer a call of an earlier run (contract rule 6): the call
+    that waits on an approval goes out in the resuming run, with its result."""
+    from tests.adapter_langgraph import approving_tool_graph
+
+    tid = thread("tool-interrupt")
+    async with serve(approving_tool_graph()) as http:
+        events = await run_on(http, "/agui/g", run_body(tid, "delete a.txt"))
+        [pending] = events[-1]["outcome"]["interrupts"]
+        assert pending["message"] == "delete a.txt?"
+        assert of(events, "TOOL_CALL_START") == []
+        held = (await state_of(http, tid))["messages"]
+        resume = [{"interruptId": pending["id"], "status": "resolved", "payload": "yes"}]
+        events = await run_on(http, "/agui/g", run_body(tid, held, resume=resume))
+        stored = (await state_of(http, tid))["messages"]
+    [start] = of(events, "TOOL_CALL_START")
+    assert (start["toolCallId"], start["toolCallName"]) == ("del-1", "delete_file")
+    args = "".join(e["delta"] for e in of(events, "TOOL_CALL_ARGS"))
+    assert json.loads(args) == {"path": "a.txt"}
+    [result] = of(events, "TOOL_CALL_RESULT")
+    assert (result["toolCallId"], result["content"]) == ("del-1", "deleted a.txt")
+    assert said(events) == "Done: deleted a.txt"
+    # The stored thread, what a client sends the model next, pairs the call with its result.
+    calls = [c["id"] for m in stored for c in m.get("toolCalls") or ()]
+    results = [(m["toolCallId"], m["content"]) for m in stored if m["role"] == "tool"]
+    assert (calls, results) == (["del-1"], [("del-1", "deleted a.txt")])

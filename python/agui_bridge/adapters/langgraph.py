@@ -22,10 +22,12 @@ What the graph streams becomes:
   ``additional_kwargs["reasoning_content"]``) → reasoning (contract section
   8), one reasoning message per AI message (``"{message id}:reasoning"``),
   a signature as its encrypted value;
-- chat model tokens (``stream_mode="messages"``) → text; streamed tool call
-  chunks → tool calls with their arguments as they arrive; a message a node
-  returns whole → its text and tool calls; a ``ToolMessage`` → the call's
-  result;
+- chat model tokens (``stream_mode="messages"``) → text, one AG-UI message
+  per AI message (its id); tool calls (streamed chunks, or a message a node
+  returns whole) → tool calls, each sent with its ``ToolMessage`` result or at
+  the graph's end: a tool that calls ``interrupt()`` gets its result only in
+  the resuming run, so an interrupted run does not announce the calls still
+  waiting, and the resuming run announces them with their results;
 - the state after each step (``"values"``, without the messages, as JSON)
   → ``STATE_SNAPSHOT`` of the graph's state at the top level, as
   CopilotKit's ``useCoAgent`` and ``@ag-ui/client`` read it (merged into the
@@ -90,11 +92,14 @@ def langgraph_agent(graph, *, messages_key: str = "messages", config: dict | Non
             messages = await _input_messages(graph, run_config, ctx)
             graph_input = {messages_key: messages}
         stream = _Stream(messages_key)
+        if ctx.resume is not None and getattr(graph, "checkpointer", None):
+            snapshot = await graph.aget_state(run_config)
+            stream.earlier = _unanswered(snapshot.values.get(messages_key) or [])
         modes = ["messages", "updates", "values"]
         async for mode, chunk in graph.astream(graph_input, run_config, stream_mode=modes):
             for event in stream.events(mode, chunk):
                 yield event
-        for event in stream.close_calls():
+        for event in stream.finish():
             yield event
         if stream.interrupts:
             interrupts = [
@@ -181,6 +186,9 @@ class _Stream:
         #   -> [tool call id, name, buffered argument pieces, started]
         self.calls: dict[tuple, list] = {}
         self.latest: tuple | None = None  # the key of the call the last chunk went to
+        self.held: dict[str, list[dict]] = {}  # tool call id -> its events, not yet sent
+        # Calls an earlier (interrupted) run left unannounced: tool call id -> call.
+        self.earlier: dict[str, dict] = {}
         # Interrupts shape the run's RUN_FINISHED; the stream goes on until the graph stops.
         self.interrupts: list[dict] = []
         # The chat models' token usage, one TokenUsage per AI message (contract section 8).
@@ -196,6 +204,49 @@ class _Stream:
             self.usages.append(entry)
 
     def events(self, mode: str, chunk: Any) -> list[dict]:
+        return self._hold(self._events(mode, chunk))
+
+    def _hold(self, events: list[dict]) -> list[dict]:
+        """The events that go out now: a tool call's wait for its result (below)."""
+        out: list[dict] = []
+        for event in events:
+            kind = event["type"]
+            call_id = event.get("toolCallId")
+            if kind in ("TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END"):
+                self.held.setdefault(call_id, []).append(event)
+            elif kind == "TOOL_CALL_RESULT":
+                if call_id in self.held:
+                    out.extend(self.held.pop(call_id))
+                elif call_id in self.earlier:
+                    out.extend(_announce(self.earlier.pop(call_id)))
+                out.append(event)
+            else:
+                out.append(event)
+        return out
+
+    def finish(self) -> list[dict]:
+        """The held calls once the graph has stopped.
+
+        A call goes out with its result, or at the graph's end: a tool may
+        interrupt() for an approval and get its result only in the resuming
+        run, which cannot answer a call of an earlier run (contract rule 6).
+        So on an interrupt the calls still waiting are not announced; the
+        resuming run announces them, from the checkpoint, with their results
+        (or at its end, a call the graph leaves for the client).
+        """
+        out = self._hold(self.close_calls())
+        if self.interrupts:
+            self.held.clear()
+            return out
+        for events in self.held.values():
+            out.extend(events)
+        self.held.clear()
+        for call in self.earlier.values():
+            out.extend(_announce(call))
+        self.earlier.clear()
+        return out
+
+    def _events(self, mode: str, chunk: Any) -> list[dict]:
         if mode == "messages":
             return self._message(chunk[0])
         out = self.close_calls()
@@ -224,12 +275,7 @@ class _Stream:
             if said:
                 out.append(_text(said, message.id or f"msg_{uuid.uuid4().hex[:24]}"))
             for call in message.tool_calls:
-                call_id = call.get("id") or f"call_{uuid.uuid4().hex[:24]}"
-                out.append(
-                    {"type": "TOOL_CALL_START", **_call(call_id), "toolCallName": call["name"]}
-                )
-                out.append(_args(call_id, _json_text(call.get("args") or {})))
-                out.append({"type": "TOOL_CALL_END", **_call(call_id)})
+                out.extend(_announce(call))
         return out
 
     def _chunk(self, message: AIMessageChunk) -> list[dict]:
@@ -305,6 +351,34 @@ def _close(entry: list) -> list[dict]:
         out.extend(_start(entry))
     out.append({"type": "TOOL_CALL_END", **_call(entry[0])})
     return out
+
+
+def _announce(call: dict) -> list[dict]:
+    """A whole LangChain tool call as AG-UI events."""
+    call_id = call.get("id") or f"call_{uuid.uuid4().hex[:24]}"
+    return [
+        {"type": "TOOL_CALL_START", **_call(call_id), "toolCallName": call["name"]},
+        _args(call_id, _json_text(call.get("args") or {})),
+        {"type": "TOOL_CALL_END", **_call(call_id)},
+    ]
+
+
+def _unanswered(messages: list) -> dict[str, dict]:
+    """The calls of this turn's last AI message that no ToolMessage answers: those
+    an interrupted run held back (older ones were announced by their own runs)."""
+    answered: set[str] = set()
+    for message in reversed(messages):
+        if isinstance(message, HumanMessage):
+            return {}
+        if isinstance(message, ToolMessage):
+            answered.add(message.tool_call_id)
+        elif isinstance(message, AIMessage):
+            return {
+                call["id"]: call
+                for call in message.tool_calls
+                if call.get("id") and call["id"] not in answered
+            }
+    return {}
 
 
 def _start(entry: list) -> list[dict]:
