@@ -249,3 +249,20 @@ def approving_tool_graph():
         [("__start__", "agent"), ("tools", "agent")],
         conditional={"agent": (tools_condition, ["tools", END])},
     )
+
+
+def seeing_graph(seen: list):
+    """One agent node that keeps every model input in ``seen``; "city" asks the
+    client's pick_city tool, anything else gets "answer #n"."""
+
+    async def agent(state: State):
+        seen.append(list(state["messages"]))
+        if "city" in str(state["messages"][-1].content):
+            call = {"id": f"fc-{len(seen)}", "name": "pick_city", "args": {}}
+            reply = AIMessage(content="", tool_calls=[call])
+        else:
+            reply = AIMessage(content=f"answer #{len(seen)}")
+        model = ToolStreamingFake(messages=iter([reply]))
+        return {"messages": [await model.ainvoke(state["messages"])]}
+
+    return graph_of({"agent": agent}, [("__start__", "agent"), ("agent", "__end__")])

@@ -293,3 +293,28 @@ async def test_a_tool_that_interrupts_is_announced_with_its_result():
     calls = [c["id"] for m in stored for c in m.get("toolCalls") or ()]
     results = [(m["toolCallId"], m["content"]) for m in stored if m["role"] == "tool"]
     assert (calls, results) == (["del-1"], [("del-1", "deleted a.txt")])
+
+
+async def test_an_unanswered_frontend_call_gets_no_result():
+    """The user types on instead of answering pick_city: the model must not get
+    the call directly followed by the user message (providers reject that)."""
+    from agui_bridge.adapters._messages import NO_RESULT
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    from tests.adapter_langgraph import seeing_graph
+    from tests.adapter_testing import PICK_CITY
+
+    seen: list = []
+    tid = thread("unanswered")
+    async with serve(seeing_graph(seen)) as http:
+        events = await run_on(http, "/agui/g", run_body(tid, "pick a city", tools=[PICK_CITY]))
+        [start] = of(events, "TOOL_CALL_START")
+        held = (await state_of(http, tid))["messages"]
+        message = {"id": "u2", "role": "user", "content": "never mind, hello"}
+        events = await run_on(http, "/agui/g", run_body(tid, [*held, message], tools=[PICK_CITY]))
+    assert said(events) == "answer #2"
+    asked, answered, typed = seen[-1][-3:]
+    assert isinstance(asked, AIMessage) and asked.tool_calls[0]["id"] == start["toolCallId"]
+    assert isinstance(answered, ToolMessage) and answered.tool_call_id == start["toolCallId"]
+    assert answered.content == NO_RESULT
+    assert isinstance(typed, HumanMessage) and typed.content == "never mind, hello"

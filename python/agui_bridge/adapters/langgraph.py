@@ -65,6 +65,7 @@ from langgraph.types import Command
 from ..blocks import to_blocks
 from ..context import RunContext
 from ._messages import (
+    NO_RESULT,
     conversation,
     parse_arguments,
     signature_events,
@@ -89,7 +90,7 @@ def langgraph_agent(graph, *, messages_key: str = "messages", config: dict | Non
         if ctx.resume is not None:
             graph_input: Any = Command(resume=resume_value(ctx))
         else:
-            messages = await _input_messages(graph, run_config, ctx)
+            messages = await _input_messages(graph, run_config, ctx, messages_key)
             graph_input = {messages_key: messages}
         stream = _Stream(messages_key)
         if ctx.resume is not None and getattr(graph, "checkpointer", None):
@@ -117,16 +118,26 @@ def langgraph_agent(graph, *, messages_key: str = "messages", config: dict | Non
     return run
 
 
-async def _input_messages(graph, run_config: dict, ctx: RunContext) -> list[BaseMessage]:
-    held = False
+async def _input_messages(
+    graph, run_config: dict, ctx: RunContext, messages_key: str
+) -> list[BaseMessage]:
+    values: dict = {}
     if getattr(graph, "checkpointer", None):
-        snapshot = await graph.aget_state(run_config)
-        held = bool(snapshot.values)
-    if held:
-        new = list(ctx.tool_results)
+        values = (await graph.aget_state(run_config)).values
+    if values:
+        new = to_langchain_messages(ctx.tool_results)
+        # A call the client left unanswered (the user typed on) still needs a
+        # result: models reject a call directly followed by anything else.
+        answered = {m.tool_call_id for m in new}
+        open_calls = _unanswered(values.get(messages_key) or [])
+        new[:0] = [
+            ToolMessage(content=NO_RESULT, tool_call_id=call_id, id=f"{call_id}:no_result")
+            for call_id in open_calls
+            if call_id not in answered
+        ]
         if ctx.input or ctx.parts:
-            new.append(turn_message(ctx))
-        return to_langchain_messages(new)
+            new += to_langchain_messages([turn_message(ctx)])
+        return new
     return to_langchain_messages(conversation(ctx))
 
 
