@@ -318,3 +318,38 @@ async def test_an_unanswered_frontend_call_gets_no_result():
     assert isinstance(answered, ToolMessage) and answered.tool_call_id == start["toolCallId"]
     assert answered.content == NO_RESULT
     assert isinstance(typed, HumanMessage) and typed.content == "never mind, hello"
+
+
+async def test_regenerate_and_edit_rewrite_the_checkpoint_to_the_branch():
+    """docs/branches.md: a regenerate or an edit continues an earlier point of the
+    thread; the model must see that branch, not the checkpoint's latest one."""
+    from tests.adapter_langgraph import seeing_graph
+
+    seen: list = []
+
+    def contents(messages):
+        return [m.content for m in messages]
+
+    async with serve(seeing_graph(seen)) as http:
+        tid = thread("regenerate")
+        await run_on(http, "/agui/g", run_body(tid, "hello"))
+        held = (await state_of(http, tid))["messages"]
+        events = await run_on(http, "/agui/g", run_body(tid, held[:1]))
+        assert contents(seen[-1]) == ["hello"]
+        assert said(events) == "answer #2"
+        stored = (await state_of(http, tid))["messages"]
+        assert [m["content"] for m in stored] == ["hello", "answer #2"]
+
+        tid = thread("edit")
+        await run_on(http, "/agui/g", run_body(tid, "first"))
+        held = (await state_of(http, tid))["messages"]
+        second = {"id": "u2", "role": "user", "content": "second"}
+        await run_on(http, "/agui/g", run_body(tid, [*held, second]))
+        edited = {"id": "u9", "role": "user", "content": "edited second"}
+        await run_on(http, "/agui/g", run_body(tid, [*held, edited]))
+        assert contents(seen[-1]) == ["first", "answer #3", "edited second"]
+        # The next turn goes on from the edited branch.
+        held = (await state_of(http, tid))["messages"]
+        more = {"id": "u10", "role": "user", "content": "more"}
+        await run_on(http, "/agui/g", run_body(tid, [*held, more]))
+        assert contents(seen[-1]) == ["first", "answer #3", "edited second", "answer #5", "more"]

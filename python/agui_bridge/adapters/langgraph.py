@@ -12,7 +12,11 @@ The graph's checkpointer is keyed by the AG-UI threadId
 (``configurable.thread_id``). A run sends the turn's new messages (the user
 message, the client's tool results) under ``messages_key``; when the
 checkpointer has nothing for the thread yet (or the graph has none), the
-whole conversation is sent. The agent speaks the events dialect
+whole conversation is sent; when the client's conversation left the
+checkpoint's (a regenerate or an edit: its user messages are not the
+checkpoint's), the checkpoint's messages are replaced by the client's branch.
+A frontend tool call the client left unanswered gets a no-result
+``ToolMessage``. The agent speaks the events dialect
 (docs/events-dialect.md; ``App`` reads ``agui_dialect`` off the function):
 its AG-UI events go through the framing core, which repairs and numbers them.
 What the graph streams becomes:
@@ -57,9 +61,11 @@ from langchain_core.messages import (
     AIMessageChunk,
     BaseMessage,
     HumanMessage,
+    RemoveMessage,
     SystemMessage,
     ToolMessage,
 )
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.types import Command
 
 from ..blocks import to_blocks
@@ -124,12 +130,19 @@ async def _input_messages(
     values: dict = {}
     if getattr(graph, "checkpointer", None):
         values = (await graph.aget_state(run_config)).values
+    held = values.get(messages_key) or []
+    if values and _branches_off(held, ctx):
+        # A regenerate or an edit (docs/branches.md) goes on from an earlier
+        # point than the checkpoint's: the checkpoint's messages become that
+        # branch, or the model would see the answer or turn the user left.
+        branch = to_langchain_messages(conversation(ctx))
+        return [RemoveMessage(id=REMOVE_ALL_MESSAGES), *branch]
     if values:
         new = to_langchain_messages(ctx.tool_results)
         # A call the client left unanswered (the user typed on) still needs a
         # result: models reject a call directly followed by anything else.
         answered = {m.tool_call_id for m in new}
-        open_calls = _unanswered(values.get(messages_key) or [])
+        open_calls = _unanswered(held)
         new[:0] = [
             ToolMessage(content=NO_RESULT, tool_call_id=call_id, id=f"{call_id}:no_result")
             for call_id in open_calls
@@ -139,6 +152,14 @@ async def _input_messages(
             new += to_langchain_messages([turn_message(ctx)])
         return new
     return to_langchain_messages(conversation(ctx))
+
+
+def _branches_off(held: list, ctx: RunContext) -> bool:
+    """Whether the client's conversation left the checkpoint's: user messages
+    keep their ids in both, so the branch's are the checkpoint's if it goes on."""
+    ours = [m.id for m in held if isinstance(m, HumanMessage)]
+    theirs = [m.get("id") for m in ctx.history if m.get("role") == "user"]
+    return ours != theirs
 
 
 def to_langchain_messages(messages: list[dict]) -> list[BaseMessage]:
