@@ -84,6 +84,20 @@ def calls(*specs: tuple[str, dict], interleave: bool = False, lead: str = "") ->
     return pieces
 
 
+def whole(*specs: tuple[str, dict], index: int | None = 0) -> list:
+    """Parallel calls each in one piece under the same ``index`` (Gemini's
+    OpenAI-compatible endpoint), or with none (``index=None``)."""
+    pieces = [_chunk({"role": "assistant", "content": None})]
+    for name, arguments in specs:
+        call = {"id": _call_id(), "type": "function"}
+        call["function"] = {"name": name, "arguments": json.dumps(arguments)}
+        if index is not None:
+            call["index"] = index
+        pieces.append(_chunk({"tool_calls": [call]}))
+    pieces.append(_chunk({}, "tool_calls"))
+    return pieces
+
+
 def reasoned(field: str, thought: str, answer: str) -> list:
     """Reasoning pieces under ``field`` (servers spell it two ways), then the answer."""
     pieces = [_chunk({"role": "assistant", "content": None, field: ""})]
@@ -115,6 +129,10 @@ def _script(messages: list[dict]):
         return calls(("pick_city", {"options": ["Oslo", "Lima"]}), lead="Which city?")
     if "mixed" in words:
         return calls(("add", {"a": 4, "b": 4}), ("pick_city", {"options": ["Rome"]}))
+    if "twins" in words:
+        return whole(("add", {"a": 1, "b": 2}), ("add", {"a": 10, "b": 20}))
+    if "unindexed" in words:
+        return whole(("add", {"a": 1, "b": 2}), ("add", {"a": 10, "b": 20}), index=None)
     if "ghost" in words:
         return calls(("no_such_tool", {}))
     if "loop" in words:

@@ -131,6 +131,22 @@ async def test_parallel_calls_interleaved_by_index_and_a_tool_error(client, fake
     assert said(events) == f"Results: 3.0 | {results[divide_id]}"
 
 
+@pytest.mark.parametrize("words", ["twins", "unindexed"])
+async def test_parallel_calls_sharing_an_index_or_without_one_stay_apart(client, fake_url, words):
+    """Gemini's OpenAI-compatible endpoint sends each parallel call whole, all
+    at index 0; other servers send no index: a new id is a new call."""
+    events = await run(client, run_body(thread(words), words))
+    starts = of(events, "TOOL_CALL_START")
+    assert [s["toolCallName"] for s in starts] == ["add", "add"]
+    assert len({s["toolCallId"] for s in starts}) == 2
+    assert [r["content"] for r in of(events, "TOOL_CALL_RESULT")] == ["3.0", "30.0"]
+    assert said(events) == "Results: 3.0 | 30.0"
+    back = (await sent(fake_url))[-1]["messages"]
+    assert [m["role"] for m in back] == ["user", "assistant", "tool", "tool"]
+    arguments = [json.loads(c["function"]["arguments"]) for c in back[1]["tool_calls"]]
+    assert arguments == [{"a": 1, "b": 2}, {"a": 10, "b": 20}]
+
+
 async def test_frontend_tool_ends_the_run_and_the_next_run_continues(client, fake_url):
     tid = thread("frontend")
     events = await run(client, run_body(tid, "which city", tools=[PICK_CITY]))

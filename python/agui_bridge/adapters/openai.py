@@ -15,7 +15,8 @@
 Each run sends the thread's conversation (history, the client's tool
 results, the new user message) with the run's frontend tools and the Python
 ``tools``, and streams the answer: text as text deltas, tool calls with their
-arguments as they arrive (parallel calls by ``index``). A Python tool runs
+arguments as they arrive (parallel calls by ``index``, or by ``id``
+when they share an index or have none). A Python tool runs
 and its result, or its error, goes back to the model, for at most
 ``max_steps`` model calls per run. A call of a frontend tool ends the run;
 the client executes it and its next run (carrying the tool message) goes on.
@@ -205,8 +206,9 @@ class _ModelCall:
         self.finish_reason: str | None = None
         self.usage: dict | None = None
         self.text: list[str] = []
-        # index -> [id, name, argument pieces, started]
-        self.pending: dict[int, list] = {}
+        # [id, name, argument pieces, started], in the order the calls came
+        self.pending: list[list] = []
+        self.by_index: dict[int, list] = {}  # the latest call under each index
         self.started = 0.0
 
     async def stream(self, client, model, messages, request, timeout):
@@ -241,10 +243,9 @@ class _ModelCall:
             ) from None
         except openai.APIError as error:
             raise _Failed("model_error", f"the model stream failed: {error.message}") from None
-        for index in sorted(self.pending):
-            entry = self.pending[index]
+        for entry in self.pending:
             if not entry[3]:  # a call whose name never came: still shown and answered
-                for crumb in self._start(entry, index, "unknown"):
+                for crumb in self._start(entry, "unknown"):
                     yield crumb
             yield c.tool_input_end(entry[0])
 
@@ -267,12 +268,31 @@ class _ModelCall:
             if choice.finish_reason:
                 self.finish_reason = choice.finish_reason
 
+    def _entry(self, piece) -> list:
+        """The call a piece belongs to. Gemini sends parallel calls whole, all
+        at index 0, and some servers send no index: a piece whose id differs
+        from its call's is a new call, and so is one with an id and no index
+        unless it is the latest call's; a piece with neither continues the
+        latest call."""
+        index = getattr(piece, "index", None)
+        if index is None:
+            latest = self.pending[-1] if self.pending else None
+            if latest is not None and (not piece.id or piece.id == latest[0]):
+                return latest
+        else:
+            entry = self.by_index.get(index)
+            if entry is not None and not (piece.id and entry[0] and piece.id != entry[0]):
+                if piece.id and not entry[0]:
+                    entry[0] = piece.id
+                return entry
+        entry = [piece.id, None, [], False]
+        self.pending.append(entry)
+        if index is not None:
+            self.by_index[index] = entry
+        return entry
+
     def _tool_piece(self, piece):
-        entry = self.pending.get(piece.index)
-        if entry is None:
-            entry = self.pending[piece.index] = [piece.id, None, [], False]
-        elif piece.id and not entry[0]:
-            entry[0] = piece.id
+        entry = self._entry(piece)
         function = piece.function
         if function is not None:
             if function.name and entry[1] is None:
@@ -283,9 +303,9 @@ class _ModelCall:
                     yield c.tool_input_delta(entry[0], function.arguments)
                     return
         if not entry[3] and entry[1] is not None:
-            yield from self._start(entry, piece.index, entry[1])
+            yield from self._start(entry, entry[1])
 
-    def _start(self, entry, index, name):
+    def _start(self, entry, name):
         if not entry[0]:
             entry[0] = f"call_{uuid.uuid4().hex[:24]}"
         entry[1] = name
@@ -307,7 +327,7 @@ class _ModelCall:
     def calls(self) -> list[dict]:
         return [
             {"id": entry[0], "name": entry[1], "arguments": "".join(entry[2])}
-            for _, entry in sorted(self.pending.items())
+            for entry in self.pending
         ]
 
     def assistant_message(self) -> dict:
