@@ -98,6 +98,18 @@ def whole(*specs: tuple[str, dict], index: int | None = 0) -> list:
     return pieces
 
 
+def deliberate() -> list:
+    """DeepSeek's thinking mode: reasoning, then a tool call."""
+    call = {"index": 0, "id": _call_id(), "type": "function"}
+    call["function"] = {"name": "add", "arguments": '{"a": 1, "b": 2}'}
+    return [
+        _chunk({"role": "assistant", "content": None, "reasoning_content": "Need to"}),
+        _chunk({"content": None, "reasoning_content": " sum."}),
+        _chunk({"tool_calls": [call]}),
+        _chunk({}, "tool_calls"),
+    ]
+
+
 def reasoned(field: str, thought: str, answer: str) -> list:
     """Reasoning pieces under ``field`` (servers spell it two ways), then the answer."""
     pieces = [_chunk({"role": "assistant", "content": None, field: ""})]
@@ -133,6 +145,8 @@ def _script(messages: list[dict]):
         return whole(("add", {"a": 1, "b": 2}), ("add", {"a": 10, "b": 20}))
     if "unindexed" in words:
         return whole(("add", {"a": 1, "b": 2}), ("add", {"a": 10, "b": 20}), index=None)
+    if "deliberate" in words:
+        return deliberate()
     if "ghost" in words:
         return calls(("no_such_tool", {}))
     if "loop" in words:

@@ -147,6 +147,25 @@ async def test_parallel_calls_sharing_an_index_or_without_one_stay_apart(client,
     assert arguments == [{"a": 1, "b": 2}, {"a": 10, "b": 20}]
 
 
+async def test_reasoning_of_a_tool_call_goes_back_with_it(client, fake_url):
+    """DeepSeek's thinking mode answers 400 unless the assistant message of a
+    tool call carries its reasoning_content (api-docs.deepseek.com/guides/
+    thinking_mode#tool-calls), in this run's loop as in the next run's history."""
+    tid = thread("deliberate")
+    events = await run(client, run_body(tid, "deliberate"))
+    assert said(events) == "Results: 3.0"
+    back = (await sent(fake_url))[-1]["messages"]
+    assert back[1]["reasoning_content"] == "Need to sum."
+    assert back[1]["tool_calls"][0]["function"]["name"] == "add"
+    state = (await client.get(f"/threads/{tid}/state")).json()
+    hi = {"id": "u2", "role": "user", "content": "hi"}
+    await run(client, run_body(tid, [*state["messages"], hi]))
+    again = (await sent(fake_url))[-1]["messages"]
+    assert [m["role"] for m in again] == ["user", "assistant", "tool", "assistant", "user"]
+    assert again[1] == back[1]
+    assert "reasoning_content" not in again[3]  # an answer without reasoning
+
+
 async def test_frontend_tool_ends_the_run_and_the_next_run_continues(client, fake_url):
     tid = thread("frontend")
     events = await run(client, run_body(tid, "which city", tools=[PICK_CITY]))

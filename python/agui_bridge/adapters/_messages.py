@@ -24,14 +24,17 @@ def turn_message(ctx: RunContext) -> dict:
     return {"id": message_id, "role": "user", "content": ctx.input}
 
 
-def conversation(ctx: RunContext, open_calls: frozenset[str] = frozenset()) -> list[dict]:
+def conversation(
+    ctx: RunContext, open_calls: frozenset[str] = frozenset(), keep_reasoning: bool = False
+) -> list[dict]:
     """The thread's history, this run's tool results, then the new user message.
 
     Each assistant message with tool calls is followed by exactly one tool
     message per call (models reject anything else): results are moved up to
     their call, a call the client never answered (the user typed on instead)
     gets ``NO_RESULT`` unless it is in ``open_calls`` (a call this run
-    resumes), and a result for no known call is left out.
+    resumes), and a result for no known call is left out. ``keep_reasoning``
+    keeps the reasoning messages, for a model that takes them back.
     """
     messages = list(ctx.history) + list(ctx.tool_results)
     if ctx.input or ctx.parts:
@@ -44,6 +47,9 @@ def conversation(ctx: RunContext, open_calls: frozenset[str] = frozenset()) -> l
     for message in messages:
         role = message.get("role")
         if role == "tool":
+            continue
+        if role == "reasoning" and keep_reasoning:
+            out.append(message)
             continue
         if role not in ("user", "assistant", "system", "developer"):
             continue  # activity, reasoning: nothing a model takes back

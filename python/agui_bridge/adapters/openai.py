@@ -121,7 +121,7 @@ def openai_agent(
         raise ValueError("max_steps must be at least 1")
 
     async def agent(ctx: RunContext):
-        messages = to_chat_messages(conversation(ctx))
+        messages = to_chat_messages(conversation(ctx, keep_reasoning=True))
         preamble = [system] if system else []
         if ctx.context:
             preamble.append(context_text(ctx.context))
@@ -206,6 +206,7 @@ class _ModelCall:
         self.finish_reason: str | None = None
         self.usage: dict | None = None
         self.text: list[str] = []
+        self.reasoning: list[str] = []
         # [id, name, argument pieces, started], in the order the calls came
         self.pending: list[list] = []
         self.by_index: dict[int, list] = {}  # the latest call under each index
@@ -259,6 +260,7 @@ class _ModelCall:
             delta = choice.delta
             thought = _reasoning(delta)
             if thought:
+                self.reasoning.append(thought)
                 yield c.reasoning_delta(thought)
             if delta.content:
                 self.text.append(delta.content)
@@ -331,7 +333,7 @@ class _ModelCall:
         ]
 
     def assistant_message(self) -> dict:
-        return {
+        message = {
             "role": "assistant",
             "content": "".join(self.text) or None,
             "tool_calls": [
@@ -343,6 +345,10 @@ class _ModelCall:
                 for call in self.calls()
             ],
         }
+        if self.reasoning:
+            # DeepSeek's thinking mode answers 400 without it on a tool call's message.
+            message["reasoning_content"] = "".join(self.reasoning)
+        return message
 
 
 async def _run_tool(tool: PythonTool | None, call: dict) -> tuple[dict, str]:
@@ -383,10 +389,20 @@ def context_text(context: list[dict]) -> str:
 
 
 def to_chat_messages(messages: list[dict]) -> list[dict]:
-    """AG-UI messages (see ``_messages.conversation``) as chat completion messages."""
+    """AG-UI messages (see ``_messages.conversation``) as chat completion messages.
+
+    A reasoning message goes back as the ``reasoning_content`` of the assistant
+    message with tool calls that follows it (DeepSeek's thinking mode answers
+    400 without it); any other is left out, as OpenAI takes no reasoning back.
+    """
     out = []
+    thought: str | None = None
     for message in messages:
         role = message["role"]
+        if role == "reasoning":
+            thought = text(message.get("content")) or None
+            continue
+        reasoning, thought = thought, None
         if role == "assistant":
             calls = tool_calls(message)
             # Without calls, an assistant message needs content (even empty).
@@ -404,6 +420,8 @@ def to_chat_messages(messages: list[dict]) -> list[dict]:
                     }
                     for call in calls
                 ]
+                if reasoning:
+                    entry["reasoning_content"] = reasoning
             out.append(entry)
         elif role == "tool":
             out.append(
