@@ -214,3 +214,83 @@ def test_the_start_rate_forgets_an_identity_once_its_bucket_is_full_again():
         assert 55 < wait <= 60
 
     asyncio.run(go())
+
+
+def test_a_queued_run_starts_once_the_run_before_it_ends():
+    """runs=1: a run queued behind the identity's own run (enqueue or interrupt)
+    takes that run's slot when it frees the thread, not a 429 that drops it."""
+    env = {"OPS_LIMITS": orjson.dumps({"runs": 1}).decode()}
+    with serve_cli(env, target=TARGET) as server, httpx.Client(
+        base_url=server.base_url, headers=_auth("ann"), timeout=30
+    ) as client:  # fmt: skip
+        for strategy, first in (("enqueue", "slow 3"), ("interrupt", "slow 60")):
+            thread_id = client.post("/threads", json={}).json()["thread_id"]
+
+            def run(text, thread_id=thread_id, **extra):
+                body = {"assistant_id": "talk", **extra,
+                        "input": {"messages": [{"role": "user", "content": text}]}}  # fmt: skip
+                response = client.post(f"/threads/{thread_id}/runs", json=body)
+                assert response.status_code == 200, response.text
+                return response.json()["run_id"]
+
+            run(first)
+            time.sleep(0.3)
+            queued = run("hello there", multitask_strategy=strategy)
+            result = client.get(f"/threads/{thread_id}/runs/{queued}/join").json()
+            assert "__error__" not in result, (strategy, result)
+            record = client.get(f"/threads/{thread_id}/runs/{queued}").json()
+            assert record["status"] == "success", (strategy, record)
+            assert result["messages"][-1]["content"] == "you said: 2 words"
+
+
+def test_a_new_run_after_stop_supersedes_the_abandoned_one_within_the_limit():
+    """runs=1, "Stop, then type": the abandoned run's slot is free by the time
+    the new run is admitted in its place."""
+    import socket
+
+    env = {"OPS_LIMITS": orjson.dumps({"runs": 1}).decode()}
+    with serve_cli(env, target=TARGET) as server:
+        first = _body("s1", "slow 60")
+        payload = orjson.dumps(first)
+        with socket.create_connection(("127.0.0.1", server.port)) as sock:
+            sock.sendall(b"POST /agui/talk HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ann\r\n"
+                         b"content-type: application/json\r\ncontent-length: %d\r\n\r\n"
+                         % len(payload) + payload)  # fmt: skip
+            assert b"RUN_STARTED" in sock.recv(65536) or b"RUN_STARTED" in sock.recv(65536)
+        time.sleep(0.3)  # the user pressed Stop
+        second = {"threadId": "s1", "runId": "s1-r2", "messages": [
+            *first["messages"], {"id": "s1-m2", "role": "user", "content": "hello"}]}  # fmt: skip
+        again = httpx.post(server.base_url + "/agui/talk", json=second, headers=_auth("ann"),
+                           timeout=30)  # fmt: skip
+        assert again.status_code == 200, again.text
+        assert "RUN_FINISHED" in again.text
+
+
+def test_a_queued_run_refused_by_a_limit_keeps_its_place():
+    """A queued run whose start meets a 429 (here: the agent's capacity, held by
+    another identity) waits for the slot, then runs; it is not dropped."""
+    env = {"OPS_LIMITS": orjson.dumps({"runs_per_agent": {"talk": 1}}).decode()}
+    with serve_cli(env, target=TARGET) as server, httpx.Client(
+        base_url=server.base_url, headers=_auth("ann"), timeout=30
+    ) as client:  # fmt: skip
+        thread_id = client.post("/threads", json={}).json()["thread_id"]
+
+        def run(agent, text, **extra):
+            body = {"assistant_id": agent, **extra,
+                    "input": {"messages": [{"role": "user", "content": text}]}}  # fmt: skip
+            response = client.post(f"/threads/{thread_id}/runs", json=body)
+            assert response.status_code == 200, response.text
+            return response.json()["run_id"]
+
+        run("other", "slow 2")  # holds the thread, not the agent "talk"
+        busy = Slow(server.base_url, "talk", "k1", "bob")  # holds "talk" for a while
+        queued = run("talk", "hello there", multitask_strategy="enqueue")
+        time.sleep(2.5)  # the thread is free, "talk" is not
+        record = client.get(f"/threads/{thread_id}/runs/{queued}").json()
+        assert record["status"] == "pending", record
+        _cancel(server.base_url, "k1", "bob")
+        busy.thread.join(30)
+        result = client.get(f"/threads/{thread_id}/runs/{queued}/join").json()
+        assert "__error__" not in result, result
+        assert client.get(f"/threads/{thread_id}/runs/{queued}").json()["status"] == "success"
+        assert result["messages"][-1]["content"] == "you said: 2 words"

@@ -16,7 +16,8 @@ thread is released, woken by that release rather than by polling.
 The gate reads no request: it raises ``errors.HttpError`` (a status, code
 and message), which the ingress answers as JSON. The ops layer's hooks
 (``admit``: per-identity limits; ``launch``: the run's task, counted and
-traced) are handed in.
+traced) are handed in. A run's limit slots are held with its thread and
+given back as it frees the thread, before anything waiting for it is woken.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ class Gate:
         launch=None,
     ):
         self._store = store  # the thread store, opened on first use
-        # admit(agent_id, identity) -> slots (429 past a limit); launch(run, slots) -> task
+        # admit(agent_id, identity) -> slots (429 past a limit); launch(run) -> task
         self.admit = admit
         self.launch = launch
         self.runs = runs
@@ -81,6 +82,8 @@ class Gate:
         self.active: dict[str, Run | None] = {}
         # thread_id -> (its lease, the task renewing it), for the runs of this worker
         self.leases: dict[str, tuple[Any, asyncio.Task]] = {}
+        # thread_id -> the limit slots its run took (admit), for the runs of this worker
+        self.slots: dict[str, list] = {}
         self.queues: dict[str, list[Queued]] = {}
         # thread_id -> when its lease was last claimed (monotonic, as the call was sent)
         self.claimed_at: dict[str, float] = {}
@@ -138,6 +141,9 @@ class Gate:
         thread_id = run.ctx.thread_id
         if self.active.get(thread_id) is not run:
             return
+        # Before the thread: a run queued for it, or superseding this one, starts
+        # as soon as it is free and would be refused the slots this one still held.
+        await _released(self.slots.pop(thread_id, ()))
         self._free(thread_id)
         held = self.leases.pop(thread_id, None)
         if held is None:
@@ -273,6 +279,7 @@ class Gate:
         run.begin()
         self.runs.publish(run_log)
         self.active[thread_id] = run
+        self.slots[thread_id] = slots
         # Renewed from now on: a slow save must not let the lease (or, shared,
         # the run's liveness) expire under a run readers already see.
         self._hold(thread_id, lease, run)
@@ -294,13 +301,12 @@ class Gate:
                 )
         except BaseException as error:
             # Readers may have joined: they get RUN_ERROR, and nothing was stored.
-            await run.abandon(error)  # releases the thread and its lease
-            await _released(slots)
+            await run.abandon(error)  # releases the thread, its lease and its slots
             if isinstance(error, LeaseLost):
                 raise busy(thread_id) from None
             raise
         if self.launch is not None:
-            run.task = self.launch(run, slots)  # counted, traced and logged (agui_bridge.ops)
+            run.task = self.launch(run)  # counted, traced and logged (agui_bridge.ops)
             self.tasks.add(run.task)
             run.task.add_done_callback(self.tasks.discard)
         else:
@@ -378,6 +384,11 @@ class Gate:
                         # when it ends, so look again within a renewal period.
                         await asyncio.sleep(min(1.0, self.lease_ttl / 3))
                         continue
+                    if error.status == 429:
+                        # Past a limit of its identity (its runs elsewhere, its start
+                        # rate): the run keeps its place and is tried again when told.
+                        await asyncio.sleep(_retry_after(error))
+                        continue
                     queued.failed(error.message)
                     self.unqueue(thread_id, queued)
                     continue
@@ -410,3 +421,11 @@ class Gate:
 async def _released(slots) -> None:
     for slot in slots:
         await slot.release()
+
+
+def _retry_after(error: HttpError) -> float:
+    for name, value in error.headers:
+        if name.lower() == "retry-after":
+            with contextlib.suppress(ValueError):
+                return max(0.1, float(value))
+    return 1.0

@@ -159,10 +159,10 @@ class Ops:
 
     # -- runs ------------------------------------------------------------------
 
-    def launch(self, run, slots=()):
+    def launch(self, run):
         """Creates the run's task (the run gate's last step; the gate has appended
         RUN_STARTED already): counted now, measured, traced and logged when it
-        ends, its limit slots released then."""
+        ends (its limit slots are the gate's: released with its thread)."""
         loop = asyncio.get_running_loop()
         run.ops_started = time.monotonic()
         req = CURRENT.get()
@@ -180,19 +180,16 @@ class Ops:
                 task = loop.create_task(run.run())
         else:
             task = loop.create_task(run.run())
-        slots = list(slots)
-        task.add_done_callback(lambda _: self._run_done(run, slots, span))
+        task.add_done_callback(lambda _: self._run_done(run, span))
         return task
 
-    def _run_done(self, run, slots, span) -> None:
+    def _run_done(self, run, span) -> None:
         end = RunEnd(run, *outcome_of(run), time.monotonic())
         if self.metrics is not None:
             self.metrics.run_ended(end)
         if span is not None:
             self.tracer.run_ended(span, end)
         log_run_end(end)
-        for slot in slots:
-            slot.release_soon()
 
     def threads_expired(self, count: int) -> None:
         """The thread TTL's sweep removed ``count`` idle threads (the store calls this)."""

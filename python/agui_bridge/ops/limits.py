@@ -87,12 +87,6 @@ class Slot:
             self.released = True
             await self.counter.release(self)
 
-    def release_soon(self) -> None:
-        if not self.released:
-            task = asyncio.get_running_loop().create_task(self.release())
-            self.counter.tasks.add(task)
-            task.add_done_callback(self.counter.tasks.discard)
-
 
 def _refused(code: str, message: str, retry_after: float) -> HttpError:
     seconds = str(max(1, math.ceil(retry_after)))
@@ -184,7 +178,6 @@ class MemoryCounter:
         # bucket is what an absent one means: those go from the front, or every
         # identity (a client address without authentication) would stay for good.
         self.buckets: OrderedDict[str, tuple[float, float, float]] = OrderedDict()
-        self.tasks: set = set()
         self._pending: dict[str, list[str]] = {}
 
     async def acquire(self, keys, caps):
@@ -274,7 +267,6 @@ class RedisCounter:
     def __init__(self, url: str, ttl: float):
         self.url = url
         self.ttl_ms = int(ttl * 1000)
-        self.tasks: set = set()
         self.slots: set[Slot] = set()
         self._client = None
         self._scripts: dict = {}
