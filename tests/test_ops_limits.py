@@ -294,3 +294,67 @@ def test_a_queued_run_refused_by_a_limit_keeps_its_place():
         assert "__error__" not in result, result
         assert client.get(f"/threads/{thread_id}/runs/{queued}").json()["status"] == "success"
         assert result["messages"][-1]["content"] == "you said: 2 words"
+
+
+def _talk_app(limits):
+    from agui_bridge import App
+    from agui_bridge import crumbs as c
+
+    app = App(store="memory://", limits=limits)
+
+    @app.agent("talk")
+    async def talk(ctx):
+        yield c.text_delta("hi")
+
+    return app
+
+
+def test_a_failed_rate_check_gives_back_the_run_slot(monkeypatch):
+    """The start rate's counter failing (Redis unreachable a moment) answers that
+    request 503 and leaves the identity's run slot free for the next one."""
+    from agui_bridge.errors import RunsUnavailable
+    from agui_bridge.ops.limits import MemoryCounter
+
+    take = MemoryCounter.take
+    fails = [RunsUnavailable("the limits' counters are unreachable: connection reset")]
+
+    async def flaky(self, *args):
+        if fails:
+            raise fails.pop()
+        return await take(self, *args)
+
+    monkeypatch.setattr(MemoryCounter, "take", flaky)
+
+    async def go():
+        app = _talk_app({"runs": 1, "starts_per_minute": 600})
+        transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 5555))
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            first = await client.post("/agui/talk", json=_body("f1", "hi"))
+            assert first.status_code == 503, first.text
+            for n in range(3):
+                again = await client.post("/agui/talk", json=_body(f"f{n + 2}", "hi"))
+                assert again.status_code == 200, again.text
+                assert "RUN_FINISHED" in again.text
+
+    asyncio.run(go())
+
+
+def test_a_bad_limit_is_refused_when_the_app_is_made():
+    import pytest
+    from agui_bridge.ops import IdentityLimits
+
+    bad = [{"starts_per_minute": 0}, {"starts_per_minute": -1}, {"starts_per_minute": "6"},
+           {"starts_per_minute": float("nan")}, {"starts_per_minute": 6, "burst": 0},
+           {"runs": 0}, {"runs": -2}, {"runs": 1.5}, {"runs": True}, {"agent_runs": "2"},
+           {"readers": 0}, {"run_readers": -1}, {"runs_per_agent": 0},
+           {"runs_per_agent": {"talk": 0}}, {"runs_per_agent": {"talk": "1"}},
+           {"slot_ttl": 0}, {"key": "id"}]  # fmt: skip
+    for limits in bad:
+        with pytest.raises(ValueError, match=list(limits)[-1]):
+            _talk_app(limits)
+        with pytest.raises(ValueError, match=list(limits)[-1]):
+            IdentityLimits(**limits)
+    # Within bounds: made, and a run starts.
+    app = _talk_app({"runs": 1, "starts_per_minute": 0.5, "burst": 2,
+                     "runs_per_agent": {"talk": 3}, "slot_ttl": 5})  # fmt: skip
+    assert app.ops.limits.config.starts_per_minute == 0.5

@@ -12,6 +12,9 @@
 - ``starts_per_minute``: run starts per identity, a token bucket that holds
   ``burst`` starts (default: the rate, at least 1) and refills at that rate.
 
+Each count is a whole number of at least 1 and the rate a number above 0
+(``ValueError`` when the limits are made, so when the App is).
+
 Past a limit the request gets 429 with a JSON error body and ``Retry-After``,
 before any run starts (nothing is stored, no lease is taken). The identity
 is ``key(identity)``: by default the identity's ``id``, ``sub`` or ``owner``
@@ -54,6 +57,24 @@ class IdentityLimits:
     key: Callable | None = None
     slot_ttl: float = 30.0
 
+    def __post_init__(self):
+        for name in ("runs", "agent_runs", "readers", "run_readers", "burst"):
+            _count(name, getattr(self, name))
+        cap = self.runs_per_agent
+        if isinstance(cap, dict):
+            for agent_id, n in cap.items():
+                if not isinstance(agent_id, str):
+                    raise ValueError(f"runs_per_agent's keys are agent ids, not {agent_id!r}")
+                _count(f"runs_per_agent[{agent_id!r}]", n)
+        else:
+            _count("runs_per_agent", cap)
+        for name in ("starts_per_minute", "slot_ttl"):
+            value = getattr(self, name)
+            if value is not None and not _positive(value):
+                raise ValueError(f"{name} must be a number above 0, not {value!r}")
+        if self.key is not None and not callable(self.key):
+            raise ValueError(f"key must be a function of the identity, not {self.key!r}")
+
     def key_of(self, identity, req=None) -> str:
         if self.key is not None:
             return str(self.key(identity))
@@ -69,6 +90,15 @@ class IdentityLimits:
             if value is not None:
                 return str(value)
         return repr(identity)
+
+
+def _count(name: str, value) -> None:
+    if value is not None and (type(value) is not int or value < 1):
+        raise ValueError(f"{name} must be a whole number of at least 1, not {value!r}")
+
+
+def _positive(value) -> bool:
+    return type(value) in (int, float) and math.isfinite(value) and value > 0
 
 
 class Slot:
@@ -130,18 +160,20 @@ class Limiter:
         if cap is not None:
             wanted.append((f"agent:{agent_id}", cap, "agent_busy",
                            f"agent {agent_id!r} already has {cap} run(s) going"))  # fmt: skip
-        slots = []
-        if wanted:
-            slot = await self._acquire(wanted)
-            slots.append(slot)
+        slots = [await self._acquire(wanted)] if wanted else []
         if c.starts_per_minute is not None:
             rate = c.starts_per_minute
             burst = c.burst if c.burst is not None else max(1, int(rate))
-            wait = await self.counter.take(f"starts:{who}", rate / 60.0, burst)
-            if wait > 0:
+            try:
+                wait = await self.counter.take(f"starts:{who}", rate / 60.0, burst)
+                if wait > 0:
+                    raise _refused("rate_limited", f"more than {rate:g} run starts per minute",
+                                   wait)  # fmt: skip
+            except BaseException:
+                # No run starts: the slots are nobody's (its counter down, a refusal).
                 for slot in slots:
                     await slot.release()
-                raise _refused("rate_limited", f"more than {rate:g} run starts per minute", wait)
+                raise
         return slots
 
     async def admit_reader(self, who: str, thread_id: str, run_id: str) -> list:
