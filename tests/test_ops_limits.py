@@ -358,3 +358,48 @@ def test_a_bad_limit_is_refused_when_the_app_is_made():
     app = _talk_app({"runs": 1, "starts_per_minute": 0.5, "burst": 2,
                      "runs_per_agent": {"talk": 3}, "slot_ttl": 5})  # fmt: skip
     assert app.ops.limits.config.starts_per_minute == 0.5
+
+
+def _opened(method: str, url: str, who: str, body=None, lines: int = 0):
+    """A stream's response: its status and body when refused, else its first ``lines``."""
+    with httpx.stream(method, url, json=body, headers=_auth(who), timeout=30) as response:
+        if response.status_code != 200:
+            response.read()
+            return response, response.text
+        it = response.iter_lines()
+        return response, "\n".join(line for _, line in zip(range(lines), it, strict=False))
+
+
+def test_a_thread_event_stream_is_a_reader():
+    """POST /threads/{id}/stream/events is one reader of its identity while open
+    and a reader of each run it follows."""
+    limits = {"readers": 1, "run_readers": 1}
+    env = {"OPS_LIMITS": orjson.dumps(limits).decode()}
+    channels = {"channels": ["messages", "lifecycle", "values"]}
+    with serve_cli(env, target=TARGET) as server, contextlib.ExitStack() as stack:
+        base = server.base_url
+        events = base + "/threads/t1/stream/events"
+        run = Slow(base, "talk", "t1", "ann")
+        first = stack.enter_context(
+            httpx.stream("POST", events, json=channels, headers=_auth("ann"), timeout=30)
+        )
+        assert first.status_code == 200
+        lines = first.iter_lines()
+        assert any("data:" in next(lines) for _ in range(3))  # it reads the run
+        # The identity's one reader is that stream, whatever the route.
+        for again, text in (
+            _opened("POST", events, "ann", channels, 3),
+            _opened("GET", base + "/threads/t1/events", "ann", lines=3),
+        ):
+            assert again.status_code == 429, text
+            _refused(again, "too_many_readers")
+        # Another identity: the run's one reader is that stream.
+        refused, text = _opened("GET", base + "/threads/t1/events", "bob", lines=3)
+        assert refused.status_code == 429, text
+        _refused(refused, "too_many_run_readers")
+        late, text = _opened("POST", events, "bob", channels, 20)
+        assert late.status_code == 200
+        assert "too_many_run_readers" in text, text
+        first.close()
+        _cancel(base, "t1", "ann")
+        run.thread.join(30)

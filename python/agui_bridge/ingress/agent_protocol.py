@@ -904,9 +904,9 @@ class AgentProtocol:
     async def _join(self, conn, thread_id: str, run_id: str) -> None:
         on_disconnect = "cancel" if _query(conn).get("cancel_on_disconnect") == "true" else ""
         record = await self._run_of(conn, thread_id, run_id, "read")
-        if record.log is not None:
-            # A join holds a connection on the run as a stream does: a reader.
-            await self.app.ops.admit_reader(record.log)
+        # A join holds a connection on the run as a stream does (queued, it waits for
+        # the run's start and then reads it): a reader.
+        await self.app.ops.admit_reader(thread_id, run_id)
         result = await self._watched(conn, record, on_disconnect, True)
         if result is not None:
             await conn.respond(200, orjson.dumps(result), JSON)
@@ -939,8 +939,7 @@ class AgentProtocol:
         query = _query(conn)
         after = last_event_id(conn) or 0
         record = await self._run_of(conn, thread_id, run_id, "read")
-        if record.log is not None:
-            await self.app.ops.admit_reader(record.log)  # 429 past a per-identity limit
+        await self.app.ops.admit_reader(thread_id, run_id)  # 429 past a per-identity limit
         # Every stream_mode the query names (the SDKs repeat the parameter).
         asked = parse_qs(conn.query_string or "").get("stream_mode")
         modes = _modes(asked)

@@ -19,6 +19,11 @@ when the client leaves. The thread's runs are the run backend's sequence of
 the runs that claimed it (``runs.started``: this worker's logs, or every
 node's with shared run logs), so an idle stream that looks every ``POLL``
 reads a run that began and ended between two looks, on any node.
+
+Under per-identity limits (``agui_bridge.ops.limits``) the stream is one of
+its identity's ``readers`` while open (429 before it opens) and one of each
+run's ``run_readers`` while it follows that run; a run that has as many
+already ends the stream with an error event that says so.
 """
 
 from __future__ import annotations
@@ -297,6 +302,7 @@ class ThreadRoutes:
         if thread is None and await self.app.runs.active_of(thread_id) is None:
             raise HttpError(404, "not_found", f"no thread {thread_id!r}")
         app = self.app
+        await app.ops.admit_reader(thread_id, None)
         async with open_stream(conn, app.limits, app.keepalive, thread_id) as stream:
             await self._follow(stream, thread, thread_id, wanted, since)
 
@@ -325,8 +331,19 @@ class ThreadRoutes:
                 continue
             idle = 0.0
             reading = await self._reading(thread_id, log, wanted, after)
-            async with counted(self.app.runs, log):  # a reader of the run (runs.supersede)
-                await stream.follow(log, 0, reading)
+            try:
+                slots = await self.app.ops.run_reader(thread_id, log.run_id)
+            except HttpError as error:
+                if error.status != 429:
+                    raise
+                await stream.write(_error(f"{error.code}: {error.message}"))
+                return
+            try:
+                async with counted(self.app.runs, log):  # a reader of the run (runs.supersede)
+                    await stream.follow(log, 0, reading)
+            finally:
+                for slot in slots:
+                    await slot.release()
             if reading.cut or not log.ended:
                 return
             fresh = self.fresh.get(thread_id)
@@ -454,8 +471,12 @@ class _Reading:
             f"events {position + 1} to {held - 1} of run {self.events.run_id} are no longer held"
             " (the run's log keeps its newest max_log_bytes); read the thread's state instead"
         )
-        error = {"type": "error", "id": None, "error": "unknown_error", "message": message}
-        return None, b"event: error\ndata: " + orjson.dumps(error) + b"\n\n"
+        return None, _error(message)
+
+
+def _error(message: str) -> bytes:
+    error = {"type": "error", "id": None, "error": "unknown_error", "message": message}
+    return b"event: error\ndata: " + orjson.dumps(error) + b"\n\n"
 
 
 class _Refused(Exception):

@@ -143,15 +143,25 @@ class Ops:
                 self.metrics.limited(error.code)
             raise
 
-    async def admit_reader(self, run_log) -> None:
-        """A reader of another response's run (429 past a limit); held until it ends."""
-        limits = self.limits
+    async def admit_reader(self, thread_id: str, run_id: str | None) -> None:
+        """A reader of another response's run, or (``run_id`` None) a thread's event
+        stream, whose runs are ``run_reader``'s (429 past a limit); held until the
+        response ends."""
         req = CURRENT.get()
-        if limits is None or req is None:
+        if self.limits is None or req is None:
             return
+        req.slots.extend(await self._reader(self._who(), thread_id, run_id))
+
+    async def run_reader(self, thread_id: str, run_id: str) -> list:
+        """One run a thread's event stream follows (429 past its ``run_readers``):
+        the slots, for the stream to release as it moves on."""
+        if self.limits is None or CURRENT.get() is None:
+            return []
+        return await self._reader(None, thread_id, run_id)
+
+    async def _reader(self, who, thread_id: str, run_id: str | None) -> list:
         try:
-            req.slots.extend(await limits.admit_reader(self._who(), run_log.thread_id,
-                                                       run_log.run_id))  # fmt: skip
+            return await self.limits.admit_reader(who, thread_id, run_id)
         except Exception as error:
             if self.metrics is not None and getattr(error, "status", 0) == 429:
                 self.metrics.limited(error.code)

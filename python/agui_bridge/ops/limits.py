@@ -7,8 +7,9 @@
   model's quota;
 - ``readers``: open run streams per identity (a reader is a response that
   reads a run another response started: a resume, a join, an Agent Protocol
-  join; a run's own response counts under ``runs``); ``run_readers``: open
-  readers per run (of any identity);
+  join, a thread's event stream while it is open; a run's own response
+  counts under ``runs``); ``run_readers``: open readers per run (of any
+  identity; a thread's event stream is one of the run it follows);
 - ``starts_per_minute``: run starts per identity, a token bucket that holds
   ``burst`` starts (default: the rate, at least 1) and refills at that rate.
 
@@ -176,13 +177,14 @@ class Limiter:
                 raise
         return slots
 
-    async def admit_reader(self, who: str, thread_id: str, run_id: str) -> list:
+    async def admit_reader(self, who: str | None, thread_id: str, run_id: str | None) -> list:
+        """``who`` None: the run's readers only; ``run_id`` None: the identity's only."""
         c = self.config
         wanted = []
-        if c.readers is not None:
+        if c.readers is not None and who is not None:
             wanted.append((f"readers:{who}", c.readers, "too_many_readers",
                            f"this identity already reads {c.readers} stream(s)"))  # fmt: skip
-        if c.run_readers is not None:
+        if c.run_readers is not None and run_id is not None:
             wanted.append((f"run-readers:{thread_id}:{run_id}", c.run_readers,
                            "too_many_run_readers",
                            f"this run already has {c.run_readers} reader(s)"))  # fmt: skip
