@@ -106,6 +106,12 @@ async def test_a_run_marks_its_thread_with_its_graph_and_assistant(client):
     await client.runs.wait(made, "slow", input=_human("go 1"), if_not_exists="create")
     metadata = (await client.threads.get(made))["metadata"]
     assert metadata == {"graph_id": "slow", "assistant_id": "slow"}
+    # A run refused (409: the thread is busy) marks nothing, and makes no thread.
+    running = await client.runs.create(thread_id, "slow", input=_human("go 40"))
+    with pytest.raises(httpx.HTTPStatusError, match="409"):
+        await client.runs.wait(thread_id, "demo", input=_human("hi"))
+    assert (await client.threads.get(thread_id))["metadata"]["graph_id"] == "slow"
+    await client.runs.cancel(thread_id, running["run_id"], wait=True)
 
 
 async def test_runs_wait_gives_the_values_and_the_state_follows(client):

@@ -651,8 +651,10 @@ class AgentProtocol:
             kwargs["webhook"] = webhook
         kwargs["stream_subgraphs"] = subgraphs
         record = RunRecord(thread_id, run_id, assistant_id, metadata, kwargs, strategy)
-        await self._mark(identity, thread, thread_id, assistant_id)
         await self._launch(record, agent, run_input, identity)
+        # Once the run is taken (started or queued): a run refused (409, 429)
+        # leaves the thread as it was, and makes none.
+        await self._mark(identity, thread, thread_id, assistant_id)
         if webhook is not None:
             if self.owed is not None:
                 await self.owed.owe(thread_id, run_id, webhook)
