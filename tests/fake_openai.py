@@ -147,8 +147,6 @@ def _script(messages: list[dict]):
         return whole(("add", {"a": 1, "b": 2}), ("add", {"a": 10, "b": 20}), index=None)
     if "deliberate" in words:
         return deliberate()
-    if "truncated" in words:
-        return "eof"
     if "ghost" in words:
         return calls(("no_such_tool", {}))
     if "loop" in words:
@@ -183,10 +181,6 @@ async def completions(request: Request):
         if script == "stall":
             yield f"data: {json.dumps(text('Wait')[0])}\n\n"
             await asyncio.sleep(3600)
-        if script == "eof":  # the connection ends: no finish_reason, no [DONE]
-            for piece in text("Half an answer")[:-1]:
-                yield f"data: {json.dumps(piece)}\n\n"
-            return
         for piece in script:
             if DELAY:
                 await asyncio.sleep(DELAY)

@@ -28,8 +28,7 @@ The run ends with ``RUN_ERROR`` and one of these codes, never hangs:
 - ``length``, ``content_filter``: the ``finish_reason`` of the model call;
 - ``model_timeout``: no byte of the answer for ``timeout`` seconds (the
   request's read timeout; ``None`` leaves the client's own);
-- ``model_unreachable``: the connection failed or broke (the stream ended
-  with no ``finish_reason``);
+- ``model_unreachable``: the connection failed or broke;
 - ``model_error``: the server answered an error, before or in the stream;
 - ``max_steps``: the model still called tools after ``max_steps`` calls.
 """
@@ -245,13 +244,6 @@ class _ModelCall:
             ) from None
         except openai.APIError as error:
             raise _Failed("model_error", f"the model stream failed: {error.message}") from None
-        if self.finish_reason is None:
-            # The stream stopped without saying why (the client takes a closed
-            # connection for the end): what came is not the whole answer.
-            raise _Failed(
-                "model_unreachable",
-                "the model's answer ended before it was complete (no finish_reason)",
-            )
         for entry in self.pending:
             if not entry[3]:  # a call whose name never came: still shown and answered
                 for crumb in self._start(entry, "unknown"):
