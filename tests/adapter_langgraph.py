@@ -13,7 +13,7 @@ import uuid
 from typing import Annotated
 
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, AIMessageChunk, ToolMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, RemoveMessage, ToolMessage
 from langchain_core.outputs import ChatGenerationChunk
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -127,6 +127,21 @@ def recording_graph(seen: list):
     builder.add_edge(START, "node")
     builder.add_edge("node", END)
     return builder.compile(checkpointer=InMemorySaver())
+
+
+def trimming_graph(seen: list):
+    """``seeing_graph``'s answers from a graph that keeps only its last two
+    messages (LangGraph's documented delete-messages memory pattern)."""
+
+    async def agent(state: State):
+        seen.append(list(state["messages"]))
+        return {"messages": [AIMessage(content=f"answer #{len(seen)}")]}
+
+    def trim(state: State):
+        return {"messages": [RemoveMessage(id=m.id) for m in state["messages"][:-2]]}
+
+    nodes = {"agent": agent, "trim": trim}
+    return graph_of(nodes, [("__start__", "agent"), ("agent", "trim"), ("trim", "__end__")])
 
 
 def graph_of(nodes: dict, edges: list, state=State, conditional: dict | None = None):

@@ -353,3 +353,20 @@ async def test_regenerate_and_edit_rewrite_the_checkpoint_to_the_branch():
         more = {"id": "u10", "role": "user", "content": "more"}
         await run_on(http, "/agui/g", run_body(tid, [*held, more]))
         assert contents(seen[-1]) == ["first", "answer #3", "edited second", "answer #5", "more"]
+
+
+async def test_a_graph_that_trims_its_history_is_not_taken_for_a_branch():
+    """A graph that deletes its old messages holds only the last of the client's
+    user messages: it goes on, and its checkpoint is not rewritten to the
+    whole conversation every turn."""
+    from tests.adapter_langgraph import trimming_graph
+
+    seen: list = []
+    async with serve(trimming_graph(seen)) as http:
+        tid = thread("trimmed")
+        sent: list = []
+        for n in range(1, 4):
+            sent.append({"id": f"u{n}", "role": "user", "content": f"question {n}"})
+            await run_on(http, "/agui/g", run_body(tid, sent))
+            sent = (await state_of(http, tid))["messages"]
+    assert [m.content for m in seen[-1]] == ["question 2", "answer #2", "question 3"]

@@ -156,10 +156,12 @@ async def _input_messages(
 
 def _branches_off(held: list, ctx: RunContext) -> bool:
     """Whether the client's conversation left the checkpoint's: user messages
-    keep their ids in both, so the branch's are the checkpoint's if it goes on."""
+    keep their ids in both, so if it goes on, the checkpoint's are the last of
+    the client's (all of them, or fewer where the graph trims its history, as
+    LangGraph's memory patterns do); anything else is a regenerate or an edit."""
     ours = [m.id for m in held if isinstance(m, HumanMessage)]
     theirs = [m.get("id") for m in ctx.history if m.get("role") == "user"]
-    return ours != theirs
+    return len(ours) > len(theirs) or (bool(ours) and theirs[-len(ours) :] != ours)
 
 
 def to_langchain_messages(messages: list[dict]) -> list[BaseMessage]:
