@@ -251,3 +251,35 @@ def test_preflights_are_counted_as_requests():
 
     counted = asyncio.run(go())
     assert counted[("OPTIONS", "204")] == 1 and counted[("OPTIONS", "403")] == 1
+
+
+def test_a_cancel_of_a_run_already_ended_is_not_counted():
+    """The LangGraph SDKs get 202 for a cancel that raced the run's end (as
+    LangGraph answers it), but nothing was stopped: no cancel is counted."""
+    from agui_bridge import crumbs
+    from prometheus_client.parser import text_string_to_metric_families
+
+    async def go():
+        app = App(store="memory://", metrics=True)
+
+        @app.agent("talk")
+        async def talk(ctx):
+            yield crumbs.text_delta("hi")
+
+        body = {"threadId": "t1", "runId": "r1", "messages": [
+            {"id": "m1", "role": "user", "content": "hello"}]}  # fmt: skip
+        http = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t")
+        async with http:
+            assert "RUN_FINISHED" in (await http.post("/agui/talk", json=body)).text
+            late = await http.post("/threads/t1/runs/r1/cancel?wait=0&action=interrupt")
+            assert late.status_code == 202 and late.json()["status"] != "cancelled"
+            text = (await http.get("/metrics")).text
+        await app.aclose()
+        return sum(
+            s.value
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+            if s.name == "agui_run_cancels_total"
+        )
+
+    assert asyncio.run(go()) == 0

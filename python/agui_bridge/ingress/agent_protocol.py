@@ -39,6 +39,7 @@ from ..agent_protocol.stream import MODES, interrupts_of, values_of
 from ..agent_protocol.threads import search as search_threads
 from ..errors import RunInputError
 from ..gate import Queued
+from ..ops.front import current as current_request
 from ..parts import input_error
 from ..run_input import Resume, RunInput, _check_depth, _text_of, decision_of, off_loop
 from ..runs import open_stream
@@ -1022,7 +1023,11 @@ class AgentProtocol:
 
 
 async def _cancelled(conn, thread_id: str, run_id: str, status: str = "cancelled") -> None:
-    """A cancel's 202: ``status`` is the run's own when it had already ended."""
+    """A cancel's 202: ``status`` is the run's own when it had already ended
+    (then no cancel is counted: the run ended as it would have)."""
+    req = current_request()
+    if req is not None and status == "cancelled":
+        req.stopped = True
     body = orjson.dumps({"threadId": thread_id, "runId": run_id, "status": status})
     await conn.respond(202, body, [("content-type", "application/json")])
 

@@ -35,6 +35,7 @@ class Request:
         "span",
         "started",
         "status",
+        "stopped",
         "streamed",
         "thread_id",
     )
@@ -56,6 +57,7 @@ class Request:
         self.agent_id: str | None = None
         self.slots: list = []  # per-identity limit slots held until the response ends
         self.span = None
+        self.stopped = False  # a cancel this request made (not one of a run already ended)
 
 
 def current() -> Request | None:

@@ -47,7 +47,7 @@ SERIES = {
     "agui_run_first_event_seconds": ("histogram", "From a run's start to its first event after"
                                      " RUN_STARTED.", ("agent",), FIRST_EVENT),
     "agui_run_events": ("counter", "Events the runs produced.", ("agent",), None),
-    "agui_run_cancels": ("counter", "Cancels accepted (POST …/cancel).", (), None),
+    "agui_run_cancels": ("counter", "Runs stopped by POST …/cancel.", (), None),
     "agui_lease_takeovers": ("counter", "Thread leases this node claimed from a holder that"
                              " neither renewed nor released them (a dead or stalled worker;"
                              " the run it held ends lost, counted in agui_runs_ended).", (),
@@ -258,7 +258,7 @@ class Metrics:
             c.add("agui_http_response_bytes", (route,), req.sent)
         if req.streamed:
             c.add("agui_stream_readers_active", (), -1)
-        if req.status == 202 and route.endswith("/cancel"):
+        if req.stopped:
             c.add("agui_run_cancels", ())
 
     def stream_started(self, req) -> None:
