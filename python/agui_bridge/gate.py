@@ -143,8 +143,12 @@ class Gate:
             return
         # Before the thread: a run queued for it, or superseding this one, starts
         # as soon as it is free and would be refused the slots this one still held.
-        await _released(self.slots.pop(thread_id, ()))
-        self._free(thread_id)
+        try:
+            await _released(self.slots.pop(thread_id, ()))
+        finally:
+            # Whatever befell the slots (a Redis error, the task cancelled at
+            # shutdown), the thread must not stay held on this worker.
+            self._free(thread_id)
         held = self.leases.pop(thread_id, None)
         if held is None:
             return
