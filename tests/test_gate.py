@@ -63,3 +63,38 @@ async def test_a_state_update_whose_lease_was_taken_over_writes_nothing(make_sto
         assert after.messages == before.messages == []
     finally:
         await app.aclose()
+
+
+async def test_a_thread_is_freed_when_giving_back_its_limit_slots_fails(monkeypatch):
+    """A run's limit slots are given back as the gate frees its thread: a failure
+    there must not leave the thread held (every later run 409 run_active)."""
+    from agui_bridge.ops.limits import IdentityLimits, Slot
+
+    give_back = Slot.release
+    failed = []
+
+    async def failing_once(slot):
+        if not failed:
+            failed.append(slot)
+            raise RuntimeError("the counter is gone")
+        await give_back(slot)
+
+    monkeypatch.setattr(Slot, "release", failing_once)
+    app = App(store="memory://", limits=IdentityLimits(runs=5))
+
+    @app.agent("echo")
+    async def echo(ctx):
+        yield c.text_delta("hi")
+
+    def body(n: int) -> dict:
+        return {"threadId": "t", "runId": f"r{n}",
+                "messages": [{"id": f"m{n}", "role": "user", "content": "hello"}]}  # fmt: skip
+
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://a") as http:
+        first = await http.post("/agui/echo", json=body(1))
+        assert "RUN_FINISHED" in first.text and failed
+        await app.gate.freed("t", timeout=5)
+        second = await http.post("/agui/echo", json=body(2))
+        assert second.status_code == 200 and "RUN_FINISHED" in second.text, second.text
+    await app.aclose()

@@ -145,8 +145,10 @@ class Gate:
         # as soon as it is free and would be refused the slots this one still held.
         try:
             await _released(self.slots.pop(thread_id, ()))
+        except Exception:
+            log.exception("giving back the limit slots of thread %s failed", thread_id)
         finally:
-            # Whatever befell the slots (a Redis error, the task cancelled at
+            # Whatever befell the slots (an error, the task cancelled at
             # shutdown), the thread must not stay held on this worker.
             self._free(thread_id)
         held = self.leases.pop(thread_id, None)
