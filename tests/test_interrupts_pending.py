@@ -7,6 +7,7 @@ cancels them gets 409 ``interrupt_pending`` naming them."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import uuid
@@ -36,6 +37,13 @@ def make_app() -> App:
             response_schema={"type": "object"},
         )
         yield crumbs.human_required(f"cc-{ctx.run_id}", reason="input_required")
+        yield crumbs.run_end()
+
+    @app.agent("ask_slowly")
+    async def ask_slowly(ctx):
+        yield crumbs.text_delta("May I?")
+        yield crumbs.human_required(f"send-{ctx.run_id}", reason="approval")
+        await asyncio.sleep(30)  # stopped before it ends
         yield crumbs.run_end()
 
     return app
@@ -132,3 +140,21 @@ async def test_pending_interrupts_pass_ag_ui_core_interrupt_schema(node, http, t
         assert proc.returncode == 0, proc.stderr
         out = json.loads(proc.stdout)
         assert out["valid"], (name, value, out["issues"])
+
+
+async def test_a_stopped_run_leaves_no_interrupt_its_1_0_client_never_held(http):
+    """A 1.0 client is told a stopped run was cancelled (contract section 8), so
+    it holds none of the run's interrupts: the thread must not keep them
+    pending, or every next turn is 409 interrupt_pending for an interrupt the
+    page cannot answer."""
+    asked = asyncio.ensure_future(
+        http.post("/agui/ask_slowly", json=body("stopped", "hi", "r1", protocolVersion="1.0.0"))
+    )
+    await asyncio.sleep(0.3)
+    assert (await http.post("/threads/stopped/runs/r1/cancel")).status_code == 202
+    stream = (await asyncio.wait_for(asked, 10)).text
+    assert '"outcome":{"type":"cancelled"}' in stream
+    state = (await http.get("/threads/stopped/state")).json()
+    assert state["interrupts"] == [] and state.get("pendingInterrupts", []) == []
+    next_turn = await http.post("/agui/ask", json=body("stopped", "something else", "r2"))
+    assert next_turn.status_code == 200, next_turn.text

@@ -689,7 +689,7 @@ class Run:
         told = self._publish_end() if early else []
         refused = None
         try:
-            await self._save()
+            await self._save(told_cancelled=ending.cancels and self.t.protocol_v1)
         except LeaseLost as lost:
             refused = lost
             log.error("run %s of thread %s: %s", ctx.run_id, ctx.thread_id, lost)
@@ -712,13 +712,16 @@ class Run:
             await self._released()
             self._end_log()
 
-    async def _save(self) -> None:
+    async def _save(self, told_cancelled: bool = False) -> None:
+        """``told_cancelled``: the run's readers were told it was stopped (a 1.0
+        client's outcome ``cancelled``): they hold none of its interrupts."""
         # The run has ended: nothing is open, its messages are whole.
         snap = self.t.snapshot()
         # New interrupts replace the pending ones; a run that ends without any
-        # settles them, except a failed run, which leaves them pending.
+        # settles them, except a failed run, which leaves them pending, and a
+        # stopped one whose client was told so, which never showed its new ones.
         interrupts = snap["interrupts"]
-        if not interrupts and self.errored:
+        if (not interrupts and self.errored) or told_cancelled:
             interrupts = self.pending
         store = self.store
         messages = snap["messages"]  # the user's turn was stored when the run started
