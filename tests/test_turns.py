@@ -470,3 +470,23 @@ def test_a_long_list_is_merged_in_work_linear_in_its_length(case):
         assert turn.tool_results == sent[2:] and turn.history == [sent[1]]
     else:
         assert turn.new == [sent[-1]] and turn.new_user == sent[-1]
+
+
+def test_a_stop_during_reasoning_keeps_the_reasoning_the_page_showed():
+    """Stop while the model thinks, then type: the page shows the reasoning cut
+    short, and so must the thread (and the next run's history)."""
+    full = {"id": "th1", "role": "reasoning", "content": "first second third"}
+    shown = {"id": "th1", "role": "reasoning", "content": "first "}
+    turn = merge(stored([user("u1"), full]), request([user("u1"), shown, user("u2")]))
+    assert turn.cut.after == "u1" and turn.new == [shown, user("u2")]
+    assert turn.history == [user("u1"), shown]
+
+
+def test_a_list_that_ends_on_reasoning_asks_again_for_its_answer():
+    """A retry after a stop during reasoning resends the reasoning: the answer
+    it was for is regenerated on the user message before it, not on nothing."""
+    thinking = {"id": "th1", "role": "reasoning", "content": "thinking"}
+    thread = stored([user("u1"), thinking, assistant("a1")])
+    turn = merge(thread, request([user("u1"), thinking], run_id="r2"))
+    assert turn.cut is not None and turn.cut.after == "u1"
+    assert turn.new_user == user("u1") and turn.history == []

@@ -78,6 +78,12 @@ def merge(
     held, known_calls = held_ids(thread)
     left = (held, known_calls)  # ids made by the run skip the branch it leaves too
     cut = None
+    # Reasoning is for the answer after it: a list that ends on reasoning (a
+    # retry after a Stop while the model thought) asks for that answer again,
+    # and the reasoning goes with the answer it replaces.
+    sent = run_input.messages
+    while sent and sent[-1].get("role") == "reasoning":
+        sent = sent[:-1]
     # A resume goes on with the branch it interrupted; one that cancels every
     # pending interrupt (what a client sends to edit or regenerate instead of
     # answering) is a new turn like any other.
@@ -85,7 +91,7 @@ def merge(
     if branches and not goes_on:
         kept = named_point(stored, parent_head)
         if kept is None:
-            kept = branch_point(run_input.messages, stored, held)
+            kept = branch_point(sent, stored, held)
         if kept is None and clients_resend and started_over(stored, run_input, held):
             kept = 0
         if kept is not None and kept < len(stored):
@@ -93,18 +99,18 @@ def merge(
             stored = stored[:kept]
             held, known_calls = held_ids(None, stored)
     new, new_user, tool_results = new_messages(
-        run_input.messages, run_input.thread_id, run_input.run_id, stored, held, known_calls
+        sent, run_input.thread_id, run_input.run_id, stored, held, known_calls
     )
     # By id: searching the list of results once per new message was quadratic.
     result_ids = {m["id"] for m in tool_results}
     history = list(stored) + [m for m in new if m is not new_user and m["id"] not in result_ids]
-    if new_user is None and not goes_on and rerun(run_input.messages, stored):
+    if new_user is None and not goes_on and rerun(sent, stored):
         # The client asks again (a regenerate): the user message it ends with is the input.
         new_user = stored[-1]
         history = history[: len(stored) - 1] + history[len(stored) :]
     elif cut is not None and not new and not goes_on:
         # A regenerate of the answer to tool results: those results are its input again.
-        again = rerun_results(run_input.messages, stored)
+        again = rerun_results(sent, stored)
         if again:
             tool_results = again
             history = history[: len(stored) - len(again)] + history[len(stored) :]
@@ -149,9 +155,9 @@ def branch_point(messages, stored, held) -> int | None:
     messages stop before its end (a regenerate, a client that diverged), at a
     newest user message resent with other content when nothing the client
     sends after it is held and the branch holds more after it (an edit under
-    the same id), and at an assistant message resent as a strict prefix of
-    the stored one (what a page showed after a Stop). A client that sends
-    none of the branch's messages appends.
+    the same id), and at an assistant or reasoning message resent as a strict
+    prefix of the stored one (what a page showed after a Stop). A client that
+    sends none of the branch's messages appends.
     """
     if not stored:
         return None
@@ -192,7 +198,7 @@ def branch_point(messages, stored, held) -> int | None:
                 # Answered or not (a run that failed, or stopped before any output).
                 return position
             return None  # today's rule: same_turn refuses it (409)
-        if role == "assistant" and _stopped(kept, message):
+        if role in ("assistant", "reasoning") and _stopped(kept, message):
             return position
         if position > last:
             last = position
@@ -254,9 +260,9 @@ def _edited(held: dict, sent: dict) -> bool:
 
 
 def _stopped(held: dict, sent: dict) -> bool:
-    """An assistant message the client shows cut short: its text a strict prefix
-    of the stored one's (whitespace at its end aside: clients trim)."""
-    if held.get("role") != "assistant" or sent.get("role") != "assistant":
+    """An assistant (or reasoning) message the client shows cut short: its text
+    a strict prefix of the stored one's (whitespace at its end aside: clients trim)."""
+    if held.get("role") != sent.get("role"):
         return False
     shown, stored = sent.get("content"), held.get("content")
     if not (isinstance(shown, str) and isinstance(stored, str)) or not shown.strip():
