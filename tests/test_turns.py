@@ -490,3 +490,19 @@ def test_a_list_that_ends_on_reasoning_asks_again_for_its_answer():
     turn = merge(thread, request([user("u1"), thinking], run_id="r2"))
     assert turn.cut is not None and turn.cut.after == "u1"
     assert turn.new_user == user("u1") and turn.history == []
+
+
+def test_a_tool_result_answered_again_otherwise_branches_with_the_new_answer():
+    """The user changes their answer to a frontend tool and asks again: the new
+    result is the run's input (it was ignored: the agent answered the old one)."""
+    call = {"id": "c1", "type": "function", "function": {"name": "confirm", "arguments": "{}"}}
+    asked = {"id": "a1", "role": "assistant", "content": "", "toolCalls": [call]}
+    yes = {"id": "res1", "role": "tool", "toolCallId": "c1", "content": "yes"}
+    no = {**yes, "content": "no"}
+    thread = stored([user("u1"), asked, yes, assistant("a2", "got: yes")])
+    turn = merge(thread, request([user("u1"), asked, no], run_id="r2"))
+    assert turn.cut is not None and turn.cut.after == "a1"
+    assert turn.tool_results == [no] and turn.new == [no]
+    # The same result resent asks for its answer again, as before.
+    turn = merge(thread, request([user("u1"), asked, yes], run_id="r3"))
+    assert turn.cut.after == "res1" and turn.tool_results == [yes]

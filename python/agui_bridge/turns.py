@@ -162,6 +162,8 @@ def branch_point(messages, stored, held) -> int | None:
     if not stored:
         return None
     newest_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+    # The tool results the list ends with: this turn's input.
+    last_other = max((i for i, m in enumerate(messages) if m.get("role") != "tool"), default=-1)
     last = -1  # the branch position of the last shared message
     size = len(stored)
     # Made on first need: a branch resent in order needs neither, and searching
@@ -199,6 +201,10 @@ def branch_point(messages, stored, held) -> int | None:
                 return position
             return None  # today's rule: same_turn refuses it (409)
         if role in ("assistant", "reasoning") and _stopped(kept, message):
+            return position
+        if role == "tool" and index > last_other and _edited(kept, message):
+            # A result answered again otherwise (the user changed their answer
+            # to a frontend tool): the branch goes on from before it, with it.
             return position
         if position > last:
             last = position
