@@ -91,7 +91,11 @@ async def test_a_thread_is_freed_when_giving_back_its_limit_slots_fails(monkeypa
                 "messages": [{"id": f"m{n}", "role": "user", "content": "hello"}]}  # fmt: skip
 
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://a") as http:
+    # Bounded: before the fix the run's end never came (its thread held).
+    async with (
+        asyncio.timeout(20),
+        httpx.AsyncClient(transport=transport, base_url="http://a") as http,
+    ):
         first = await http.post("/agui/echo", json=body(1))
         assert "RUN_FINISHED" in first.text and failed
         await app.gate.freed("t", timeout=5)
