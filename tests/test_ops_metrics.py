@@ -111,7 +111,7 @@ def test_one_scrape_sees_the_node(pg_url, redis_url, tmp_path):
                 total(
                     samples,
                     "agui_http_responses_total",
-                    route="/threads/{thread_id}/runs/{run_id}/cancel",
+                    route="/threads/{thread_id:path}/runs/{run_id}/cancel",
                     status="202",
                 )
                 == 1

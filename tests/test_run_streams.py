@@ -212,7 +212,8 @@ async def test_drops_during_a_live_run_resume_exactly(base_url, finished, data):
 
 async def test_join_the_active_run_and_204_without_one(base_url):
     # "anon-…": the thread does not exist yet, so the guarded agent's rule applies.
-    tid, rid = thread("anon-join"), f"join-{time.monotonic_ns()}"
+    # A '/' in the thread id: the ingress takes any string, so must its other routes.
+    tid, rid = thread("anon-join") + "/tab", f"join-{time.monotonic_ns()}"
     async with httpx.AsyncClient(base_url=base_url, timeout=20) as http:
         none = await http.get(f"/threads/{tid}/events")
         assert none.status_code == 204
@@ -236,7 +237,7 @@ async def test_join_the_active_run_and_204_without_one(base_url):
 
 
 async def test_cancel_from_another_connection(base_url):
-    tid, rid = thread("stop"), f"stop-{time.monotonic_ns()}"
+    tid, rid = thread("stop") + "/tab", f"stop-{time.monotonic_ns()}"
     async with httpx.AsyncClient(base_url=base_url, timeout=20) as http:
         started = asyncio.ensure_future(
             http.post("/ag-ui/run", json=run_body(tid, "slow 40", run_id=rid))

@@ -203,7 +203,9 @@ class AgentProtocol:
         add("DELETE", run, self._delete_run)
         add("GET", run + "/join", self._join)
         add("GET", run + "/stream", self._join_stream)
-        add("POST", run + "/cancel", partial(self._cancel, langgraph=prefix == LANGGRAPH))
+        # The one cancel of both protocols: an AG-UI thread id may hold '/'.
+        cancel = "/threads/{thread_id:path}/runs/{run_id}/cancel"
+        add("POST", cancel, partial(self._cancel, langgraph=prefix == LANGGRAPH))
         self._threads.register(add)  # commands, stream/events (threads.stream())
         add("POST", "/assistants/search", self._search_assistants)
         add("GET", "/assistants/{assistant_id}", self._get_assistant)

@@ -127,9 +127,11 @@ class Handler:
     def register(self, routes) -> None:
         """The AG-UI rows of the route table (an agent's run paths: ``add_agent``)."""
         routes.add("GET", "/agents", self._agents)
-        routes.add("GET", "/threads/{thread_id}/events", self._join)
-        routes.add("GET", "/threads/{thread_id}/runs/{run_id}/events", self._events)
-        # A thread id here may hold '/' (AG-UI threads are any string).
+        # A thread id here may hold '/' (AG-UI threads are any string): a run
+        # the ingress took must be joinable, readable and stoppable.
+        # The run's events first: the thread's pattern matches its path too.
+        routes.add("GET", "/threads/{thread_id:path}/runs/{run_id}/events", self._events)
+        routes.add("GET", "/threads/{thread_id:path}/events", self._join)
         routes.add("GET", "/threads/{thread_id:path}/state", self._state)
         branches.register(self, routes)  # GET /threads/{id}/branches[/{n}]
         playground = self.app.playground
