@@ -5,6 +5,7 @@ nobody was asked is answered at once, and one the run is saving is waited for.""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
 
@@ -118,32 +119,38 @@ async def test_a_respond_during_a_long_run_is_answered_at_once():
     await app.aclose()
 
 
-async def asked(http, store: HeldStore, path: str, headers: dict) -> None:
-    """Starts the "asks" run and waits until it has told its readers of its
-    interrupt and its save (which makes the interrupt pending) is held."""
-    start = {"assistant_id": "asks", "input": {"messages": ["go"]}}
-    started = await http.post(path, json=command(1, "run.start", start), headers=headers)
-    assert started.status_code == 200, started.text
-    async with asyncio.timeout(30):
-        await store.held.wait()
+ANN = {"x-user": "ann"}
+
+
+@contextlib.asynccontextmanager
+async def asked(store: HeldStore):
+    """An app whose "asks" run, started by ann, has told its readers of its
+    interrupt and has its save (which makes the interrupt pending) held:
+    yields ``(app, http, thread_id, commands path)``."""
+    app = make(store, asyncio.Event())
+    thread_id = f"ann-{uuid.uuid4()}"
+    path = f"/threads/{thread_id}/commands"
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test", timeout=60) as http:
+        start = {"assistant_id": "asks", "input": {"messages": ["go"]}}
+        started = await http.post(path, json=command(1, "run.start", start), headers=ANN)
+        assert started.status_code == 200, started.text
+        async with asyncio.timeout(30):
+            await store.held.wait()
+        yield app, http, thread_id, path
+    await app.aclose()
 
 
 async def test_a_respond_to_the_interrupt_a_run_is_saving_waits_for_the_save():
     """The run told its readers of the interrupt (RUN_FINISHED comes before the
     save) and its save is not done: the answer is taken once it is."""
     store = HeldStore()
-    app = make(store, asyncio.Event())
-    ann = {"x-user": "ann"}
-    thread_id = f"ann-{uuid.uuid4()}"
-    path = f"/threads/{thread_id}/commands"
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://test", timeout=60) as http:
-        await asked(http, store, path, ann)
+    async with asked(store) as (app, http, thread_id, path):
         log = await app.runs.active_of(thread_id)
         assert log is not None and not log.ended
         assert b"ask-1" in log.chunks[-1]  # its readers were told
 
-        answer = asyncio.ensure_future(http.post(path, json=respond(2, "ask-1"), headers=ann))
+        answer = asyncio.ensure_future(http.post(path, json=respond(2, "ask-1"), headers=ANN))
         await asyncio.sleep(0.3)
         assert not answer.done()  # waits for the save that makes it pending
         store.let_go.set()
@@ -157,7 +164,6 @@ async def test_a_respond_to_the_interrupt_a_run_is_saving_waits_for_the_save():
             ).messages[-1]["content"].startswith("you chose"):
                 await asyncio.sleep(0.02)
         assert (await store.load(thread_id)).messages[-1]["content"] == "you chose y"
-    await app.aclose()
 
 
 class StaleReadStore(HeldStore):
@@ -191,15 +197,9 @@ async def test_a_respond_whose_first_read_predates_the_save_reads_the_thread_aga
     made the interrupt pending); by the time it returns, the run is saved and
     let go: the interrupt is answered, not refused from that stale read."""
     store = StaleReadStore()
-    app = make(store, asyncio.Event())
-    ann = {"x-user": "ann"}
-    thread_id = f"ann-{uuid.uuid4()}"
-    path = f"/threads/{thread_id}/commands"
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://test", timeout=60) as http:
-        await asked(http, store, path, ann)
+    async with asked(store) as (_, http, _, path):
         store.stale = True
-        answer = asyncio.ensure_future(http.post(path, json=respond(2, "ask-1"), headers=ann))
+        answer = asyncio.ensure_future(http.post(path, json=respond(2, "ask-1"), headers=ANN))
         async with asyncio.timeout(30):
             await store.read.wait()
         store.let_go.set()
@@ -207,7 +207,6 @@ async def test_a_respond_whose_first_read_predates_the_save_reads_the_thread_aga
             answered = await answer
         assert answered.status_code == 200, answered.text
         assert answered.json()["type"] == "success"
-    await app.aclose()
 
 
 async def test_a_cancel_while_the_turn_is_saved_stops_the_run():
