@@ -30,8 +30,6 @@ from .keep import (
 from .lease import TAKEN, Lease, claimed, lease_lost
 from .tail import Tail
 
-_ABSENT = object()
-
 # The threads a search looks at per turn of the event loop.
 SLICE = 256
 
