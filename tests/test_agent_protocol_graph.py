@@ -258,9 +258,7 @@ async def test_update_state_replaces_the_message_whose_id_the_thread_holds(base_
     """LangGraph's add_messages replaces the message with the id it is given: a
     state update under a held id edits that message where it stands (the thread
     keeps the old version as a branch), never a 200 that writes nothing."""
-    thread_id = (await root.threads.create())["thread_id"]
-    await root.runs.wait(thread_id, "demo", input=_say("u1", "hello there"))
-    await root.runs.wait(thread_id, "demo", input=_say("u2", "and again"))
+    thread_id = await _two_turns(root)
     before = (await root.threads.get_state(thread_id))["messages"]
     answer = before[1]
     assert answer["role"] == "assistant"
@@ -288,9 +286,7 @@ async def test_update_state_at_a_step_writes_the_fork(base_url):
     old branch kept), never a 200 that writes nothing."""
     client = get_client(url=base_url + "/langgraph", api_key=None)
     try:
-        thread_id = (await client.threads.create())["thread_id"]
-        await client.runs.wait(thread_id, "demo", input=_say("u1", "hello there"))
-        await client.runs.wait(thread_id, "demo", input=_say("u2", "and again"))
+        thread_id = await _two_turns(client)
         history = await client.threads.get_history(thread_id, limit=10)
         step = history[2]  # u1 and its answer
         kept = [m["id"] for m in step["values"]["messages"]]
@@ -320,9 +316,7 @@ async def test_the_langgraph_history_has_a_step_per_message_and_a_run_forks_from
     from it goes on from there."""
     client = get_client(url=base_url + "/langgraph", api_key=None)
     try:
-        thread_id = (await client.threads.create())["thread_id"]
-        await client.runs.wait(thread_id, "demo", input=_say("u1", "hello there"))
-        await client.runs.wait(thread_id, "demo", input=_say("u2", "and again"))
+        thread_id = await _two_turns(client)
         history = await client.threads.get_history(thread_id, limit=10)
         assert [len(s["values"]["messages"]) for s in history] == [4, 3, 2, 1, 0]
         for newer, older in itertools.pairwise(history):
@@ -375,6 +369,14 @@ def _say(message_id: str, text: str) -> dict:
     return {"messages": [{"id": message_id, "role": "user", "content": text}]}
 
 
+async def _two_turns(client) -> str:
+    """A new thread with two turns of the demo agent (u1, u2, each answered)."""
+    thread_id = (await client.threads.create())["thread_id"]
+    await client.runs.wait(thread_id, "demo", input=_say("u1", "hello there"))
+    await client.runs.wait(thread_id, "demo", input=_say("u2", "and again"))
+    return thread_id
+
+
 @pytest.mark.parametrize("prefix", ["", "/langgraph"], ids=["root", "langgraph"])
 async def test_history_pages_with_before_and_filters_by_metadata(base_url, prefix):
     """A client pages the history with ``before`` (the last state it has): each page
@@ -382,9 +384,7 @@ async def test_history_pages_with_before_and_filters_by_metadata(base_url, prefi
     client = get_client(url=base_url + prefix, api_key=None)
     langgraph = get_client(url=base_url + "/langgraph", api_key=None)
     try:
-        thread_id = (await client.threads.create())["thread_id"]
-        await client.runs.wait(thread_id, "demo", input=_say("u1", "hello there"))
-        await client.runs.wait(thread_id, "demo", input=_say("u2", "and again"))
+        thread_id = await _two_turns(client)
         # A run from the step before u2 leaves a branch (the old answer).
         step = (await langgraph.threads.get_history(thread_id))[2]["checkpoint"]
         await langgraph.runs.wait(
