@@ -4,6 +4,9 @@
 //! most of what recording a delta cost (`benches/RESULTS.md`, issue 23). Here
 //! a piece of up to 16 bytes is copied inline, as two overlapping fixed-size
 //! copies, into a buffer kept initialized past its end (safe code only).
+//! Those copies branch on the piece's length, which varies at random: a piece
+//! read back from the frame it was just written to (`push_ending`) is one
+//! 16-byte word shifted into place instead, with no such branch.
 
 /// Valid UTF-8: the concatenation of the `&str` pieces appended.
 #[derive(Debug, Clone, Default)]
@@ -34,7 +37,7 @@ impl Appended {
         self.len = 0;
     }
 
-    // Inlined into the fast paths' loops (`Dialect::fast_text`).
+    // Inlined into the paths that record a delta as they send it.
     #[allow(clippy::inline_always)]
     #[inline(always)]
     pub fn push_str(&mut self, piece: &str) {
@@ -58,6 +61,26 @@ impl Appended {
             dst[n - 1] = src[n - 1];
         }
         self.len = end;
+    }
+
+    /// Appends the last `n` bytes of `bytes`, a piece of whole UTF-8
+    /// characters written after at least `SHORT - n` others (a frame's
+    /// delta, after its prefix): the 16 bytes ending the piece are read as
+    /// one word and shifted down to it, with no branch on its length.
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
+    pub fn push_ending(&mut self, bytes: &[u8], n: usize) {
+        let end = bytes.len();
+        // One comparison for both an empty piece and a long one.
+        if n.wrapping_sub(1) >= SHORT || end < SHORT || self.len + SHORT > self.buf.len() {
+            self.push_long(&bytes[end - n..]);
+            return;
+        }
+        let mut word = [0; SHORT];
+        word.copy_from_slice(&bytes[end - SHORT..]);
+        let piece = u128::from_le_bytes(word) >> ((SHORT - n) * 8);
+        self.buf[self.len..self.len + SHORT].copy_from_slice(&piece.to_le_bytes());
+        self.len += n;
     }
 
     #[cold]
@@ -109,5 +132,33 @@ mod tests {
         assert!(appended.is_empty());
         appended.push_str("ok");
         assert_eq!(appended.get(0, 2), "ok");
+    }
+
+    #[test]
+    fn pieces_read_from_the_end_of_a_frame_make_the_same_text_as_a_string() {
+        let mut appended = Appended::default();
+        let mut expected = String::new();
+        for round in 0..40 {
+            for n in 0..=40 {
+                let piece: String = "aé東🎉"
+                    .chars()
+                    .cycle()
+                    .skip(round + n)
+                    .take(n / 3)
+                    .collect();
+                // What precedes the piece: a frame's prefix, or (short) nothing much.
+                let before = "data: {\"delta\":\"".repeat(round % 3).into_bytes();
+                let mut frame = before.clone();
+                frame.extend_from_slice(piece.as_bytes());
+                // Alternating with `push_str`: each path leaves the other's text intact.
+                if (round + n) % 2 == 0 {
+                    appended.push_ending(&frame, piece.len());
+                } else {
+                    appended.push_str(&piece);
+                }
+                expected.push_str(&piece);
+                assert_eq!(appended.get(0, appended.len()), expected);
+            }
+        }
     }
 }

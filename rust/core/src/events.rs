@@ -564,7 +564,6 @@ impl Dialect for Events {
                     && framer.text_id.is_some()
                     && streaming == message_id =>
             {
-                framer.messages.push_text(delta);
                 FastText::Content
             }
             _ => FastText::General,

@@ -579,16 +579,34 @@ impl Framer {
         self.out.clear();
     }
 
-    /// The numbered frame of a delta for the open message, straight from its text.
+    /// The numbered frame of a delta for the open message, straight from its
+    /// text, and its record (read back from the frame when written as it is:
+    /// the frame's prefix before it makes that copy branch-free).
     pub fn write_content(&mut self, frames: &mut Vec<u8>, delta: &str) {
         self.event_ids.write_next(frames);
-        sse::write_content_frame(frames, &self.content_prefix, delta);
+        if let Some(end) = sse::write_content_frame(frames, &self.content_prefix, delta) {
+            self.messages.push_text_written(&frames[..end], delta.len());
+        } else {
+            self.messages.push_text(delta);
+        }
+    }
+
+    /// Records a delta the fast path decided is content (`FastText::Content`)
+    /// and sends other than through `write_content`.
+    pub fn record_content(&mut self, delta: &str) {
+        self.messages.push_text(delta);
+    }
+
+    /// Records arguments the fast path decided are content, sent as an event.
+    pub fn record_tool_args(&mut self, tool_call_id: &str, delta: &str) {
+        self.messages.tool_args(tool_call_id, delta);
     }
 
     /// The numbered frame of a piece of arguments for an open call.
     pub fn write_tool_args(&mut self, frames: &mut Vec<u8>, tool_call_id: &str, delta: &str) {
         self.event_ids.write_next(frames);
         sse::write_tool_args_frame(frames, tool_call_id, delta);
+        self.messages.tool_args(tool_call_id, delta);
     }
 }
 

@@ -205,6 +205,17 @@ impl RunMessages {
         self.text.push_str(delta);
     }
 
+    /// A delta of the open text message, the last `n` bytes of `frames`
+    /// (written there as it is, after the frame's prefix).
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
+    pub fn push_text_written(&mut self, frames: &[u8], n: usize) {
+        if !RECORD {
+            return;
+        }
+        self.text.push_ending(frames, n);
+    }
+
     /// The open text message closes: its text ends here.
     pub fn close_text(&mut self) {
         if !RECORD {

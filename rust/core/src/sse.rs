@@ -225,19 +225,23 @@ pub fn fill_content_frame(buffer: &mut [u8], head: &[u8], prefix: &[u8], delta: 
 }
 
 /// Writes a `TEXT_MESSAGE_CONTENT` frame from the open message's precomputed prefix.
-pub fn write_content_frame(out: &mut Vec<u8>, prefix: &[u8], delta: &str) {
+///
+/// Where the delta ends in `out` when it is there as it is (nothing to escape).
+pub fn write_content_frame(out: &mut Vec<u8>, prefix: &[u8], delta: &str) -> Option<usize> {
     if json::needs_escape(delta) {
         out.extend_from_slice(prefix);
         json::write_str(out, delta);
         out.extend_from_slice(CONTENT_END);
-        return;
+        return None;
     }
     // The common case, a few plain characters: one reservation, three copies.
     out.reserve(prefix.len() + delta.len() + 2 + CONTENT_END.len());
     out.extend_from_slice(prefix);
     out.push(b'"');
     out.extend_from_slice(delta.as_bytes());
+    let end = out.len();
     out.extend_from_slice(b"\"}\n\n");
+    Some(end)
 }
 
 /// Writes a `TOOL_CALL_ARGS` frame for an open call.

@@ -10,7 +10,10 @@ use crate::json::{Map, Value};
 pub enum FastText {
     /// No event: the run is over (counted as dropped) or the delta is empty.
     Nothing,
-    /// One `TEXT_MESSAGE_CONTENT` for the open message: `content_prefix`, the delta, `}`.
+    /// One `TEXT_MESSAGE_CONTENT` for the open message (`content_prefix`, the
+    /// delta, `}`), or one `TOOL_CALL_ARGS`: decided, not yet recorded. Writing
+    /// its frame (`Framer::write_content`, `write_tool_args`) records it;
+    /// sent otherwise, `Framer::record_content` or `record_tool_args` does.
     Content,
     /// A valid delta with no message open: `open_text` opens one (two events).
     Open,
@@ -106,7 +109,7 @@ pub trait Dialect: Sized {
     }
 
     /// Decides a valid text delta without building events, when it can.
-    // Inlined into the encode_many loop, with the delta's recording.
+    // Inlined into the encode_many loop.
     #[allow(clippy::inline_always)]
     #[inline(always)]
     fn fast_text(&mut self, delta: &str) -> FastText {
@@ -122,7 +125,6 @@ pub trait Dialect: Sized {
             // Held and merged by the framer's own path.
             FastText::General
         } else if framer.text_id.is_some() {
-            framer.messages.push_text(delta);
             FastText::Content
         } else {
             FastText::Open
@@ -156,7 +158,6 @@ pub trait Dialect: Sized {
         } else if delta.is_empty() {
             FastText::Nothing
         } else {
-            framer.messages.tool_args(tool_call_id, delta);
             FastText::Content
         }
     }

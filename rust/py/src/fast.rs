@@ -130,6 +130,22 @@ impl<'py> Fast<'py> {
         }
     }
 
+    /// Records an item `decide` found to be content, sent as an event (`call`).
+    pub fn record(&self, framer: &mut Framer) {
+        match self {
+            Fast::Text(delta) | Fast::MessageText { delta, .. } => {
+                framer.record_content(delta.to_str().unwrap_or_default());
+            }
+            Fast::ToolArgs {
+                tool_call_id,
+                delta,
+            } => framer.record_tool_args(
+                tool_call_id.to_str().unwrap_or_default(),
+                delta.to_str().unwrap_or_default(),
+            ),
+        }
+    }
+
     /// A text delta that needs no escaping.
     pub fn plain_text(&self) -> Option<&str> {
         match self {

@@ -100,6 +100,7 @@ pub fn call<'py, D: Dialect + FastInput + HotInput>(
         match fast.decide(&mut *guard) {
             FastText::Nothing => return Ok(PyList::empty(py)),
             FastText::Content => {
+                fast.record(guard.framer_mut());
                 // Taken with the run's lock held, so always the id of this message.
                 let id = guard
                     .framer()
@@ -210,6 +211,10 @@ pub fn encode<'py, D: Dialect + FastInput + HotInput>(
                 // straight into the bytes.
                 if let Some(text) = fast.plain_text() {
                     let framer = guard.framer_mut();
+                    // Recorded from the text, not read back from the bytes: a
+                    // read spanning the frame's just-written pieces waits on
+                    // them (per item, that cost more than the copy's branches).
+                    framer.record_content(text);
                     let line = framer.event_ids.take();
                     let head = line.as_deref().unwrap_or_default();
                     let prefix = &framer.content_prefix;
