@@ -279,6 +279,34 @@ async def test_runs_cancel_stops_a_running_run(client):
         await client.runs.cancel(thread_id, str(uuid.uuid4()))
 
 
+async def test_a_cancel_with_wait_answers_204_once_the_run_has_stopped(base_url, client):
+    """LangGraph's cancel answers 202 at once, or 204 (no body) with ``wait=true``
+    once the run has ended: the thread is then free for the next turn."""
+    thread_id = await _thread(client)
+    run = await client.runs.create(thread_id, "slow", input=_human("count 60"))
+    await asyncio.sleep(0.2)
+    path = f"/threads/{thread_id}/runs/{run['run_id']}/cancel"
+    async with httpx.AsyncClient(base_url=base_url, timeout=10) as http:
+        waited = await http.post(path, params={"wait": "1", "action": "interrupt"})
+        assert (waited.status_code, waited.content) == (204, b"")
+        assert (await client.runs.get(thread_id, run["run_id"]))["status"] == "interrupted"
+        assert (await client.threads.get(thread_id))["status"] == "idle"
+        # A run that already ended, and a queued one, the same.
+        again = await http.post(path, params={"wait": "true"})
+        assert (again.status_code, again.content) == (204, b"")
+        await client.runs.create(thread_id, "slow", input=_human("count 4"))
+        queued = await client.runs.create(
+            thread_id, "demo", input=_human("never"), multitask_strategy="enqueue"
+        )
+        queued_path = f"/threads/{thread_id}/runs/{queued['run_id']}/cancel"
+        waited = await http.post(queued_path, params={"wait": "1"})
+        assert (waited.status_code, waited.content) == (204, b"")
+        assert (await client.runs.get(thread_id, queued["run_id"]))["status"] == "interrupted"
+        # What the SDK sends without wait: 202 and the run.
+        unwaited = await http.post(path, params={"wait": "0", "action": "interrupt"})
+        assert unwaited.status_code == 202 and unwaited.json()["runId"] == run["run_id"]
+
+
 async def test_an_interrupt_resumed_with_command(client):
     thread_id = await _thread(client)
     paused = await client.runs.wait(thread_id, "demo", input=_human("approve deleting the draft"))

@@ -957,6 +957,9 @@ class AgentProtocol:
         """``langgraph``: the ``/langgraph`` surface, whose callers all speak the
         Agent Protocol (elsewhere its SDKs say so with ``action=``, ``wait=``)."""
         record = await self.registry.get(thread_id, run_id)
+        # LangGraph's `wait=true`: 204 once the run has ended (the stop below
+        # waits for that either way; the SDKs send `wait=0` otherwise).
+        waited = _query(conn).get("wait") in ("1", "true", "True")
         if record is None or record.log is not None:
             # A live run: the AG-UI route stops it (the same for both protocols).
             run_log = await self.handler.cancellable(conn, thread_id, run_id)
@@ -980,18 +983,18 @@ class AgentProtocol:
                 # As LangGraph's server answers a cancel that raced the run's end:
                 # no error, the run stays as it ended (a Stop click is no exception).
                 status = record.status if record is not None else "success"
-                await _cancelled(conn, thread_id, run_id, status)
+                await _cancelled(conn, thread_id, run_id, status, waited)
                 return
             if running:
                 # Only once the stop was allowed and taken: the shared records keep
                 # a cancel for good (every node shows the run interrupted).
                 await self.registry.share(record)
-            await _cancelled(conn, thread_id, run_id)
+            await _cancelled(conn, thread_id, run_id, waited=waited)
             return
         identity, _ = await self._body(conn, "run")
         await self._thread(identity, thread_id)
         self._unqueue(record)
-        await _cancelled(conn, thread_id, run_id)
+        await _cancelled(conn, thread_id, run_id, waited=waited)
 
     # -- streams -------------------------------------------------------------
 
@@ -1024,12 +1027,18 @@ class AgentProtocol:
                 self._discard(record)
 
 
-async def _cancelled(conn, thread_id: str, run_id: str, status: str = "cancelled") -> None:
-    """A cancel's 202: ``status`` is the run's own when it had already ended
-    (then no cancel is counted: the run ended as it would have)."""
+async def _cancelled(
+    conn, thread_id: str, run_id: str, status: str = "cancelled", waited: bool = False
+) -> None:
+    """A cancel's 202 (204, no body, to a caller that asked to wait): ``status``
+    is the run's own when it had already ended (then no cancel is counted: the
+    run ended as it would have)."""
     req = current_request()
     if req is not None and status == "cancelled":
         req.stopped = True
+    if waited:
+        await conn.respond(204, b"", [])
+        return
     body = orjson.dumps({"threadId": thread_id, "runId": run_id, "status": status})
     await conn.respond(202, body, [("content-type", "application/json")])
 
