@@ -7,7 +7,7 @@ use crate::error::CrumbError;
 use crate::event::Fields;
 use crate::fields::{self, Input, Kind, Kinds, parse_fields};
 use crate::framing::{Framer, HashSet, IdKind};
-use crate::json::{Map, Value};
+use crate::json::{self, Map, Value};
 use crate::patch;
 use crate::stream::{Dialect, FastText, framer_field};
 use crate::table;
@@ -562,7 +562,7 @@ impl Dialect for Events {
             Some((streaming, opened))
                 if *opened == framer.texts_opened
                     && framer.text_id.is_some()
-                    && streaming == message_id =>
+                    && json::same_text(streaming, message_id) =>
             {
                 FastText::Content
             }

@@ -25,6 +25,36 @@ const ESCAPE: [u8; 256] = {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
+/// Whether two short strings (an item's type, a message id: compared on
+/// every item of a fast path) are equal: a word or two compared in place,
+/// where `==` calls `memcmp` for any length it does not know.
+#[inline]
+pub fn same_text(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    match n {
+        // Two overlapping words each way cover every byte.
+        8..=16 => word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8),
+        17..=32 => wide(a, 0) == wide(b, 0) && wide(a, n - 16) == wide(b, n - 16),
+        _ => a == b,
+    }
+}
+
+fn word(bytes: &[u8], at: usize) -> u64 {
+    let mut word = [0; 8];
+    word.copy_from_slice(&bytes[at..at + 8]);
+    u64::from_ne_bytes(word)
+}
+
+fn wide(bytes: &[u8], at: usize) -> u128 {
+    let mut wide = [0; 16];
+    wide.copy_from_slice(&bytes[at..at + 16]);
+    u128::from_ne_bytes(wide)
+}
+
 /// Whether `text` has a byte JSON must escape.
 pub fn needs_escape(text: &str) -> bool {
     first_escape(text.as_bytes()).is_some()
@@ -220,6 +250,26 @@ pub fn float(value: f64) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn same_text_is_equality_at_every_length_and_every_differing_byte() {
+        for n in 0..=40 {
+            let text: String = "abcdefghijklmnopqrstuvwxyz0123456789é東"
+                .chars()
+                .take(n)
+                .collect();
+            assert!(same_text(&text, &text.clone()));
+            let bytes = text.as_bytes();
+            for at in 0..bytes.len() {
+                let mut other = bytes.to_vec();
+                other[at] = if other[at] == b'#' { b'$' } else { b'#' };
+                // Any byte changed (valid UTF-8 or not, compared as bytes).
+                let other = String::from_utf8_lossy(&other).into_owned();
+                assert_eq!(same_text(&text, &other), text == other, "{n} {at}");
+            }
+            assert!(!same_text(&text, &format!("{text}x")));
+        }
+    }
 
     #[test]
     fn the_word_scan_finds_what_the_table_marks() {

@@ -353,7 +353,9 @@ fn is_type<'py>(
     let Ok(text) = value.cast::<PyString>() else {
         return false;
     };
-    let matches = text.to_str().is_ok_and(|text| names.contains(&text));
+    let matches = text
+        .to_str()
+        .is_ok_and(|text| names.iter().any(|name| json::same_text(name, text)));
     // The first one met is kept: items built by one piece of code share it
     // for the whole run, and items parsed from JSON never share one (each
     // replaced cost reference counting per item and spared nothing).
