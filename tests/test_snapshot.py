@@ -259,6 +259,27 @@ def test_a_failed_run_offers_no_interrupt(impl):
     assert t.interrupts != []
 
 
+@pytest.mark.parametrize(
+    "dialect, interrupt",
+    [
+        ("crumbs", {"type": "human:required", "message": "ok?"}),
+        ("chunks", {"type": "interrupt", "id": "k", "message": "ok?"}),
+    ],
+)
+def test_a_stopped_run_leaves_pending_only_what_its_client_was_offered(impl, dialect, interrupt):
+    """A 1.0 client told ``outcome: cancelled`` holds none of the run's
+    interrupts; a 0.0.x client is told what ``finish()`` tells, so they stay."""
+    told_cancelled = make(impl, dialect, protocol_version="1.0")
+    told_cancelled(interrupt)
+    assert len(told_cancelled.snapshot()["interrupts"]) == 1
+    assert told_cancelled.cancel()[-1]["outcome"] == {"type": "cancelled"}
+    assert told_cancelled.snapshot()["interrupts"] == []
+    told_finished = make(impl, dialect)
+    told_finished(interrupt)
+    told_finished.cancel()
+    assert len(told_finished.snapshot()["interrupts"]) == 1
+
+
 def test_chunk_interrupts_are_pending(impl):
     t = make(impl, "chunks", held_ids=["r1:i1"])
     t({"type": "interrupt", "interruptId": "", "x": None})

@@ -117,6 +117,7 @@ class Framer:
         "subagents",
         "text_id",
         "thread_id",
+        "told_cancelled",
         "usage",
         "used_ids",
     )
@@ -157,6 +158,7 @@ class Framer:
         self.started = False
         self.finished = False
         self.errored = False  # the run ended with RUN_ERROR
+        self.told_cancelled = False  # the run ended with the cancelled outcome (a 1.0 stop)
         self.out: list[dict] = []
         self.text_id: str | None = None
         self.latest_text_id: str | None = None
@@ -443,6 +445,7 @@ class Framer:
 
     def run_cancelled(self) -> None:
         """A run stopped by a cancel: a 1.0 client is told so (contract section 8)."""
+        self.told_cancelled = True
         self.run_finished(None, {"type": "cancelled"})
 
     # ---- reasoning (contract section 8): one message open at a time, never

@@ -279,7 +279,8 @@ class EventStream:
             "messages": messages,
             "open": open_events,
             "state": copy_json(framer.state),
-            "interrupts": self._pending_interrupts(),
+            # A client told the run was cancelled holds none of its interrupts.
+            "interrupts": [] if framer.told_cancelled else self._pending_interrupts(),
             "last_id": framer.next_event_id - 1,
         }
 

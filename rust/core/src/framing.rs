@@ -73,6 +73,8 @@ pub struct Framer {
     pub finished: bool,
     /// The run ended with `RUN_ERROR`.
     pub errored: bool,
+    /// The run ended with the `cancelled` outcome (a 1.0 client's stop).
+    pub told_cancelled: bool,
     pub out: Vec<Event>,
     pub text_id: Option<String>,
     pub latest_text_id: Option<String>,
@@ -136,6 +138,7 @@ impl Framer {
             started: false,
             finished: false,
             errored: false,
+            told_cancelled: false,
             out: Vec::new(),
             text_id: None,
             latest_text_id: None,
@@ -540,6 +543,7 @@ impl Framer {
 
     /// A run stopped by a cancel: a 1.0 client is told so (contract section 8).
     pub fn run_cancelled(&mut self) {
+        self.told_cancelled = true;
         let mut outcome = Map::new();
         outcome.insert("type".to_owned(), "cancelled".into());
         self.run_finished(None, Some(Value::Object(outcome)));

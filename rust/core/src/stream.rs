@@ -175,10 +175,13 @@ pub trait Dialect: Sized {
         out.insert("messages".to_owned(), Value::Array(messages));
         out.insert("open".to_owned(), Value::Array(open));
         out.insert("state".to_owned(), Value::Object(framer.state.clone()));
-        out.insert(
-            "interrupts".to_owned(),
-            Value::Array(self.pending_interrupts()),
-        );
+        // A client told the run was cancelled holds none of its interrupts.
+        let interrupts = if framer.told_cancelled {
+            Vec::new()
+        } else {
+            self.pending_interrupts()
+        };
+        out.insert("interrupts".to_owned(), Value::Array(interrupts));
         out.insert(
             "last_id".to_owned(),
             Value::from(framer.event_ids.next() - 1),
