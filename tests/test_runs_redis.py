@@ -334,6 +334,30 @@ def test_a_node_killed_mid_run_ends_its_run_with_run_lost(shared):
         assert source.status in (None, 200)
 
 
+def test_a_stop_on_b_right_after_a_died_waits_for_the_run_lost_end(shared):
+    """No node takes the stop (A is gone) but the run has not ended: the stop
+    is the run's run_lost end once A's lease lapses, never 409 run_ended."""
+    redis_url, pg_url, marks = shared
+    env = node_env(redis_url, pg_url, marks)
+    with serve(APP, env=env) as b:
+        with serve(APP, env=env) as a:
+            tid, rid = thread("ks"), f"r-{time.monotonic_ns()}"
+            start_run(a, tid, rid, "slow 200")
+            wait_for(marks / f"started-{rid}")
+            kill(a)
+            time.sleep(0.2)  # A's connections are closed; its lease still runs
+            killed = time.monotonic()
+            stopped = httpx.post(f"{b}/threads/{tid}/runs/{rid}/cancel", timeout=LEASE_TTL + 10)
+            waited = time.monotonic() - killed
+        assert stopped.status_code == 202, stopped.text
+        assert waited <= LEASE_TTL + 2.0, waited
+        replay = httpx.get(f"{b}/threads/{tid}/runs/{rid}/events", headers={"last-event-id": "0"})
+        ended = events_in(frames_of(replay.content))[-1]
+        assert ended["type"] == "RUN_ERROR" and ended["code"] == "run_lost"
+        again = httpx.post(b + "/ag-ui/run", json=run_body(tid, "hello"), timeout=20)
+        assert again.status_code == 200, again.text
+
+
 def test_redis_stopped_mid_run_then_back(pg_server, tmp_path):
     """A redis-server of its own: readers get runs_unavailable, a new run 503,
     and once Redis is back the nodes take runs again without a restart."""

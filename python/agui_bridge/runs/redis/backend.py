@@ -11,6 +11,7 @@ import uuid
 import orjson
 
 from ..backend import _settled
+from ..frames import event_of
 from ..limits import Limits
 from ..log import Logs, RunLog
 from .client import DOWN, Client, RedisError
@@ -41,6 +42,7 @@ class RedisRuns:
         self.limits = limits
         self.ids = ids
         self.lease_ttl = lease_ttl
+        self.block_ms = block_ms
         self.retention = max(1, int(limits.run_retention + 0.999))
         self.logs = Logs(limits)  # this node's mirrors
         self.node = uuid.uuid4().hex
@@ -185,13 +187,26 @@ class RedisRuns:
                 return False
             await _settled(run, self.limits.send_timeout)
         elif not await send_cancel(self.client, mirror.node, mirror.thread_id, mirror.run_id):
-            return False  # that node is gone; its run ends as run_lost
+            return await self._lost(mirror)
         # The run's end reaches this node's copy through the log.
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(self.limits.send_timeout):
                 while not mirror.ended:
                     await mirror.waiter()
         return True
+
+    async def _lost(self, mirror: Mirror) -> bool:
+        """A stop for a run whose node is gone (no node took the message): the run
+        has not ended, it ends ``run_lost`` once its lease lapses (this node's
+        copy finds that out). The stop is that end: True once it came, False
+        when the run ended on its own first (or nothing ended it in time)."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.lease_ttl + self.block_ms / 1000 + 1):
+                while not mirror.ended:
+                    await mirror.waiter()
+        if not mirror.ended or not mirror.chunks:
+            return False
+        return event_of(mirror.chunks[-1], last=True).get("code") == "run_lost"
 
     def renewer(self, run):
         sink = run.out
