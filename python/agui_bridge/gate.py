@@ -261,6 +261,7 @@ class Gate:
                 lease.fence if lease is not None else 0,
                 turn.state,
                 turn.new,
+                {"after": turn.cut.after} if turn.cut is not None else None,
             )
             if started is None:
                 raise busy(thread_id)

@@ -15,7 +15,7 @@ Either way a run's frames are encoded once, every response is a cursor on a
 ``RunLog`` of its own node (``runs.log``) and the SSE ``id:`` is the event's
 number n. A backend implements:
 
-``await runs.start(thread_id, run_id, agent_id, owner_id, input_ids, fence, state, turn)``
+``await runs.start(thread_id, run_id, agent_id, owner_id, input_ids, fence, state, turn, branch)``
     -> ``(log, sink)`` (``sink`` None: the run appends to ``log``), or None
     when a newer claim of the thread (``fence``) exists;
 ``runs.publish(log)``: the log (RUN_STARTED in it) is now the thread's active run;
@@ -48,11 +48,14 @@ class MemoryRuns:
         self.logs = Logs(limits)
         self.limits = limits
 
-    async def start(self, thread_id, run_id, agent_id, owner_id, input_ids, fence, state, turn=()):
+    async def start(
+        self, thread_id, run_id, agent_id, owner_id, input_ids, fence, state, turn=(), branch=None
+    ):
         log = self.logs.create(thread_id, run_id, agent_id)
         log.input_ids = input_ids
         log.owner_id = owner_id
         log.claim = fence
+        log.branch = branch
         return log, None
 
     def publish(self, log: RunLog) -> None:

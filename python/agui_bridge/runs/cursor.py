@@ -36,6 +36,7 @@ from functools import partial
 
 from ..errors import Closed
 from ..parts import legacy_readable
+from ..turns import held_ids
 from .downgrade import run_speaks_v1
 from .frames import frame
 from .log import RunLog, Trimmed
@@ -87,12 +88,13 @@ def snapshot_prelude(run_log: RunLog, ids: bool, thread=None) -> tuple[bytes, in
         # the log): the prelude is rebuilt from the frames held, the thread as
         # stored and the user's turn (stored once the run began: maybe not yet),
         # the same on every node.
-        played = replay(run_log)
+        # Ids the run's own skipped (a reused runId) are the thread's.
+        played = replay(run_log, held_ids(thread)[0] if thread is not None else ())
         snap = played.snapshot
         own = snap["messages"]
         turn = run_log.turn
         mine = {m["id"] for m in own} | {m["id"] for m in turn}
-        stored = thread.messages if thread is not None else []
+        stored = on_branch(thread.messages if thread is not None else [], run_log.branch)
         messages = [m for m in stored if m.get("id") not in mine] + turn + own
         after = run_log.last
         if played.terminal:
@@ -102,6 +104,21 @@ def snapshot_prelude(run_log: RunLog, ids: bool, thread=None) -> tuple[bytes, in
         snap = {"state": thread.state if thread is not None else {}, "open": []}
         after = run_log.last - 1
     return join_prelude(run_log.started, messages, snap["state"], snap["open"], after, ids), after
+
+
+def on_branch(stored: list[dict], branch: dict | None) -> list[dict]:
+    """The stored messages a run's branch keeps (``RunLog.branch``): those up to
+    and including its branch point, whether or not its cut is stored yet (the
+    turn and the run's own output come after them)."""
+    if branch is None:
+        return stored
+    after = branch.get("after")
+    if after is None:
+        return []
+    for at, message in enumerate(stored):
+        if message.get("id") == after:
+            return stored[: at + 1]
+    return stored
 
 
 def join_prelude(

@@ -35,6 +35,7 @@ class RunLog:
     __slots__ = (
         "agent_id",
         "begun",
+        "branch",
         "chunks",
         "claim",
         "ended",
@@ -76,6 +77,10 @@ class RunLog:
         # The user's turn (the messages the run stores before its agent starts),
         # for a join rebuilt from the frames before that save is done.
         self.turn: list[dict] = []
+        # A run that starts a branch (regenerate, edit): ``{"after": id}``, the
+        # last stored message its branch keeps (None: none), until its cut is
+        # stored; None for a run that appends.
+        self.branch: dict | None = None
         self.max_bytes = max_bytes
         self.chunks: list[bytes] = []
         self.ends: list[int] = []  # the id of the last event of each chunk

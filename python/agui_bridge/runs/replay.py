@@ -6,8 +6,8 @@ events dialect (the events a run sends are already clean, so it passes them
 on as they are), whose ``snapshot()`` gives a join's prelude and whose
 closers end a run that was lost: one reading of the events, the
 transformer's, on every node. A tool result's message id is generated again
-(``{runId}:r{n}``): it differs from the one sent only when the run skipped
-ids its thread already held (a reused runId).
+(``{runId}:r{n}``): given the thread's ids (a reused runId skipped those), it
+is the one sent.
 """
 
 from __future__ import annotations
@@ -37,12 +37,21 @@ class Replay:
         return events
 
 
-def replay(run_log) -> Replay:
-    """The run's events held by ``run_log`` (from its first), read once."""
+def replay(run_log, held=()) -> Replay:
+    """The run's events held by ``run_log`` (from its first), read once.
+
+    ``held``: the message ids of the run's thread. Those the run skipped are
+    skipped again, so its generated ids come out as sent; ids its events carry
+    are its own (the thread holds them once the run is stored), never skipped.
+    """
     data, _ = run_log.read(run_log.first - 1) if run_log.last >= run_log.first else (b"", 0)
     events = events_of(data)
+    carried = {event.get("messageId") for event in events}
     t = create_agui_repairer(
-        run_log.thread_id, run_log.run_id, dict(getattr(run_log, "state0", None) or {})
+        run_log.thread_id,
+        run_log.run_id,
+        dict(getattr(run_log, "state0", None) or {}),
+        held_ids=[held_id for held_id in held if held_id not in carried],
     )
     for event in events:
         t(event)

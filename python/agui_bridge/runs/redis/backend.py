@@ -64,7 +64,9 @@ class RedisRuns:
 
     # -- the backend interface (runs.backend) ----------------------------------
 
-    async def start(self, thread_id, run_id, agent_id, owner_id, input_ids, fence, state, turn=()):
+    async def start(
+        self, thread_id, run_id, agent_id, owner_id, input_ids, fence, state, turn=(), branch=None
+    ):
         keys = Keys(thread_id, run_id)
         begun = time.time()
         token = b"%d:%s:%s" % (fence, self.node.encode(), run_id.encode())
@@ -74,6 +76,7 @@ class RedisRuns:
             b"inputs", _inputs_to(input_ids),
             b"state", orjson.dumps(state),
             b"turn", orjson.dumps(list(turn)),
+            b"branch", orjson.dumps(branch),
             b"node", self.node,
             b"fence", token,
             b"begun", repr(begun),
@@ -96,6 +99,7 @@ class RedisRuns:
         mirror.input_ids = input_ids
         mirror.state0 = state
         mirror.turn = list(turn)
+        mirror.branch = branch
         mirror.node = self.node
         mirror.fence = token
         mirror.begun = begun
@@ -153,6 +157,7 @@ class RedisRuns:
         mirror.input_ids = _inputs_from(meta.get(b"inputs") or b"[]")
         mirror.state0 = orjson.loads(meta.get(b"state") or b"{}")
         mirror.turn = orjson.loads(meta.get(b"turn") or b"[]")
+        mirror.branch = orjson.loads(meta.get(b"branch") or b"null")
         mirror.node = meta.get(b"node", b"").decode()
         mirror.begun = float(meta.get(b"begun") or mirror.begun)  # where the run started
         mirror.fence = fence

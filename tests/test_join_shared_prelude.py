@@ -1,0 +1,207 @@
+"""A join's prelude rebuilt from a shared (Redis) run log equals the one the run's
+own node gives from its transformer (memory logs): the current branch while a
+regenerate's cut is still being stored, and a resumed run's tool results under
+the ids the thread holds. Requests go through the ASGI interface with a client
+that reads a response as it streams (httpx's ASGITransport buffers whole bodies)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from agui_bridge import App
+from agui_bridge import crumbs as c
+
+
+class Call:
+    """One ASGI request whose response is read as it streams."""
+
+    def __init__(self, app, method: str, path: str, body=None, headers=()):
+        self.app = app
+        path, _, query = path.partition("?")
+        raw = json.dumps(body).encode() if body is not None else b""
+        hdrs = [(k.lower().encode(), str(v).encode()) for k, v in headers]
+        if body is not None:
+            hdrs += [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(raw))]
+        self.scope = {
+            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+            "method": method, "path": path, "raw_path": path.encode(),
+            "query_string": query.encode(), "headers": hdrs, "root_path": "",
+            "client": ("127.0.0.1", 5555), "server": ("t", 80), "scheme": "http",
+        }  # fmt: skip
+        self.raw = raw
+        self.sent_body = False
+        self.left = asyncio.Event()
+        self.status = None
+        self.headers: dict[str, str] = {}
+        self.body = b""
+        self.more = asyncio.Event()
+        self.task = None
+
+    async def _receive(self):
+        if not self.sent_body:
+            self.sent_body = True
+            return {"type": "http.request", "body": self.raw, "more_body": False}
+        await self.left.wait()
+        return {"type": "http.disconnect"}
+
+    async def _send(self, message):
+        if message["type"] == "http.response.start":
+            self.status = message["status"]
+            self.headers = {k.decode(): v.decode() for k, v in message["headers"]}
+        else:
+            self.body += message.get("body", b"")
+        self.more.set()
+
+    def start(self) -> Call:
+        self.task = asyncio.get_running_loop().create_task(
+            self.app(self.scope, self._receive, self._send)
+        )
+        return self
+
+    async def until(self, predicate, timeout: float = 15.0) -> None:
+        async with asyncio.timeout(timeout):
+            while not predicate(self):
+                if self.task.done():
+                    self.task.result()
+                    assert predicate(self), (self.status, self.body[-500:])
+                    return
+                self.more.clear()
+                await self.more.wait()
+
+    async def done(self, timeout: float = 30.0) -> Call:
+        async with asyncio.timeout(timeout):
+            await self.task
+        return self
+
+    async def leave(self) -> None:
+        self.left.set()
+        await self.done()
+
+    @property
+    def events(self) -> list[dict]:
+        return events_of(self.body)
+
+
+def events_of(body: bytes) -> list[dict]:
+    return [json.loads(line[6:]) for line in body.decode().split("\n") if line.startswith("data: ")]
+
+
+async def call(app, method, path, body=None, headers=()) -> Call:
+    return await Call(app, method, path, body, headers).start().done()
+
+
+def body_of(thread: str, run: str, messages, **extra) -> dict:
+    if isinstance(messages, str):
+        messages = [{"id": f"u-{run}", "role": "user", "content": messages}]
+    return {"threadId": thread, "runId": run, "messages": messages, "tools": [], "context": [],
+            "forwardedProps": {}, "state": {}, "protocolVersion": "1.0", **extra}  # fmt: skip
+
+
+def echo(app: App) -> App:
+    @app.agent("a")
+    async def agent(ctx):
+        yield c.text_delta(f"you said {ctx.input}")
+
+    return app
+
+
+class HeldSaves:
+    """A store whose ``hold``-th save of a thread waits for ``go``."""
+
+    def __init__(self, store, hold: int):
+        self.store, self.hold, self.count = store, hold, 0
+        self.saving, self.go = asyncio.Event(), asyncio.Event()
+
+    def __getattr__(self, name):
+        return getattr(self.store, name)
+
+    async def save(self, thread_id, agent_id, new_messages, state, interrupts, lease=None,
+                   owner=None, errored=False, cut=None, run_id=None):  # fmt: skip
+        self.count += 1
+        if self.count == self.hold:
+            self.saving.set()
+            await self.go.wait()
+        return await self.store.save(thread_id, agent_id, new_messages, state, interrupts,
+                                     lease=lease, owner=owner, errored=errored, cut=cut,
+                                     run_id=run_id)  # fmt: skip
+
+
+@pytest.mark.parametrize("runs", ["memory", "redis"])
+async def test_a_join_while_a_regenerate_saves_its_cut_shows_the_new_branch(
+    runs, redis_url, pg_url
+):
+    """A regenerate's join, before the cut is stored: the page must not show the
+    old answer beside the new one (memory logs: the run's own snapshot; Redis: the
+    prelude is rebuilt from the thread as stored and the turn in the run's meta)."""
+    from agui_bridge.store.postgres import PostgresStore
+
+    store = HeldSaves(PostgresStore(pg_url), hold=3)  # 1, 2: the first run's; 3: the cut
+    app = echo(App(store=store, runs=redis_url if runs == "redis" else "memory://"))
+    try:
+        u1 = {"id": "u1", "role": "user", "content": "hello"}
+        first = await call(app, "POST", "/agui/a", body_of("t-rg", "r1", [u1]))
+        assert first.status == 200
+        regen = Call(app, "POST", "/agui/a", body_of("t-rg", "r2", [u1])).start()
+        async with asyncio.timeout(10):
+            await store.saving.wait()
+        join = Call(app, "GET", "/threads/t-rg/events").start()
+        await join.until(lambda r: b"STATE_SNAPSHOT" in r.body)
+        store.go.set()
+        await regen.done()
+        await join.done()
+        snapshot = next(e for e in join.events if e["type"] == "MESSAGES_SNAPSHOT")
+        stored = json.loads((await call(app, "GET", "/threads/t-rg/state")).body)["messages"]
+        assert [m["id"] for m in stored] == ["u1", "r2:m1"]
+        # the snapshot: the current branch as the run began (u1), not the old answer
+        assert [m["id"] for m in snapshot["messages"]] == ["u1"], snapshot["messages"]
+    finally:
+        store.go.set()
+        await app.aclose()
+
+
+@pytest.mark.parametrize("runs", ["memory", "redis"])
+async def test_a_join_of_a_resume_under_the_same_run_id_shows_each_tool_result_once(
+    runs, redis_url
+):
+    """CopilotKit's useInterrupt resumes under the interrupted run's id, so the
+    resuming run's tool result takes the next free id (``r1:r2``: ``r1:r1`` is the
+    first turn's). A join rebuilt from the frames (Redis) names it ``r1:r1`` again."""
+    go = asyncio.Event()
+    app = App(store="memory://", runs=redis_url if runs == "redis" else "memory://")
+
+    @app.agent("t")
+    async def tools(ctx):
+        if ctx.resume is None:
+            yield c.tool_call("c1", "lookup", {"q": 1})
+            yield c.tool_result("c1", "one")
+            yield c.human_required(interrupt_id="ask-1", reason="approval", message="ok?")
+            return
+        yield c.tool_call("c2", "lookup", {"q": 2})
+        yield c.tool_result("c2", "two")
+        yield c.text_delta("after")
+        await go.wait()
+
+    try:
+        u1 = {"id": "u1", "role": "user", "content": "go"}
+        first = await call(app, "POST", "/agui/t", body_of("t-ri", "r1", [u1]))
+        assert first.status == 200, first.body
+        resume = [{"interruptId": "ask-1", "status": "resolved", "payload": {"approved": True}}]
+        second = Call(app, "POST", "/agui/t", body_of("t-ri", "r1", [u1], resume=resume)).start()
+        await second.until(lambda r: b'"after"' in r.body)
+        join = Call(app, "GET", "/threads/t-ri/events").start()
+        await join.until(lambda r: b"STATE_SNAPSHOT" in r.body)
+        go.set()
+        await second.done()
+        await join.done()
+        sent = [e["messageId"] for e in second.events if e["type"] == "TOOL_CALL_RESULT"]
+        snapshot = next(e for e in join.events if e["type"] == "MESSAGES_SNAPSHOT")["messages"]
+        stored = json.loads((await call(app, "GET", "/threads/t-ri/state")).body)["messages"]
+        tool_ids = [m["id"] for m in stored if m["role"] == "tool"]
+        assert tool_ids == ["r1:r1", *sent]
+        # the snapshot: both results, under the ids the thread holds
+        assert [m["id"] for m in snapshot if m["role"] == "tool"] == tool_ids, snapshot
+    finally:
+        go.set()
+        await app.aclose()
