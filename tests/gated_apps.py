@@ -38,7 +38,13 @@ class GatedStore:
         # claim, renew, release, load, create, … of the store under it
         return getattr(self.store, name)
 
-    async def save(self, thread_id, *args, **kwargs):
+    # The optional parameters named, as the stores under it have them: the gate
+    # passes only those a store's signature shows (``store.lease``), and a gated
+    # store must keep branches, owners, statuses and heads as they do.
+    async def save(
+        self, thread_id, *args, lease=None, owner=None, errored=False, cut=None, run_id=None
+    ):
+        kwargs = {"lease": lease, "owner": owner, "errored": errored, "cut": cut, "run_id": run_id}
         if thread_id.startswith("gated-"):
             self.saves[thread_id] += 1
             k = self.saves[thread_id]
