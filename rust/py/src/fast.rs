@@ -55,6 +55,46 @@ impl<'py> Fast<'py> {
         }
     }
 
+    /// `decide`, recording content (sent as an event, not a frame: `call`),
+    /// each string read once.
+    pub fn decide_and_record<D: Dialect>(&self, dialect: &mut D) -> FastText {
+        match self {
+            Fast::Text(delta) => {
+                let Ok(text) = delta.to_str() else {
+                    return FastText::General;
+                };
+                let decision = dialect.fast_text(text);
+                if decision == FastText::Content {
+                    dialect.framer_mut().record_content(text);
+                }
+                decision
+            }
+            Fast::MessageText { message_id, delta } => {
+                let (Ok(id), Ok(text)) = (message_id.to_str(), delta.to_str()) else {
+                    return FastText::General;
+                };
+                let decision = dialect.fast_message_text(id, text);
+                if decision == FastText::Content {
+                    dialect.framer_mut().record_content(text);
+                }
+                decision
+            }
+            Fast::ToolArgs {
+                tool_call_id,
+                delta,
+            } => {
+                let (Ok(id), Ok(delta)) = (tool_call_id.to_str(), delta.to_str()) else {
+                    return FastText::General;
+                };
+                let decision = dialect.fast_tool_args(id, delta);
+                if decision == FastText::Content {
+                    dialect.framer_mut().record_tool_args(id, delta);
+                }
+                decision
+            }
+        }
+    }
+
     /// `decide` and `write` in one, reading each string once: the `encode_many`
     /// loop. Without `OPEN` a delta that opens a message is left as `Open`,
     /// nothing written (`drive` maps it on the general path, for its events).
@@ -127,22 +167,6 @@ impl<'py> Fast<'py> {
                 let id = tool_call_id.to_str().unwrap_or_default();
                 framer.write_tool_args(out, id, delta.to_str().unwrap_or_default());
             }
-        }
-    }
-
-    /// Records an item `decide` found to be content, sent as an event (`call`).
-    pub fn record(&self, framer: &mut Framer) {
-        match self {
-            Fast::Text(delta) | Fast::MessageText { delta, .. } => {
-                framer.record_content(delta.to_str().unwrap_or_default());
-            }
-            Fast::ToolArgs {
-                tool_call_id,
-                delta,
-            } => framer.record_tool_args(
-                tool_call_id.to_str().unwrap_or_default(),
-                delta.to_str().unwrap_or_default(),
-            ),
         }
     }
 

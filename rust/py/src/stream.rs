@@ -97,10 +97,9 @@ pub fn call<'py, D: Dialect + FastInput + HotInput>(
 ) -> PyResult<Bound<'py, PyList>> {
     if let Some(fast) = D::recognizer(py).recognize(item) {
         let mut guard = lock(inner);
-        match fast.decide(&mut *guard) {
+        match fast.decide_and_record(&mut *guard) {
             FastText::Nothing => return Ok(PyList::empty(py)),
             FastText::Content => {
-                fast.record(guard.framer_mut());
                 // Taken with the run's lock held, so always the id of this message.
                 let id = guard
                     .framer()
