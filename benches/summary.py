@@ -70,9 +70,7 @@ def benches(quick: bool, server: bool, recording) -> list[tuple[str, list[str]]]
     rounds = "10" if quick else "40"
     out = [("transformer.py", ["--rounds", rounds])]
     if isinstance(recording, list):
-        # A few per cent between two builds: medians of 40 rounds moved by two
-        # points run to run, of 200 (a few seconds more) by under one.
-        out.append(("builds.py", [*recording, "--rounds", "10" if quick else "200"]))
+        out.append(("builds.py", [*recording, "--rounds", rounds]))
     out += [
         ("coalesce.py", ["--tokens", "400" if quick else "1000", "--streams", "4"]),
     ]
