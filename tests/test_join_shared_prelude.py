@@ -205,3 +205,43 @@ async def test_a_join_of_a_resume_under_the_same_run_id_shows_each_tool_result_o
     finally:
         go.set()
         await app.aclose()
+
+
+async def test_a_join_on_another_node_of_a_long_run_gets_all_of_it_then_the_rest(redis_url):
+    """A log past ``off_loop``'s size is read in a thread for the prelude: the
+    joiner on the other node still gets every delta once, then the run's end."""
+    go = asyncio.Event()
+
+    def node() -> App:
+        app = App(store="memory://", runs=redis_url)
+
+        @app.agent("long")
+        async def long(ctx):
+            for n in range(400):
+                yield c.text_delta(f"{n:05d}" + "x" * 1019)
+            await go.wait()
+            yield c.text_delta("END")
+
+        return app
+
+    a, b = node(), node()
+    try:
+        run = Call(a, "POST", "/agui/long", body_of("t-long", "r1", "go")).start()
+        async with asyncio.timeout(15):  # all 400 deltas are in the log
+            while (copy := a.runs.logs.get("t-long", "r1")) is None or copy.last < 402:
+                await asyncio.sleep(0.05)
+        join = Call(b, "GET", "/threads/t-long/events").start()
+        await join.until(lambda r: b"STATE_SNAPSHOT" in r.body and r.body.endswith(b"\n\n"))
+        await asyncio.sleep(0.3)  # the prelude's re-opened message and its content
+        go.set()
+        await run.done()
+        await join.done()
+        sent = "".join(e["delta"] for e in run.events if e["type"] == "TEXT_MESSAGE_CONTENT")
+        shown = "".join(e["delta"] for e in join.events if e["type"] == "TEXT_MESSAGE_CONTENT")
+        assert len(sent) == 400 * 1024 + 3
+        assert shown == sent
+        assert join.events[-1]["type"] == "RUN_FINISHED"
+    finally:
+        go.set()
+        await a.aclose()
+        await b.aclose()

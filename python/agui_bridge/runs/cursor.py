@@ -36,11 +36,12 @@ from functools import partial
 
 from ..errors import Closed
 from ..parts import legacy_readable
+from ..run_input import off_loop
 from ..turns import held_ids
 from .downgrade import run_speaks_v1
 from .frames import frame
 from .log import RunLog, Trimmed
-from .replay import replay
+from .replay import Replay, held_frames, replay, replay_frames
 
 log = logging.getLogger("agui_bridge.runs")
 
@@ -66,14 +67,17 @@ def exact_prelude(run_log: RunLog, after: int, ids: bool) -> bytes:
     return _covering([run_log.started, *run_log.open_at(after)], after, ids)
 
 
-def snapshot_prelude(run_log: RunLog, ids: bool, thread=None) -> tuple[bytes, int]:
+def snapshot_prelude(
+    run_log: RunLog, ids: bool, thread=None, played: Replay | None = None
+) -> tuple[bytes, int]:
     """The join prelude and the position the cursor goes on from, on any node.
 
     RUN_STARTED, MESSAGES_SNAPSHOT (the thread with this run's progress so far),
     STATE_SNAPSHOT and the events re-opening what is open with what it
     streamed (``t.snapshot()``: each streamed piece reaches the reader once);
     for a finished run (``thread``: the stored thread, which holds all of it)
-    the cursor then reads only the terminal event.
+    the cursor then reads only the terminal event. ``played``: a shared log's
+    frames read already (``replayed``), the cursor going on after the last.
     """
     run = run_log.run
     if run is not None and not run_log.ended:
@@ -88,15 +92,15 @@ def snapshot_prelude(run_log: RunLog, ids: bool, thread=None) -> tuple[bytes, in
         # the log): the prelude is rebuilt from the frames held, the thread as
         # stored and the user's turn (stored once the run began: maybe not yet),
         # the same on every node.
-        # Ids the run's own skipped (a reused runId) are the thread's.
-        played = replay(run_log, held_ids(thread)[0] if thread is not None else ())
+        if played is None:
+            played = replay(run_log, thread_ids(thread))
         snap = played.snapshot
         own = snap["messages"]
         turn = run_log.turn
         mine = {m["id"] for m in own} | {m["id"] for m in turn}
         stored = on_branch(thread.messages if thread is not None else [], run_log.branch)
         messages = [m for m in stored if m.get("id") not in mine] + turn + own
-        after = run_log.last
+        after = played.last
         if played.terminal:
             after -= 1
     else:
@@ -104,6 +108,19 @@ def snapshot_prelude(run_log: RunLog, ids: bool, thread=None) -> tuple[bytes, in
         snap = {"state": thread.state if thread is not None else {}, "open": []}
         after = run_log.last - 1
     return join_prelude(run_log.started, messages, snap["state"], snap["open"], after, ids), after
+
+
+def thread_ids(thread) -> list[str]:
+    """The message ids of the stored thread: those a run's own ids skipped (a
+    reused runId), for its replay."""
+    return list(held_ids(thread)[0]) if thread is not None else []
+
+
+async def replayed(run_log: RunLog, thread) -> Replay:
+    """A shared log's frames put through the events dialect for a join: taken
+    here, read in a thread when long (``off_loop``: a run's log may be many MiB)."""
+    run_log, data, last = held_frames(run_log)
+    return await off_loop(len(data), replay_frames, run_log, data, last, thread_ids(thread))
 
 
 def on_branch(stored: list[dict], branch: dict | None) -> list[dict]:

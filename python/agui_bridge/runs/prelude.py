@@ -13,7 +13,7 @@ a time like the log, so a reader that stops reading pins one write of it.
 
 from __future__ import annotations
 
-from .cursor import snapshot_prelude
+from .cursor import replayed, snapshot_prelude
 from .log import RunLog
 
 
@@ -47,12 +47,14 @@ async def acquire(run_log: RunLog, ids: bool, load_thread) -> Shared:
     a prelude has to be built for a run this node does not run."""
     shared = _usable(run_log)
     if shared is None:
-        thread = None
+        thread = played = None
         if run_log.ended or run_log.run is None:
             thread = await load_thread()
+        if run_log.run is None and not run_log.ended:
+            played = await replayed(run_log, thread)
         shared = _usable(run_log)  # another reader built one meanwhile
         if shared is None:
-            data, after = snapshot_prelude(run_log, ids, thread)
+            data, after = snapshot_prelude(run_log, ids, thread, played)
             shared = Shared(run_log, data, after)
             _held[id(run_log)] = shared  # an older one stays with its readers
     shared.users += 1

@@ -27,6 +27,7 @@ class Replay:
     t: object  # the events-dialect transformer the run's events went through
     snapshot: dict  # its snapshot(): messages, open (with content), state, ...
     terminal: bool  # the run's last event is RUN_FINISHED or RUN_ERROR
+    last: int  # the id of the last event it read
 
     def closing_events(self, message: str, code: str) -> list[dict]:
         """What closes what is open, then RUN_ERROR {message, code}, for readers
@@ -44,7 +45,20 @@ def replay(run_log, held=()) -> Replay:
     skipped again, so its generated ids come out as sent; ids its events carry
     are its own (the thread holds them once the run is stored), never skipped.
     """
-    data, _ = run_log.read(run_log.first - 1) if run_log.last >= run_log.first else (b"", 0)
+    return replay_frames(*held_frames(run_log), held)
+
+
+def held_frames(run_log) -> tuple[object, bytes, int]:
+    """What ``replay_frames`` reads of ``run_log``: taken on the loop, where the
+    log is appended to; the reading may then go to a thread (it is as long as the run)."""
+    if run_log.last < run_log.first:
+        return run_log, b"", run_log.last
+    data, last = run_log.read(run_log.first - 1)
+    return run_log, data, last
+
+
+def replay_frames(run_log, data: bytes, last: int, held=()) -> Replay:
+    """``replay`` of the frames ``data`` (events ``run_log.first`` … ``last``)."""
     events = events_of(data)
     carried = {event.get("messageId") for event in events}
     t = create_agui_repairer(
@@ -56,7 +70,7 @@ def replay(run_log, held=()) -> Replay:
     for event in events:
         t(event)
     terminal = bool(events) and events[-1]["type"] in ("RUN_FINISHED", "RUN_ERROR")
-    return Replay(t, t.snapshot(), terminal)
+    return Replay(t, t.snapshot(), terminal, last)
 
 
 def frames_of(events: list[dict], first: int, ids: bool) -> bytes:
