@@ -245,3 +245,43 @@ async def test_a_join_on_another_node_of_a_long_run_gets_all_of_it_then_the_rest
         go.set()
         await a.aclose()
         await b.aclose()
+
+
+async def test_a_join_on_a_node_whose_copy_was_trimmed_gets_the_run_from_its_start(redis_url):
+    """A run past ``max_log_bytes``: the joining node's copy holds only its
+    newest events, Redis all of them; the prelude is built from Redis's."""
+    go = asyncio.Event()
+
+    def node() -> App:
+        app = App(store="memory://", runs=redis_url, max_log_bytes=64 * 1024)
+
+        @app.agent("long")
+        async def long(ctx):
+            for n in range(300):
+                yield c.text_delta(f"{n:05d}" + "x" * 1019)
+                await asyncio.sleep(0)
+            await go.wait()
+
+        return app
+
+    a, b = node(), node()
+    try:
+        run = Call(a, "POST", "/agui/long", body_of("t-trim", "r1", "go")).start()
+        async with asyncio.timeout(15):
+            while (copy := a.runs.logs.get("t-trim", "r1")) is None or copy.last < 302:
+                await asyncio.sleep(0.05)
+        join = Call(b, "GET", "/threads/t-trim/events").start()
+        await join.until(lambda r: b"STATE_SNAPSHOT" in r.body and r.body.endswith(b"\n\n"))
+        await asyncio.sleep(0.3)
+        assert b.runs.logs.get("t-trim", "r1").first > 1  # B's copy was trimmed
+        go.set()
+        await run.done()
+        await join.done()
+        shown = "".join(e["delta"] for e in join.events if e["type"] == "TEXT_MESSAGE_CONTENT")
+        assert shown.startswith("00000x"), shown[:40]
+        assert len(shown) == 300 * 1024
+        assert join.events[-1]["type"] == "RUN_FINISHED"
+    finally:
+        go.set()
+        await a.aclose()
+        await b.aclose()

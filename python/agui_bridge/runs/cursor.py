@@ -119,7 +119,8 @@ def thread_ids(thread) -> list[str]:
 async def replayed(run_log: RunLog, thread) -> Replay:
     """A shared log's frames put through the events dialect for a join: taken
     here, read in a thread when long (``off_loop``: a run's log may be many MiB)."""
-    run_log, data, last = held_frames(run_log)
+    whole = await run_log.whole()  # what this node's copy no longer holds
+    run_log, data, last = (run_log, *whole) if whole is not None else held_frames(run_log)
     return await off_loop(len(data), replay_frames, run_log, data, last, thread_ids(thread))
 
 

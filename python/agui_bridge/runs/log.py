@@ -186,6 +186,12 @@ class RunLog:
         """RUN_STARTED is in: a reader may join (before, the run is not told)."""
         return bool(self.started)
 
+    async def whole(self) -> tuple[bytes, int] | None:
+        """Every event of the run from its first, and the id of the last, when
+        this log no longer holds its first ones but another place does (a
+        shared log's copy: ``runs.redis``); None otherwise."""
+        return None
+
     def read(self, after: int, max_bytes: int | None = None) -> tuple[bytes, int]:
         """The frames of events ``after + 1 …`` (at most about ``max_bytes``), and their last id.
 

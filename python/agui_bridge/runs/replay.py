@@ -58,7 +58,7 @@ def held_frames(run_log) -> tuple[object, bytes, int]:
 
 
 def replay_frames(run_log, data: bytes, last: int, held=()) -> Replay:
-    """``replay`` of the frames ``data`` (events ``run_log.first`` … ``last``)."""
+    """``replay`` of the frames ``data`` (the run's events from its first held, to ``last``)."""
     events = events_of(data)
     carried = {event.get("messageId") for event in events}
     t = create_agui_repairer(

@@ -24,7 +24,7 @@ READ_COUNT = 1000
 class Mirror(RunLog):
     """This node's copy of a run's log, fed by one blocking reader."""
 
-    __slots__ = ("fence", "keys", "node", "position", "primed", "reader", "state0")
+    __slots__ = ("client", "fence", "keys", "node", "position", "primed", "reader", "state0")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -35,6 +35,30 @@ class Mirror(RunLog):
         self.position = b"0-0"  # the id of the last entry read
         self.primed = asyncio.Event()  # caught up with the stream once
         self.reader: asyncio.Task | None = None
+        self.client: Client | None = None  # set by ``Reading.mirror``
+
+    async def whole(self) -> tuple[bytes, int] | None:
+        """What Redis holds of the run up to this copy's newest entry, when this
+        copy was trimmed (``max_log_bytes``) past events Redis still has."""
+        if self.first <= 1 or self.client is None:
+            return None
+        upto, last = self.position, self.last
+        chunks: list[bytes] = []
+        earliest = 0
+        start = b"-"
+        while True:
+            entries = await self.client.call("xrange", self.keys.log, start, upto, READ_COUNT)
+            for _, fields in entries:
+                data = fields.get(b"d")
+                if data:
+                    earliest = earliest or int(fields.get(b"a") or 0)
+                    chunks.append(data)
+            if len(entries) < READ_COUNT:
+                break
+            start = b"(" + entries[-1][0]
+        if not chunks or earliest >= self.first:
+            return None  # Redis trimmed them too (MAXLEN): this copy is as good
+        return b"".join(chunks), last
 
     def apply(self, entry_id: bytes, fields: dict) -> None:
         data = fields.get(b"d") or b""
@@ -78,6 +102,7 @@ class Reading:
         if old is not None and old.reader is not None:
             old.reader.cancel()
         mirror = self.logs.create(thread_id, run_id, cls=Mirror)
+        mirror.client = self.client
         self.logs.active.pop(thread_id, None)  # Redis knows the active run
         return mirror
 
