@@ -12,6 +12,7 @@ import json
 import pytest
 from agui_bridge import App
 from agui_bridge import crumbs as c
+from agui_bridge.runs import prelude as prelude_module
 
 
 class Call:
@@ -285,3 +286,153 @@ async def test_a_join_on_a_node_whose_copy_was_trimmed_gets_the_run_from_its_sta
         go.set()
         await a.aclose()
         await b.aclose()
+
+
+class SavedThenHeld:
+    """A store whose ``hold``-th save lands, then waits for ``go`` before returning
+    (the thread holds the run's output; the run's log has not ended yet)."""
+
+    def __init__(self, store, hold: int):
+        self.store, self.hold, self.count = store, hold, 0
+        self.saved, self.go = asyncio.Event(), asyncio.Event()
+
+    def __getattr__(self, name):
+        return getattr(self.store, name)
+
+    async def save(self, thread_id, agent_id, new_messages, state, interrupts, lease=None,
+                   owner=None, errored=False, cut=None, run_id=None):  # fmt: skip
+        result = await self.store.save(thread_id, agent_id, new_messages, state, interrupts,
+                                       lease=lease, owner=owner, errored=errored, cut=cut,
+                                       run_id=run_id)  # fmt: skip
+        self.count += 1
+        if self.count == self.hold:
+            self.saved.set()
+            await self.go.wait()
+        return result
+
+
+async def test_a_join_after_the_save_landed_of_a_run_that_opened_a_tool_call(redis_url):
+    """The run's final save is stored before its log's end reaches the joiner's
+    node. Its first tool call had no text before it, so the stored assistant
+    message is named by the call id (``c1``), which the thread now holds: the
+    replay must not take it for an id the run skipped (it was a 500)."""
+    from agui_bridge.store.memory import MemoryStore
+
+    store = SavedThenHeld(MemoryStore(), hold=2)  # 1: the turn; 2: the run's output
+    app = App(store=store, runs=redis_url)
+
+    @app.agent("t")
+    async def tools(ctx):
+        yield c.tool_call("c1", "lookup", {"q": 1})
+        yield c.tool_result("c1", "one")
+        yield c.text_delta("done")
+
+    try:
+        run = Call(app, "POST", "/agui/t", body_of("t-sv", "r1", "go")).start()
+        async with asyncio.timeout(10):
+            await store.saved.wait()
+        stored = json.loads((await call(app, "GET", "/threads/t-sv/state")).body)["messages"]
+        assert [m["id"] for m in stored] == ["u-r1", "c1", "r1:r1", "r1:m1"], stored
+        # This node's copy of the log has caught up with the run's terminal event
+        # (appended before the save: runs.end); the log ends once the save returns.
+        async with asyncio.timeout(10):
+            while b"RUN_FINISHED" not in b"".join(app.runs.logs.get("t-sv", "r1").chunks):
+                await asyncio.sleep(0.01)
+        assert not app.runs.logs.get("t-sv", "r1").ended
+        join = Call(app, "GET", "/threads/t-sv/events").start()
+        await join.until(lambda r: r.task.done() or b"STATE_SNAPSHOT" in r.body)
+        store.go.set()
+        await run.done()
+        await join.done()
+        assert join.status == 200, (join.status, join.body[-300:])
+        snapshot = next(e for e in join.events if e["type"] == "MESSAGES_SNAPSHOT")["messages"]
+        assert [m["id"] for m in snapshot] == ["u-r1", "c1", "r1:r1", "r1:m1"], snapshot
+    finally:
+        store.go.set()
+        await app.aclose()
+
+
+async def test_a_join_whose_run_ends_while_its_frames_are_replayed(redis_url, monkeypatch):
+    """The run's log ends while the joiner's prelude awaits ``replayed`` (an
+    XRANGE, a thread): the prelude of the ended run is the thread as its end
+    stored it, not as loaded before (without the answer)."""
+    go = asyncio.Event()
+    app = App(store="memory://", runs=redis_url)
+
+    @app.agent("a")
+    async def agent(ctx):
+        yield c.text_delta("the answer")
+        await go.wait()
+
+    real = prelude_module.replayed
+
+    async def slow_replayed(run_log, thread):
+        played = await real(run_log, thread)
+        go.set()  # the run ends meanwhile (a long XRANGE or thread replay)
+        async with asyncio.timeout(10):
+            while not run_log.ended:
+                await asyncio.sleep(0.01)
+        return played
+
+    monkeypatch.setattr(prelude_module, "replayed", slow_replayed)
+    try:
+        run = Call(app, "POST", "/agui/a", body_of("t-end", "r1", "go")).start()
+        await run.until(lambda r: b"the answer" in r.body)
+        join = await Call(app, "GET", "/threads/t-end/events").start().done()
+        await run.done()
+        snapshot = next(e for e in join.events if e["type"] == "MESSAGES_SNAPSHOT")["messages"]
+        streamed = "".join(e.get("delta", "") for e in join.events)
+        shown = [m.get("content") for m in snapshot] + [streamed]
+        assert any("the answer" in (s or "") for s in shown), join.events
+    finally:
+        go.set()
+        await app.aclose()
+
+
+async def test_a_join_whose_copy_is_trimmed_while_its_frames_are_replayed(redis_url, monkeypatch):
+    """``max_log_bytes``: the run goes on streaming while the prelude awaits
+    ``replayed`` (XRANGE, a thread), and this node's copy drops the frames right
+    after what was read: read again, not a reader placed where the copy no
+    longer holds the next event (it was disconnected right after its prelude)."""
+    more, go = asyncio.Event(), asyncio.Event()
+    app = App(store="memory://", runs=redis_url, max_log_bytes=64 * 1024)
+
+    @app.agent("long")
+    async def long(ctx):
+        for n in range(100):
+            yield c.text_delta(f"{n:05d}" + "x" * 1019)
+            await asyncio.sleep(0)
+        await more.wait()
+        for n in range(100, 300):
+            yield c.text_delta(f"{n:05d}" + "x" * 1019)
+            await asyncio.sleep(0)
+        await go.wait()
+
+    real = prelude_module.replayed
+
+    async def slow_replayed(run_log, thread):
+        played = await real(run_log, thread)
+        if not more.is_set():  # the first read: the run streams on meanwhile
+            more.set()
+            async with asyncio.timeout(10):
+                while run_log.first <= played.last + 1:
+                    await asyncio.sleep(0.01)
+        return played
+
+    monkeypatch.setattr(prelude_module, "replayed", slow_replayed)
+    try:
+        run = Call(app, "POST", "/agui/long", body_of("t-tr", "r1", "go")).start()
+        async with asyncio.timeout(10):
+            while (copy := app.runs.logs.get("t-tr", "r1")) is None or copy.last < 102:
+                await asyncio.sleep(0.01)
+        join = Call(app, "GET", "/threads/t-tr/events").start()
+        await join.until(lambda r: b"STATE_SNAPSHOT" in r.body)
+        await asyncio.sleep(0.5)
+        go.set()
+        await run.done()
+        await join.done()
+        assert join.events[-1]["type"] == "RUN_FINISHED", [e["type"] for e in join.events][-5:]
+    finally:
+        more.set()
+        go.set()
+        await app.aclose()

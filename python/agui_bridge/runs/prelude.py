@@ -29,6 +29,11 @@ class Shared:
         self.users = 0
 
 
+# How often a prelude is read again from a shared log that this node's copy
+# trimmed past it while it was read (a long run streaming fast): after that,
+# its reader falls behind the copy and is disconnected, as any reader is.
+REPLAYS = 3
+
 # The prelude each log last got, by the log's id, while a reader holds it
 # (so the log is alive and its id is its own).
 _held: dict[int, Shared] = {}
@@ -47,11 +52,20 @@ async def acquire(run_log: RunLog, ids: bool, load_thread) -> Shared:
     a prelude has to be built for a run this node does not run."""
     shared = _usable(run_log)
     if shared is None:
+        ended = run_log.ended
         thread = played = None
-        if run_log.ended or run_log.run is None:
+        if ended or run_log.run is None:
             thread = await load_thread()
-        if run_log.run is None and not run_log.ended:
+        for _ in range(REPLAYS):
+            if run_log.run is not None or run_log.ended:
+                break
             played = await replayed(run_log, thread)
+            if run_log.first <= played.last + 1:
+                break  # the cursor reads on from its last event
+        if run_log.ended and not ended:
+            # It ended meanwhile: its end is stored (a log ends once its save is
+            # done), and a prelude of an ended run is the thread as stored.
+            thread = await load_thread()
         shared = _usable(run_log)  # another reader built one meanwhile
         if shared is None:
             data, after = snapshot_prelude(run_log, ids, thread, played)

@@ -43,7 +43,8 @@ def replay(run_log, held=()) -> Replay:
 
     ``held``: the message ids of the run's thread. Those the run skipped are
     skipped again, so its generated ids come out as sent; ids its events carry
-    are its own (the thread holds them once the run is stored), never skipped.
+    (message and tool call ids) are its own (the thread holds them once the
+    run is stored), never skipped.
     """
     return replay_frames(*held_frames(run_log), held)
 
@@ -60,7 +61,8 @@ def held_frames(run_log) -> tuple[object, bytes, int]:
 def replay_frames(run_log, data: bytes, last: int, held=()) -> Replay:
     """``replay`` of the frames ``data`` (the run's events from its first held, to ``last``)."""
     events = events_of(data)
-    carried = {event.get("messageId") for event in events}
+    # A tool call's message may be named by the call's id (no text before it).
+    carried = {event.get(key) for event in events for key in ("messageId", "toolCallId")}
     t = create_agui_repairer(
         run_log.thread_id,
         run_log.run_id,
