@@ -184,6 +184,11 @@ class Run:
         self._first = _first_item(agent.dialect, ctx)
         self._first_events: list[dict] = []
         self.task: asyncio.Task | None = None
+        # Its task has taken its first step (``run``): cancelled before that, a
+        # task never runs its code, so nothing would end the run (its log, its
+        # lease): it is told to stop as it starts instead (``_cancel``).
+        self._stepped = False
+        self._cancel_asked = False
         # For agui_bridge.ops: when the first frames after RUN_STARTED reached
         # the log (time to first event), the bytes appended, the last event.
         self.first_at: float | None = None
@@ -198,7 +203,7 @@ class Run:
         """The response that started the run lost its client."""
         if self.cancel_on_leave and self.task is not None and not self.task.done():
             self.cancelled = True
-            self.task.cancel()
+            self._cancel()
 
     def stop(self) -> bool:
         """Stops the live run (POST …/cancel); False when it already ended.
@@ -212,7 +217,7 @@ class Run:
         # run is bound to): a 0.0.x run's log ends with a plain RUN_FINISHED.
         self.log.stopped = True
         if self.task is not None:
-            self.task.cancel()
+            self._cancel()
         return True
 
     def shutdown(self) -> bool:
@@ -220,7 +225,7 @@ class Run:
         if self.t.finished or self.task is None or self.task.done() or self.stopping:
             return False
         self.shutting_down = True
-        self.task.cancel()
+        self._cancel()
         return True
 
     def log_failed(self, lost: bool, error: BaseException | None = None) -> None:
@@ -232,7 +237,14 @@ class Run:
             self.lost = True
         else:
             self.unavailable = error or RunsUnavailable("the run log is unreachable")
-        self.task.cancel()
+        self._cancel()
+
+    def _cancel(self) -> None:
+        """Cancels the run's task; one that has not started yet stops as it starts."""
+        if self._stepped:
+            self.task.cancel()
+        else:
+            self._cancel_asked = True
 
     def snapshot(self) -> dict:
         """What a reader joining now needs (``t.snapshot()``, docs/contract-notes.md)
@@ -470,7 +482,10 @@ class Run:
 
     async def run(self) -> None:
         """The whole run; the task the gate starts. Never raises but when killed."""
+        self._stepped = True
         try:
+            if self._cancel_asked:
+                raise asyncio.CancelledError  # ended as the cancel asked, the agent never called
             await self._drive()
         except asyncio.CancelledError:
             stop = self._why_cancelled()
