@@ -279,9 +279,13 @@ class AgentProtocol:
     async def _sized_body(self, conn, action: str) -> tuple[object, dict, int]:
         """``_body`` and the body's size: a large one is parsed and checked off the
         event loop (``run_input.off_loop``), as are the messages it carries."""
-        length = conn.headers.get("content-length")
-        if conn.headers.get("content-type") is None and length in (None, "0"):
-            raw, refused = None, None  # what the SDK's cancel sends
+        headers = conn.headers
+        length = headers.get("content-length")
+        # No type and no body (what the SDK's cancel sends): nothing to read. A
+        # body sent chunked has no length either: read (and refused, untyped).
+        chunked = length is None and "transfer-encoding" in headers
+        if headers.get("content-type") is None and length in (None, "0") and not chunked:
+            raw, refused = None, None
         else:
             raw, refused = await self.handler.read_body(conn)
         identity, request = await self._identity(conn, action, raw)
