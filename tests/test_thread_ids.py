@@ -330,3 +330,17 @@ def test_an_id_less_chunks_interrupt_skips_held_ids(impl):
     for chunk in ({"type": "interrupt", "reason": "a"}, {"type": "interrupt", "value": "plain"}):
         t(chunk)
     assert [i["id"] for i in t.snapshot()["interrupts"]] == ["R:i2", "R:i4"]
+
+
+async def test_a_run_id_holding_a_slash_is_refused_at_the_door(client):
+    """A run is named by one path segment (``…/runs/{runId}/cancel``, ``/events``):
+    one whose id holds "/" could be neither stopped nor read by id once started."""
+    tid = thread("slash")
+    body = run_body(tid, "hi", run_id="x/y")
+    refused = await client.post("/ag-ui/run", json=body)
+    assert refused.status_code == 400, refused.text
+    assert "runId" in refused.json()["error"]["message"]
+    # Nothing of it was taken: the thread is free and holds no turn.
+    assert (await client.post("/ag-ui/run", json=run_body(tid, "hi"))).status_code == 200
+    state = (await client.get(f"/threads/{tid}/state")).json()
+    assert [m["content"] for m in state["messages"] if m["role"] == "user"] == ["hi"]

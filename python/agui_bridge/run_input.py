@@ -164,6 +164,10 @@ def map_run_input(body, policy: PartPolicy = DEFAULT_POLICY) -> RunInput:
         run_id = uuid4().hex
     else:
         check_id(run_id, "'runId'")
+        if "/" in run_id:
+            # Its routes (…/runs/{runId}/cancel, /events) take one path segment:
+            # a run that could be neither stopped nor read by id is not started.
+            raise RunInputError("'runId' must not contain '/'")
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise RunInputError("'messages' must be a non-empty list")
