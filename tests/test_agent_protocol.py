@@ -486,6 +486,10 @@ async def test_bad_input_is_422_unknown_is_404_never_500(base_url, client):
             "context": [1, "x", [1], True],
             "durability": [1, "x", [1], True],
             "stream_resumable": [1, "x", [1], "true"],
+            # Not served: refused whatever asks for them (0 is no False here).
+            "interrupt_before": [0, "*", ["demo"]],
+            "interrupt_after": [0, "*", ["demo"]],
+            "after_seconds": [5, "x", True],
         }
         for field, values in wrong.items():
             for value in values:

@@ -633,7 +633,7 @@ class AgentProtocol:
         if resumable is not None and not isinstance(resumable, bool):
             raise _unprocessable("'stream_resumable' must be true or false")
         for key in _NOT_SERVED:
-            if body.get(key) not in (None, False, []):
+            if not _unasked(key, body.get(key)):
                 raise _unprocessable(f"'{key}' is not served (no checkpoints are kept)")
         webhook = body.get("webhook")
         if webhook is not None:
@@ -1029,6 +1029,14 @@ class AgentProtocol:
         finally:
             if not keep:
                 self._discard(record)
+
+
+def _unasked(key: str, value) -> bool:
+    """A field of ``_NOT_SERVED`` that asks for nothing: absent, false, an empty
+    list, or no delay (``in`` would take 0 for False: ``interrupt_before: 0``)."""
+    if value is None or value is False or (type(value) is list and not value):
+        return True
+    return key == "after_seconds" and type(value) in (int, float) and value == 0
 
 
 async def _cancelled(
