@@ -14,6 +14,7 @@ import asyncio
 import httpx
 from agui_bridge import App
 from agui_bridge import crumbs as c
+from agui_bridge import gate as gate_module
 
 TIMEOUT = 3.0
 
@@ -81,3 +82,41 @@ async def test_two_interrupt_runs_sent_together_both_end(monkeypatch):
                 wedged.append((ticks, len(pending), status))
         # Was [(1, 2, 'busy')]: neither /runs/wait answered, the thread busy for good.
         assert wedged == []
+
+
+async def test_a_log_failure_during_the_turn_save_stops_the_run(monkeypatch):
+    """The shared log's sink failing (lease taken over, Redis unreachable: what
+    ``RedisSink.failed`` calls) while the user's turn is stored, before the run
+    has a task: the run ends so as it starts (the agent ran on, its frames
+    dropped by the ended sink)."""
+    app = App(store="memory://")
+    called = []
+
+    @app.agent("echo")
+    async def echo(ctx):
+        called.append(ctx.run_id)
+        yield c.text_delta("hi")
+
+    saving = asyncio.Event()
+    go = asyncio.Event()
+    real_save = gate_module.save
+
+    async def slow_save(*args, **kwargs):
+        saving.set()
+        await go.wait()
+        return await real_save(*args, **kwargs)
+
+    monkeypatch.setattr(gate_module, "save", slow_save)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://t", timeout=10) as http:
+        user = {"id": "u1", "role": "user", "content": "x"}
+        body = {"threadId": "lf", "runId": "r1", "messages": [user]}
+        post = asyncio.ensure_future(http.post("/agui/echo", json=body))
+        await asyncio.wait_for(saving.wait(), 3)
+        run = app.gate.run_of("lf")
+        assert run is not None and run.task is None
+        run.log_failed(True)  # what RedisSink.failed does: the lease was taken over
+        go.set()
+        await asyncio.wait_for(post, 5)
+        # The lease was lost: the agent must not run (nothing of it may be stored).
+        assert called == [], "the agent ran after its log refused the run"

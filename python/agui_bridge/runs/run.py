@@ -231,7 +231,8 @@ class Run:
     def log_failed(self, lost: bool, error: BaseException | None = None) -> None:
         """The shared log refused the frames (``lost``: the lease was taken over)
         or cannot be reached: the agent stops; nothing more reaches the log."""
-        if self.t.finished or self.task is None or self.task.done():
+        # Before its task (the turn being stored): it ends so as it starts.
+        if self.t.finished or (self.task is not None and self.task.done()):
             return
         if lost:
             self.lost = True
