@@ -279,15 +279,9 @@ class AgentProtocol:
     async def _sized_body(self, conn, action: str) -> tuple[object, dict, int]:
         """``_body`` and the body's size: a large one is parsed and checked off the
         event loop (``run_input.off_loop``), as are the messages it carries."""
-        headers = conn.headers
-        length = headers.get("content-length")
-        # No type and no body (what the SDK's cancel sends): nothing to read. A
-        # body sent chunked has no length either: read (and refused, untyped).
-        chunked = length is None and "transfer-encoding" in headers
-        if headers.get("content-type") is None and length in (None, "0") and not chunked:
-            raw, refused = None, None
-        else:
-            raw, refused = await self.handler.read_body(conn)
+        # An untyped empty POST is {} (what the SDKs' cancel sends); untyped with
+        # a body (sent chunked, or over HTTP/2: no length) it is refused.
+        raw, refused = await self.handler.read_body(conn, empty_untyped=True)
         identity, request = await self._identity(conn, action, raw)
         if refused is not None:
             raise refused

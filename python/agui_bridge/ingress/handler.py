@@ -283,8 +283,14 @@ class Handler:
 
     # -- POST a run ---------------------------------------------------------
 
-    async def read_body(self, conn) -> tuple[bytes | None, HttpError | None]:
+    async def read_body(
+        self, conn, empty_untyped: bool = False
+    ) -> tuple[bytes | None, HttpError | None]:
         """The raw body, or why it is refused (answered once the caller is authenticated).
+
+        ``empty_untyped``: a request with no Content-Type and no length, or a
+        length of 0, is read to know whether it has a body (an SDK's empty
+        POST has none; a body sent chunked, or over HTTP/2, has no length).
 
         A Content-Length that is not a number of bytes is answered at once: no
         body can be read after it. The whole body must arrive within
@@ -300,13 +306,17 @@ class Handler:
                 "Content-Length must be one decimal number of bytes",
                 [("connection", "close")],
             )
-        if not _json_content_type(conn.headers.get("content-type")):
-            return None, HttpError(
-                415, "unsupported_media_type", "the body must be application/json"
-            )
+        untyped = HttpError(415, "unsupported_media_type", "the body must be application/json")
+        kind = conn.headers.get("content-type")
+        maybe_empty = empty_untyped and kind is None and length in (None, "0")
+        if not _json_content_type(kind) and not maybe_empty:
+            return None, untyped
         try:
             async with asyncio.timeout(app.body_timeout):
-                return await self._receive(conn, length)
+                raw, refused = await self._receive(conn, length)
+                if kind is None and raw:
+                    return None, untyped
+                return raw, refused
         except TimeoutError:
             message = f"the body did not arrive within {app.body_timeout:g} s"
             return None, HttpError(408, "request_timeout", message, [("connection", "close")])
