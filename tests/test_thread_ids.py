@@ -332,11 +332,13 @@ def test_an_id_less_chunks_interrupt_skips_held_ids(impl):
     assert [i["id"] for i in t.snapshot()["interrupts"]] == ["R:i2", "R:i4"]
 
 
-async def test_a_run_id_holding_a_slash_is_refused_at_the_door(client):
+@pytest.mark.parametrize("run_id", ["x/y", "..", "."])
+async def test_a_run_id_no_route_can_name_is_refused_at_the_door(client, run_id):
     """A run is named by one path segment (``…/runs/{runId}/cancel``, ``/events``):
-    one whose id holds "/" could be neither stopped nor read by id once started."""
+    one whose id holds "/", or is a dot segment (clients' URLs drop those), could
+    be neither stopped nor read by id once started."""
     tid = thread("slash")
-    body = run_body(tid, "hi", run_id="x/y")
+    body = run_body(tid, "hi", run_id=run_id)
     refused = await client.post("/ag-ui/run", json=body)
     assert refused.status_code == 400, refused.text
     assert "runId" in refused.json()["error"]["message"]

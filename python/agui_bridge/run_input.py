@@ -164,10 +164,11 @@ def map_run_input(body, policy: PartPolicy = DEFAULT_POLICY) -> RunInput:
         run_id = uuid4().hex
     else:
         check_id(run_id, "'runId'")
-        if "/" in run_id:
-            # Its routes (…/runs/{runId}/cancel, /events) take one path segment:
-            # a run that could be neither stopped nor read by id is not started.
-            raise RunInputError("'runId' must not contain '/'")
+        if "/" in run_id or run_id in (".", ".."):
+            # Its routes (…/runs/{runId}/cancel, /events) take it as one path
+            # segment, which clients' URLs drop when it is a dot segment: a run
+            # that could be neither stopped nor read by id is not started.
+            raise RunInputError("'runId' must not contain '/' nor be '.' or '..'")
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise RunInputError("'messages' must be a non-empty list")
