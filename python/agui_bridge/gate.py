@@ -422,7 +422,11 @@ class Gate:
         ended = [run for run in list(self.active.values()) if run is not None and run.shutdown()]
         if ended:
             log.warning("shutdown: ended %d run(s) still going after %.1f s", len(ended), timeout)
-            await asyncio.wait([run.task for run in ended])
+        # Those it ended, and those ending already (a stop under way: shutdown()
+        # leaves them be), until they are saved and released.
+        going = [run.task for run in self.active.values() if run is not None and run.task]
+        if going:
+            await asyncio.wait(going)
 
 
 async def _released(slots) -> None:
