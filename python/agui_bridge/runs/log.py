@@ -78,8 +78,9 @@ class RunLog:
         # for a join rebuilt from the frames before that save is done.
         self.turn: list[dict] = []
         # A run that starts a branch (regenerate, edit): ``{"after": id}``, the
-        # last stored message its branch keeps (None: none), until its cut is
-        # stored; None for a run that appends.
+        # last stored message its branch keeps (None: none), for a join built
+        # from the stored thread before or after its cut is stored
+        # (``cursor.on_branch``); None for a run that appends.
         self.branch: dict | None = None
         self.max_bytes = max_bytes
         self.chunks: list[bytes] = []
