@@ -394,7 +394,7 @@ async def test_a_join_whose_copy_is_trimmed_while_its_frames_are_replayed(redis_
     ``replayed`` (XRANGE, a thread), and this node's copy drops the frames right
     after what was read: read again, not a reader placed where the copy no
     longer holds the next event (it was disconnected right after its prelude)."""
-    more, go = asyncio.Event(), asyncio.Event()
+    more, sent, go = asyncio.Event(), asyncio.Event(), asyncio.Event()
     app = App(store="memory://", runs=redis_url, max_log_bytes=64 * 1024)
 
     @app.agent("long")
@@ -406,16 +406,20 @@ async def test_a_join_whose_copy_is_trimmed_while_its_frames_are_replayed(redis_
         for n in range(100, 300):
             yield c.text_delta(f"{n:05d}" + "x" * 1019)
             await asyncio.sleep(0)
+        sent.set()
         await go.wait()
 
     real = prelude_module.replayed
 
     async def slow_replayed(run_log, thread):
         played = await real(run_log, thread)
-        if not more.is_set():  # the first read: the run streams on meanwhile
+        if not more.is_set():
+            # The first read: the run streams on meanwhile, all of it (a reader
+            # placed while it streams could fall behind a 64 KiB copy for good).
             more.set()
             async with asyncio.timeout(10):
-                while run_log.first <= played.last + 1:
+                await sent.wait()
+                while run_log.last < 302 or run_log.first <= played.last + 1:
                     await asyncio.sleep(0.01)
         return played
 
