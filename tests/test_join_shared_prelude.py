@@ -109,11 +109,13 @@ def echo(app: App) -> App:
 
 
 class HeldSaves:
-    """A store whose ``hold``-th save of a thread waits for ``go``."""
+    """A store whose ``hold``-th save of a thread waits for ``go``: before it is
+    stored, or (``landed``) once it is (the thread holds the run's output while
+    the run's log has not ended yet). ``holding`` is set as it starts to wait."""
 
-    def __init__(self, store, hold: int):
-        self.store, self.hold, self.count = store, hold, 0
-        self.saving, self.go = asyncio.Event(), asyncio.Event()
+    def __init__(self, store, hold: int, landed: bool = False):
+        self.store, self.hold, self.landed, self.count = store, hold, landed, 0
+        self.holding, self.go = asyncio.Event(), asyncio.Event()
 
     def __getattr__(self, name):
         return getattr(self.store, name)
@@ -121,12 +123,17 @@ class HeldSaves:
     async def save(self, thread_id, agent_id, new_messages, state, interrupts, lease=None,
                    owner=None, errored=False, cut=None, run_id=None):  # fmt: skip
         self.count += 1
-        if self.count == self.hold:
-            self.saving.set()
+        held = self.count == self.hold
+        if held and not self.landed:
+            self.holding.set()
             await self.go.wait()
-        return await self.store.save(thread_id, agent_id, new_messages, state, interrupts,
-                                     lease=lease, owner=owner, errored=errored, cut=cut,
-                                     run_id=run_id)  # fmt: skip
+        result = await self.store.save(thread_id, agent_id, new_messages, state, interrupts,
+                                       lease=lease, owner=owner, errored=errored, cut=cut,
+                                       run_id=run_id)  # fmt: skip
+        if held and self.landed:
+            self.holding.set()
+            await self.go.wait()
+        return result
 
 
 @pytest.mark.parametrize("runs", ["memory", "redis"])
@@ -146,7 +153,7 @@ async def test_a_join_while_a_regenerate_saves_its_cut_shows_the_new_branch(
         assert first.status == 200
         regen = Call(app, "POST", "/agui/a", body_of("t-rg", "r2", [u1])).start()
         async with asyncio.timeout(10):
-            await store.saving.wait()
+            await store.holding.wait()
         join = Call(app, "GET", "/threads/t-rg/events").start()
         await join.until(lambda r: b"STATE_SNAPSHOT" in r.body)
         store.go.set()
@@ -288,29 +295,6 @@ async def test_a_join_on_a_node_whose_copy_was_trimmed_gets_the_run_from_its_sta
         await b.aclose()
 
 
-class SavedThenHeld:
-    """A store whose ``hold``-th save lands, then waits for ``go`` before returning
-    (the thread holds the run's output; the run's log has not ended yet)."""
-
-    def __init__(self, store, hold: int):
-        self.store, self.hold, self.count = store, hold, 0
-        self.saved, self.go = asyncio.Event(), asyncio.Event()
-
-    def __getattr__(self, name):
-        return getattr(self.store, name)
-
-    async def save(self, thread_id, agent_id, new_messages, state, interrupts, lease=None,
-                   owner=None, errored=False, cut=None, run_id=None):  # fmt: skip
-        result = await self.store.save(thread_id, agent_id, new_messages, state, interrupts,
-                                       lease=lease, owner=owner, errored=errored, cut=cut,
-                                       run_id=run_id)  # fmt: skip
-        self.count += 1
-        if self.count == self.hold:
-            self.saved.set()
-            await self.go.wait()
-        return result
-
-
 async def test_a_join_after_the_save_landed_of_a_run_that_opened_a_tool_call(redis_url):
     """The run's final save is stored before its log's end reaches the joiner's
     node. Its first tool call had no text before it, so the stored assistant
@@ -318,7 +302,7 @@ async def test_a_join_after_the_save_landed_of_a_run_that_opened_a_tool_call(red
     replay must not take it for an id the run skipped (it was a 500)."""
     from agui_bridge.store.memory import MemoryStore
 
-    store = SavedThenHeld(MemoryStore(), hold=2)  # 1: the turn; 2: the run's output
+    store = HeldSaves(MemoryStore(), hold=2, landed=True)  # 1: the turn; 2: the run's output
     app = App(store=store, runs=redis_url)
 
     @app.agent("t")
@@ -330,7 +314,7 @@ async def test_a_join_after_the_save_landed_of_a_run_that_opened_a_tool_call(red
     try:
         run = Call(app, "POST", "/agui/t", body_of("t-sv", "r1", "go")).start()
         async with asyncio.timeout(10):
-            await store.saved.wait()
+            await store.holding.wait()
         stored = json.loads((await call(app, "GET", "/threads/t-sv/state")).body)["messages"]
         assert [m["id"] for m in stored] == ["u-r1", "c1", "r1:r1", "r1:m1"], stored
         # This node's copy of the log has caught up with the run's terminal event
