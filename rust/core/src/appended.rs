@@ -105,6 +105,16 @@ impl Appended {
 mod tests {
     use super::Appended;
 
+    /// Pieces of 0 to 13 characters of 1 to 4 bytes each, differing by round.
+    fn piece(round: usize, n: usize) -> String {
+        "aé東🎉"
+            .chars()
+            .cycle()
+            .skip(round + n)
+            .take(n / 3)
+            .collect()
+    }
+
     #[test]
     fn pieces_of_every_length_make_the_same_text_as_a_string() {
         let mut appended = Appended::default();
@@ -112,12 +122,7 @@ mod tests {
         let mut bounds = vec![0];
         for round in 0..40 {
             for n in 0..=40 {
-                let piece: String = "aé東🎉"
-                    .chars()
-                    .cycle()
-                    .skip(round + n)
-                    .take(n / 3)
-                    .collect();
+                let piece = piece(round, n);
                 appended.push_str(&piece);
                 expected.push_str(&piece);
                 bounds.push(expected.len());
@@ -140,12 +145,7 @@ mod tests {
         let mut expected = String::new();
         for round in 0..40 {
             for n in 0..=40 {
-                let piece: String = "aé東🎉"
-                    .chars()
-                    .cycle()
-                    .skip(round + n)
-                    .take(n / 3)
-                    .collect();
+                let piece = piece(round, n);
                 // What precedes the piece: a frame's prefix, or (short) nothing much.
                 let before = "data: {\"delta\":\"".repeat(round % 3).into_bytes();
                 let mut frame = before.clone();
