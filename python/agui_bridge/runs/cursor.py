@@ -120,7 +120,7 @@ async def replayed(run_log: RunLog, thread) -> Replay:
     """A shared log's frames put through the events dialect for a join: taken
     here, read in a thread when long (``off_loop``: a run's log may be many MiB)."""
     whole = await run_log.whole()  # what this node's copy no longer holds
-    run_log, data, last = (run_log, *whole) if whole is not None else held_frames(run_log)
+    data, last = whole if whole is not None else held_frames(run_log)
     return await off_loop(len(data), replay_frames, run_log, data, last, thread_ids(thread))
 
 

@@ -46,16 +46,15 @@ def replay(run_log, held=()) -> Replay:
     (message and tool call ids) are its own (the thread holds them once the
     run is stored), never skipped.
     """
-    return replay_frames(*held_frames(run_log), held)
+    return replay_frames(run_log, *held_frames(run_log), held)
 
 
-def held_frames(run_log) -> tuple[object, bytes, int]:
+def held_frames(run_log) -> tuple[bytes, int]:
     """What ``replay_frames`` reads of ``run_log``: taken on the loop, where the
     log is appended to; the reading may then go to a thread (it is as long as the run)."""
     if run_log.last < run_log.first:
-        return run_log, b"", run_log.last
-    data, last = run_log.read(run_log.first - 1)
-    return run_log, data, last
+        return b"", run_log.last
+    return run_log.read(run_log.first - 1)
 
 
 def replay_frames(run_log, data: bytes, last: int, held=()) -> Replay:
