@@ -60,3 +60,58 @@ async def test_a_drain_waits_for_a_stopped_runs_save():
         assert (await stop).status_code == 202
         await post
     await app.aclose()
+
+
+class HeldTurnSave(MemoryStore):
+    """Its first save of a thread (the user's turn, before the agent starts)
+    waits until the test sets ``let_through``."""
+
+    def __init__(self):
+        super().__init__()
+        self.saves = 0
+        self.saving = asyncio.Event()
+        self.let_through = asyncio.Event()
+
+    async def save(self, thread_id, agent_id, new_messages, state, interrupts, lease=None,
+                   owner=None, errored=False, cut=None, run_id=None):  # fmt: skip
+        self.saves += 1
+        if self.saves == 1:
+            self.saving.set()
+            await self.let_through.wait()
+        await super().save(thread_id, agent_id, new_messages, state, interrupts, lease=lease,
+                           owner=owner, errored=errored, cut=cut, run_id=run_id)  # fmt: skip
+
+
+async def test_a_drain_waits_for_a_run_whose_turn_is_being_stored():
+    store = HeldTurnSave()
+    app = App(store=store)
+    started = asyncio.Event()
+
+    @app.agent("slow")
+    async def slow(ctx):
+        started.set()
+        yield c.text_delta("never")
+        await asyncio.sleep(30)
+
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://t", timeout=10) as http:
+        body = {"threadId": "dt", "runId": "r1",
+                "messages": [{"id": "u1", "role": "user", "content": "go"}]}  # fmt: skip
+        post = asyncio.ensure_future(http.post("/agui/slow", json=body))
+        async with asyncio.timeout(5):
+            await store.saving.wait()  # the run has no task yet: its turn is being stored
+        drained = asyncio.ensure_future(app.drain(timeout=0.05))
+        await asyncio.sleep(0.3)
+        assert not drained.done(), "the drain ended while a run's turn was still being stored"
+        store.let_through.set()
+        async with asyncio.timeout(5):
+            await drained
+        # Drained: the run has ended (the agent never ran), its turn stored, the thread free.
+        assert not app.gate.busy("dt")
+        assert not started.is_set()
+        thread = await store.load("dt")
+        assert [m["id"] for m in thread.messages] == ["u1"]
+        response = await post
+        assert response.status_code == 200
+        assert '"RUN_ERROR"' in response.text, response.text
+    await app.aclose()

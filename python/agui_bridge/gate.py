@@ -89,6 +89,11 @@ class Gate:
         self.claimed_at: dict[str, float] = {}
         self.tasks: set[asyncio.Task] = set()
         self._freed: dict[str, asyncio.Event] = {}
+        # Runs being started (admitted, their turn being stored: no task yet),
+        # which a drain waits for; set when there are none.
+        self._starting = 0
+        self._no_starts = asyncio.Event()
+        self._no_starts.set()
 
     # -- busy ----------------------------------------------------------------
 
@@ -210,8 +215,18 @@ class Gate:
 
         ``authorize(thread)`` checks the loaded thread's guards (the ingress's).
         """
+        self.check(run_input.thread_id)
+        self._starting += 1
+        self._no_starts.clear()
+        try:
+            return await self._start(agent, run_input, identity, authorize)
+        finally:
+            self._starting -= 1
+            if not self._starting:
+                self._no_starts.set()
+
+    async def _start(self, agent, run_input, identity, authorize) -> Run:
         thread_id = run_input.thread_id
-        self.check(thread_id)
         slots = await self.admit(agent.agent_id, identity) if self.admit is not None else []
         try:
             lease = await self.claim(thread_id)
@@ -416,10 +431,17 @@ class Gate:
         """Takes no new run; ends the runs still going after ``timeout`` seconds
         and waits until they are saved and released."""
         self.closing = True
+        deadline = asyncio.get_running_loop().time() + timeout
+        await self._starts_done(timeout)
         tasks = [run.task for run in self.active.values() if run is not None and run.task]
         if tasks:
-            await asyncio.wait(tasks, timeout=timeout)
-        ended = [run for run in list(self.active.values()) if run is not None and run.shutdown()]
+            await asyncio.wait(tasks, timeout=max(0.0, deadline - asyncio.get_running_loop().time()))
+        ended = self._shut_down()
+        if self._starting:
+            # Still being started: each ends as its task starts, told to by
+            # ``shutdown`` once it is a run (or by an error: nothing to wait for).
+            await self._starts_done(None)
+            ended += self._shut_down()
         if ended:
             log.warning("shutdown: ended %d run(s) still going after %.1f s", len(ended), timeout)
         # Those it ended, and those ending already (a stop under way: shutdown()
@@ -427,6 +449,18 @@ class Gate:
         going = [run.task for run in self.active.values() if run is not None and run.task]
         if going:
             await asyncio.wait(going)
+
+    def _shut_down(self) -> list[Run]:
+        return [
+            run
+            for run in list(self.active.values())
+            if run is not None and not run.shutting_down and run.shutdown()
+        ]
+
+    async def _starts_done(self, timeout: float | None) -> None:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await self._no_starts.wait()
 
 
 async def _released(slots) -> None:

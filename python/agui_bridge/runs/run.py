@@ -221,8 +221,9 @@ class Run:
         return True
 
     def shutdown(self) -> bool:
-        """Ends the live run because the server is stopping; False when it already ended."""
-        if self.t.finished or self.task is None or self.task.done() or self.stopping:
+        """Ends the live run because the server is stopping (one with no task
+        yet, as its task starts); False when it already ended."""
+        if self.t.finished or self.stopping or (self.task is not None and self.task.done()):
             return False
         self.shutting_down = True
         self._cancel()
