@@ -431,11 +431,12 @@ class Gate:
         """Takes no new run; ends the runs still going after ``timeout`` seconds
         and waits until they are saved and released."""
         self.closing = True
-        deadline = asyncio.get_running_loop().time() + timeout
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
         await self._starts_done(timeout)
         tasks = [run.task for run in self.active.values() if run is not None and run.task]
         if tasks:
-            await asyncio.wait(tasks, timeout=max(0.0, deadline - asyncio.get_running_loop().time()))
+            await asyncio.wait(tasks, timeout=max(0.0, deadline - loop.time()))
         ended = self._shut_down()
         if self._starting:
             # Still being started: each ends as its task starts, told to by
