@@ -161,6 +161,9 @@ def _script(messages: list[dict]):
         return text("Something", finish="content_filter")
     if "midway" in words:
         return [*text("Half an answer")[:-1], {"error": {"message": "overloaded mid-stream"}}]
+    if "cutoff" in words:
+        # The connection closed cleanly partway: no finish_reason, no [DONE].
+        return ("cutoff", text("Half an answer")[:-1])
     if "boom" in words:
         return 500
     if "stall" in words:
@@ -178,6 +181,10 @@ async def completions(request: Request):
     include_usage = (body.get("stream_options") or {}).get("include_usage")
 
     async def frames():
+        if isinstance(script, tuple):
+            for piece in script[1]:
+                yield f"data: {json.dumps(piece)}\n\n"
+            return
         if script == "stall":
             yield f"data: {json.dumps(text('Wait')[0])}\n\n"
             await asyncio.sleep(3600)

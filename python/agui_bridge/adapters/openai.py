@@ -28,7 +28,8 @@ The run ends with ``RUN_ERROR`` and one of these codes, never hangs:
 - ``length``, ``content_filter``: the ``finish_reason`` of the model call;
 - ``model_timeout``: no byte of the answer for ``timeout`` seconds (the
   request's read timeout; ``None`` leaves the client's own);
-- ``model_unreachable``: the connection failed or broke;
+- ``model_unreachable``: the connection failed or broke, or the stream
+  ended before the model said why it stopped (no ``finish_reason``);
 - ``model_error``: the server answered an error, before or in the stream;
 - ``max_steps``: the model still called tools after ``max_steps`` calls.
 """
@@ -234,6 +235,10 @@ class _ModelCall:
                         yield crumb
             finally:
                 await stream.close()
+            if self.finish_reason is None:
+                # A connection closed cleanly partway reads as a stream's end
+                # (the SDK takes no [DONE] as nothing missing): not an answer.
+                raise _Failed("model_unreachable", "the model's stream ended before its answer")
         except openai.APITimeoutError:
             raise _Failed("model_timeout", f"no answer from the model in {timeout} s") from None
         except openai.APIConnectionError as error:
