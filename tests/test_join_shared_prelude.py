@@ -424,3 +424,45 @@ async def test_a_join_whose_copy_is_trimmed_while_its_frames_are_replayed(redis_
         more.set()
         go.set()
         await app.aclose()
+
+
+async def test_a_lost_run_seen_on_a_trimmed_copy_closes_what_opened_before_the_copy(redis_url):
+    """The run's node stops renewing (it died) while another node's copy holds
+    only the run's newest events (``max_log_bytes``): the closers that node
+    appends for every reader come from all Redis holds, so a tool call opened
+    before the copy's first event is closed too."""
+    go = asyncio.Event()
+
+    def node() -> App:
+        app = App(store="memory://", runs=redis_url, max_log_bytes=64 * 1024, lease_ttl=1.0)
+
+        @app.agent("long")
+        async def long(ctx):
+            yield c.tool_input_start("c1", "search")
+            for n in range(200):
+                yield c.text_delta(f"{n:05d}" + "x" * 1019)
+                await asyncio.sleep(0)
+            await go.wait()
+
+        return app
+
+    a, b = node(), node()
+    try:
+        Call(a, "POST", "/agui/long", body_of("t-lost", "r1", "go")).start()
+        async with asyncio.timeout(15):
+            while (copy := a.runs.logs.get("t-lost", "r1")) is None or copy.last < 203:
+                await asyncio.sleep(0.05)
+        join = Call(b, "GET", "/threads/t-lost/events").start()
+        await join.until(lambda r: b"STATE_SNAPSHOT" in r.body and r.body.endswith(b"\n\n"))
+        assert b.runs.logs.get("t-lost", "r1").first > 2  # B's copy lacks the call's start
+        a.gate.leases["t-lost"][1].cancel()  # A's renewals stop, as if it died
+        async with asyncio.timeout(15):
+            await join.done()
+        ended = join.events[-1]
+        assert ended["type"] == "RUN_ERROR" and ended["code"] == "run_lost", ended
+        ends = [e["toolCallId"] for e in join.events if e["type"] == "TOOL_CALL_END"]
+        assert ends == ["c1"], join.events[-4:]
+    finally:
+        go.set()
+        await a.aclose()
+        await b.aclose()

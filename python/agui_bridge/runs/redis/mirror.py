@@ -8,9 +8,10 @@ import logging
 import orjson
 
 from ...errors import RunsUnavailable
+from ...run_input import off_loop
 from ..frames import first_frame
 from ..log import Logs, RunLog
-from ..replay import frames_of, replay
+from ..replay import frames_of, held_frames, replay_frames
 from .client import DOWN, Client
 from .layout import GONE, Keys
 
@@ -138,17 +139,19 @@ class Reading:
         except asyncio.CancelledError:
             raise
         except (*DOWN, RunsUnavailable) as error:
-            self._unreachable(mirror, error)
+            await self._unreachable(mirror, error)
         except Exception:
             log.exception("run %s: reading its log failed", mirror.run_id)
-            self._unreachable(mirror, None)
+            await self._unreachable(mirror, None)
 
     async def _check_alive(self, mirror: Mirror) -> None:
         keys = mirror.keys
         if await self.client.call("exists", keys.alive, patient=True):
             return
-        # The run's node stopped renewing: end the run for every reader, once.
-        played = replay(mirror)
+        # The run's node stopped renewing: end the run for every reader, once,
+        # closing all it opened, also before what this copy still holds.
+        whole = await mirror.whole()
+        played = await _replayed(mirror, whole if whole is not None else held_frames(mirror))
         events = []
         if played.terminal:
             entry_id, first, data = b"%d-1" % mirror.last, b"0", b""
@@ -177,13 +180,13 @@ class Reading:
             self._end_copy(mirror, events)
             self._stop_local(mirror, GONE)
 
-    def _unreachable(self, mirror: Mirror, error) -> None:
+    async def _unreachable(self, mirror: Mirror, error) -> None:
         """Redis cannot be read: this node's readers get the closers and
         RUN_ERROR runs_unavailable; the copy is dropped, so a later request
         reads Redis again."""
         log.error("run %s: its log is unreachable: %s", mirror.run_id, error)
         if not mirror.ended:
-            played = replay(mirror)
+            played = await _replayed(mirror, held_frames(mirror))
             events = []
             if not played.terminal:
                 events = played.closing_events("the run log is unreachable", "runs_unavailable")
@@ -207,3 +210,10 @@ class Reading:
             sink.run.log_failed(False, RunsUnavailable("the run log is unreachable"))
 
     # -- control ---------------------------------------------------------------
+
+
+async def _replayed(mirror: Mirror, frames: tuple[bytes, int]):
+    """``frames`` (taken on the loop, where the copy is appended to) put through
+    the events dialect, in a thread when long: a run's log may be many MiB."""
+    data, last = frames
+    return await off_loop(len(data), replay_frames, mirror, data, last)
