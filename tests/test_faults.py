@@ -234,3 +234,70 @@ def test_sigterm_ends_long_runs_on_every_server(tmp_path, server):
         events, _ = parse_sse(body["raw"].decode())
         assert_valid_agui(events)
         assert events[-1]["code"] == "server_shutdown"
+
+
+@pytest.mark.parametrize("server", ["serve", "uvicorn"])
+def test_sigterm_drains_a_run_whose_client_left(tmp_path, server):
+    """A run nobody reads any more (its client left; it goes on) still gets the
+    drain: the server keeps serving it for ``drain_timeout``, then ends it with
+    ``server_shutdown``, its partial answer stored. The server has no open
+    connection, so it stops at once and asks the App to close: that close
+    drains, never cancels the drain it began at SIGTERM."""
+    env = env_for(tmp_path, AGUI_TEST_DRAIN="1.0", AGUI_TEST_LEASE_TTL="60")
+    tid, run_id = thread("left"), f"left-{time.monotonic_ns()}"
+    if server == "serve":
+        running = serve_cli(env, stop_signal=signal.SIGKILL)
+    else:
+        command = ["-m", "uvicorn", "--host", "127.0.0.1", "--port", "{port}"]
+        running = spawn([sys.executable, *command, "tests.ingress_apps:app"], env)
+    with running as started:
+        base_url, process = started.base_url, started.process
+        with httpx.stream(
+            "POST", base_url + "/ag-ui/run", json=run_body(tid, "slow 600", run_id=run_id)
+        ) as response:
+            for chunk in response.iter_bytes():
+                if b"TEXT_MESSAGE_CONTENT" in chunk:
+                    break  # the client leaves; the run goes on
+        assert wait_until((MARKS / f"started-{run_id}").exists, 20)
+        time.sleep(0.3)
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=20)
+    with serve_cli(env, stop_signal=signal.SIGKILL) as again:
+        messages = httpx.get(f"{again.base_url}/threads/{tid}/state").json()["messages"]
+        assert [m["role"] for m in messages] == ["user", "assistant"], messages
+        assert messages[1]["content"].startswith("w0 w1 ")
+
+
+def test_sigterm_ends_an_idle_thread_event_stream():
+    """langgraph-sdk's ``threads.stream()`` keeps ``POST /threads/{id}/stream/events``
+    open between runs. A drain ends it (the client reconnects to a node still
+    serving) rather than holding the worker until the server kills it."""
+    with serve_cli({"OPS_OPEN": "1"}, target="tests.ops_apps:app") as server:
+        base_url, process = server.base_url, server.process
+        body = {"threadId": "ts", "runId": "ts-r",
+                "messages": [{"id": "ts-m", "role": "user", "content": "hi"}]}  # fmt: skip
+        assert httpx.post(base_url + "/agui/talk", json=body).status_code == 200
+        read: dict = {}
+
+        def follow():
+            with httpx.stream(
+                "POST", base_url + "/threads/ts/stream/events", json={"channels": ["values"]},
+                timeout=60,
+            ) as response:  # fmt: skip
+                read["status"] = response.status_code
+                try:
+                    read["body"] = b"".join(response.iter_bytes())
+                except httpx.HTTPError as error:  # cut off, not ended
+                    read["error"] = error
+
+        reader = threading.Thread(target=follow, daemon=True)
+        reader.start()
+        assert wait_until(lambda: "status" in read, 10)
+        time.sleep(0.5)
+        process.send_signal(signal.SIGTERM)
+        stopped = time.monotonic()
+        process.wait(timeout=30)
+        took = time.monotonic() - stopped
+        reader.join(5)
+    assert took < 10, f"the worker stopped after {took:.1f} s\n{server.log()[-2000:]}"
+    assert read["status"] == 200 and "body" in read, read

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import http.server
+import signal
 import threading
 import time
 
@@ -121,3 +122,23 @@ def test_spans_continue_the_callers_trace(pg_url, redis_url):
     assert run_span.start_time_unix_nano >= server_span.start_time_unix_nano
     state = by_name["GET /threads/{thread_id}/state"][0]
     assert state.trace_id.hex() != TRACE_ID and not state.parent_span_id
+
+
+def test_a_stopping_worker_exports_the_spans_it_holds():
+    """The batch processor holds spans for up to its delay (5 s by default): a
+    worker stopping right after a run still exports them (the SDK's own exit
+    hook does not run in a server's worker process)."""
+    with otlp_receiver() as (endpoint, spans):
+        env = {"OPS_OPEN": "1", "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
+               "OTEL_BSP_SCHEDULE_DELAY": "60000"}  # fmt: skip
+        with serve_cli(env, target="tests.ops_apps:app", workers=1) as server:
+            body = {"threadId": "tq", "runId": "tq-r",
+                    "messages": [{"id": "tq-m", "role": "user", "content": "hi"}]}  # fmt: skip
+            run = httpx.post(server.base_url + "/agui/talk", json=body)
+            assert run.status_code == 200 and "RUN_FINISHED" in run.text
+            server.process.send_signal(signal.SIGTERM)
+            server.process.wait(timeout=20)
+        deadline = time.monotonic() + 5
+        while not {"POST /agui/talk", "agui.run"} <= {s.name for _, s in spans}:
+            assert time.monotonic() < deadline, f"spans seen: {sorted(s.name for _, s in spans)}"
+            time.sleep(0.1)

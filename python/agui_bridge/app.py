@@ -373,6 +373,17 @@ class App:
         self._listeners.append(callback if _takes_two(callback) else _event_only(callback))
         return callback
 
+    async def shutdown(self) -> None:
+        """What a server's stop runs (ASGI lifespan shutdown, RSGI's
+        ``__rsgi_del__``): the drain, begun at SIGTERM or now, then ``aclose``.
+        A server stops as soon as no connection is open, which says nothing of
+        the runs no one reads (a client that left, a background run): they get
+        their ``drain_timeout`` and are stored, never cut off."""
+        self._begin_drain()
+        await asyncio.shield(self._drain_task)
+        await self.aclose()
+        await self.ops.flush()
+
     async def aclose(self) -> None:
         if self._sweeper is not None:
             self._sweeper.cancel()
@@ -443,7 +454,7 @@ class App:
     def __rsgi_del__(self, loop) -> None:
         # granian calls this once the worker's streams have ended.
         with contextlib.suppress(RuntimeError):
-            loop.run_until_complete(self.aclose())
+            loop.run_until_complete(self.shutdown())
 
 
 def _check_agent(agent_id: str, fn) -> None:

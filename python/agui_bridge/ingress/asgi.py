@@ -154,7 +154,7 @@ async def serve_asgi(app, handler, scope, receive, send) -> None:
                 await app.startup(asyncio.get_running_loop())
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
-                await app.aclose()
+                await app.shutdown()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
     if kind == "websocket":

@@ -46,6 +46,11 @@ class Ops:
             self.endpoints[self.metrics.path] = "metrics"
         self._watch = bool(self.metrics or self.limits or self.tracer)
 
+    async def flush(self) -> None:
+        """What a stopping worker must still send (the spans held for export)."""
+        if self.tracer is not None:
+            await asyncio.to_thread(self.tracer.flush)
+
     # -- the front door --------------------------------------------------------
 
     def front(self, handler):

@@ -95,7 +95,17 @@ class Tracing:
         self.propagate = propagate
         self.SpanKind = SpanKind
         self.Status, self.StatusCode = Status, StatusCode
-        self.tracer = _provider().get_tracer("agui_bridge")
+        self.provider = _provider()
+        self.tracer = self.provider.get_tracer("agui_bridge")
+
+    def flush(self, timeout_ms: int = 5000) -> None:
+        """Exports the spans the batch processor still holds (blocking: call it
+        in a thread). A worker's end needs it: the SDK's exit hook does not run
+        in a server's worker process, and the last seconds' spans (a drain's
+        ``server_shutdown`` runs among them) would be lost."""
+        force_flush = getattr(self.provider, "force_flush", None)
+        if force_flush is not None:
+            force_flush(timeout_ms)
 
     @contextlib.contextmanager
     def request(self, req, headers):
