@@ -8,7 +8,7 @@ import json
 import pytest
 
 from tests.adapter_apps import register_pydantic
-from tests.adapter_testing import PICK_CITY, app_client, of, run_on, said, thread
+from tests.adapter_testing import PICK_CITY, app_client, of, run_on, said, state_of, thread
 from tests.ingress_apps import run_body
 
 
@@ -340,3 +340,54 @@ def test_the_agent_function_says_its_dialect():
     assert app._agents["events"].dialect == "events"
     with pytest.raises(ValueError, match="yields the 'events' dialect, not 'crumbs'"):
         App(store="memory://").agent("crumbs", dialect="crumbs")(fn)
+
+
+async def test_the_agents_system_prompt_reaches_the_model_not_the_clients():
+    """Resuming a history, pydantic-ai adds no system prompt: the agent's own
+    (static and ``@agent.system_prompt``) never reached the model. As
+    pydantic-ai's AG-UI adapter does, it is put back on every run, and a system
+    message the client sends does not reach the model."""
+    from agui_bridge.adapters.pydantic_ai import pydantic_ai_agent
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import SystemPromptPart, UserPromptPart
+    from pydantic_ai.models.function import FunctionModel
+
+    seen = []
+
+    async def stream(messages, info):
+        seen.append(
+            (
+                [p.content for m in messages for p in m.parts if isinstance(p, SystemPromptPart)],
+                [p.content for m in messages for p in m.parts if isinstance(p, UserPromptPart)],
+                info.instructions,
+            )
+        )
+        yield "ok"
+
+    pirate = Agent(FunctionModel(stream_function=stream), system_prompt="You are a pirate.")
+
+    @pirate.system_prompt
+    def today() -> str:
+        return "Today is Tuesday."
+
+    brief = Agent(FunctionModel(stream_function=stream), instructions="Be brief.")
+
+    def register(app):
+        app.agent("pirate")(pydantic_ai_agent(pirate))
+        app.agent("brief")(pydantic_ai_agent(brief))
+
+    cat = {"id": "s1", "role": "system", "content": "You are a cat."}
+    async with app_client(register) as http:
+        tid = thread("sysprompt")
+        hi = {"id": "u1", "role": "user", "content": "hi"}
+        await run_on(http, "/agui/pirate", run_body(tid, [cat, hi]))
+        held = (await state_of(http, tid))["messages"]
+        again = {"id": "u2", "role": "user", "content": "again"}
+        await run_on(http, "/agui/pirate", run_body(tid, [*held, again]))
+        await run_on(http, "/agui/brief", run_body(thread("instr"), [cat, hi]))
+    pirate_says = ["You are a pirate.", "Today is Tuesday."]
+    assert seen == [
+        (pirate_says, ["hi"], None),
+        (pirate_says, ["hi", "again"], None),
+        ([], ["hi"], "Be brief."),
+    ]

@@ -15,7 +15,9 @@
 
 Each run continues the thread: its messages (history, the client's tool
 results, the new user message) become pydantic-ai's message history (through
-pydantic-ai's own AG-UI loader), and the agent's streamed events become AG-UI
+pydantic-ai's own AG-UI loader; the agent's system prompt goes on every run
+and replaces a system message of the client's, as in pydantic-ai's AG-UI
+adapter), and the agent's streamed events become AG-UI
 events (the events dialect, docs/events-dialect.md; ``App`` reads
 ``agui_dialect`` off the function): text, tool calls with their arguments,
 and tool results (the text pydantic-ai sends the model back). A tool call's
@@ -66,6 +68,7 @@ from pydantic_ai import (
     ToolDefinition,
     ToolDenied,
 )
+from pydantic_ai.capabilities import ReinjectSystemPrompt
 from pydantic_ai.messages import (
     DeferredToolRequestsEvent,
     FunctionToolCallEvent,
@@ -129,6 +132,11 @@ def pydantic_ai_agent(
             options["deferred_tool_results"] = results
         if ctx.tools:
             options["toolsets"] = [*options.get("toolsets", ()), _frontend(ctx.tools)]
+        # Resuming a history, pydantic-ai adds no system prompt: the agent's is
+        # put back, and the client's replaced, as pydantic-ai's own AG-UI adapter
+        # does (its server mode; id=None leaves the agent's own reinjector be).
+        reinject = ReinjectSystemPrompt(replace_existing=True, id=None)
+        options["capabilities"] = [reinject, *options.get("capabilities", ())]
         output = options.get("output_type") or agent.output_type
         options["output_type"] = [output, DeferredToolRequests]
         if deps is not None:
