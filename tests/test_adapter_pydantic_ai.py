@@ -391,3 +391,47 @@ async def test_the_agents_system_prompt_reaches_the_model_not_the_clients():
         (pirate_says, ["hi", "again"], None),
         ([], ["hi"], "Be brief."),
     ]
+
+
+@pytest.mark.parametrize("way", ["metadata", "content"])
+async def test_ag_ui_events_a_tool_returns_follow_its_result(way):
+    """pydantic-ai's AG-UI way for a tool to update the shared state: the AG-UI
+    events in its ``ToolReturn``'s metadata (or its return value) go out right
+    after its result, as pydantic-ai's AG-UI adapter sends them."""
+    from ag_ui.core import EventType, StateDeltaEvent, StateSnapshotEvent
+    from agui_bridge.adapters.pydantic_ai import pydantic_ai_agent
+    from pydantic_ai import Agent, ToolReturn
+    from pydantic_ai.messages import ToolReturnPart
+    from pydantic_ai.models.function import DeltaToolCall, FunctionModel
+
+    async def stream(messages, info):
+        if any(isinstance(p, ToolReturnPart) for p in messages[-1].parts):
+            yield "Saved."
+            return
+        yield {0: DeltaToolCall(name="set_theme", json_args='{"color": "red"}', tool_call_id="c1")}
+
+    agent = Agent(FunctionModel(stream_function=stream))
+
+    @agent.tool_plain
+    def set_theme(color: str):
+        """Sets the UI theme."""
+        events = [
+            StateSnapshotEvent(type=EventType.STATE_SNAPSHOT, snapshot={"theme": color}),
+            StateDeltaEvent(
+                type=EventType.STATE_DELTA,
+                delta=[{"op": "add", "path": "/font", "value": "serif"}],
+            ),
+        ]
+        return ToolReturn(return_value="ok", metadata=events) if way == "metadata" else events
+
+    tid = thread("tool-state")
+    async with app_client(lambda app: app.agent("st")(pydantic_ai_agent(agent))) as http:
+        events = await run_on(http, "/agui/st", run_body(tid, "make it red"))
+        stored = (await state_of(http, tid))["values"]
+    kinds = [e["type"] for e in events]
+    after = kinds.index("TOOL_CALL_RESULT") + 1
+    assert kinds[after : after + 2] == ["STATE_SNAPSHOT", "STATE_DELTA"]
+    assert events[after]["snapshot"] == {"theme": "red"}
+    assert events[after + 1]["delta"] == [{"op": "add", "path": "/font", "value": "serif"}]
+    assert said(events) == "Saved."
+    assert stored == {"theme": "red", "font": "serif"}

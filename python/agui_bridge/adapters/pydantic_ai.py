@@ -20,7 +20,10 @@ and replaces a system message of the client's, as in pydantic-ai's AG-UI
 adapter), and the agent's streamed events become AG-UI
 events (the events dialect, docs/events-dialect.md; ``App`` reads
 ``agui_dialect`` off the function): text, tool calls with their arguments,
-and tool results (the text pydantic-ai sends the model back). A tool call's
+and tool results (the text pydantic-ai sends the model back), each followed
+by the AG-UI events its tool returned (in a ``ToolReturn``'s ``metadata``, or
+as its value: a ``StateSnapshotEvent`` updates the shared state), as
+pydantic-ai's AG-UI adapter sends them. A tool call's
 events go out once pydantic-ai has run it (with its result) or deferred it:
 only then is it known not to wait for an approval. The run's
 frontend tools are an ``ExternalToolset``: a call to one ends the run with its
@@ -55,11 +58,11 @@ the run with ``RUN_ERROR`` (code: its class name, e.g.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pydantic
-from ag_ui.core import Message
+from ag_ui.core import BaseEvent, Message
 from pydantic_ai import (
     AgentRunResultEvent,
     DeferredToolRequests,
@@ -84,6 +87,7 @@ from pydantic_ai.messages import (
     ToolCallPart,
     ToolCallPartDelta,
     ToolResultEvent,
+    ToolReturnPart,
 )
 from pydantic_ai.toolsets import ExternalToolset
 from pydantic_ai.ui.ag_ui import AGUIAdapter
@@ -350,7 +354,7 @@ class _Stream:
             out.append(
                 {"type": "TOOL_CALL_RESULT", "toolCallId": part.tool_call_id, "content": content}
             )
-            return out
+            return out + _tool_events(part)
         if isinstance(event, DeferredToolRequestsEvent):
             out = []
             for call in event.requests.calls:
@@ -368,6 +372,18 @@ class _Stream:
             if not (isinstance(output, str | DeferredToolRequests) or output is None):
                 self.result = _JSON.dump_python(output, mode="json")
         return []
+
+
+def _tool_events(part: ToolReturnPart) -> list[BaseEvent]:
+    """The AG-UI events a tool returned (how a pydantic-ai tool updates the
+    shared state), in its metadata or else its return value: pydantic-ai's
+    AG-UI adapter sends them after the result, and so does this one."""
+    returned = part.metadata or part.content
+    if isinstance(returned, BaseEvent):
+        return [returned]
+    if isinstance(returned, str | bytes) or not isinstance(returned, Iterable):
+        return []
+    return [item for item in returned if isinstance(item, BaseEvent)]
 
 
 def _text(delta: str) -> dict:
