@@ -435,3 +435,58 @@ async def test_ag_ui_events_a_tool_returns_follow_its_result(way):
     assert events[after + 1]["delta"] == [{"op": "add", "path": "/font", "value": "serif"}]
     assert said(events) == "Saved."
     assert stored == {"theme": "red", "font": "serif"}
+
+
+async def test_a_resume_cancelling_the_call_with_a_new_message_answers_it_after_the_call():
+    """A resume that cancels the pending approval and carries a new user
+    message: the model gets the call, its cancelled result, then the message
+    (pydantic-ai's ``user_prompt`` beside ``deferred_tool_results``). It got the
+    message before the call it was rebuilt after."""
+    from agui_bridge.adapters.pydantic_ai import pydantic_ai_agent
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import TextPart, ToolCallPart, ToolReturnPart, UserPromptPart
+    from pydantic_ai.models.function import DeltaToolCall, FunctionModel
+
+    seen = []
+
+    async def stream(messages, info):
+        seen.append(messages)
+        prompts = [p.content for p in messages[-1].parts if isinstance(p, UserPromptPart)]
+        if prompts == ["delete it"]:
+            yield "Deleting."
+            yield {0: DeltaToolCall(name="delete_file", json_args="{}", tool_call_id="c1")}
+        else:
+            yield "Sure."
+
+    agent = Agent(FunctionModel(stream_function=stream))
+
+    @agent.tool_plain(requires_approval=True)
+    def delete_file() -> str:
+        return "deleted"
+
+    tid = thread("cancel-new")
+    async with app_client(lambda app: app.agent("del")(pydantic_ai_agent(agent))) as http:
+        interrupt = approval_of(await run_on(http, "/agui/del", run_body(tid, "delete it")))
+        held = (await state_of(http, tid))["messages"]
+        new = {"id": "u2", "role": "user", "content": "never mind, hello"}
+        resume = [{"interruptId": interrupt["id"], "status": "cancelled"}]
+        events = await run_on(http, "/agui/del", run_body(tid, [*held, new], resume=resume))
+    assert said(events) == "Sure."
+    kinds = {
+        UserPromptPart: "user",
+        TextPart: "text",
+        ToolCallPart: "call",
+        ToolReturnPart: "result",
+    }
+    told = [
+        (kinds[type(p)], p.content if hasattr(p, "content") else p.tool_name)
+        for m in seen[-1]
+        for p in m.parts
+    ]
+    assert told == [
+        ("user", "delete it"),
+        ("text", "Deleting."),
+        ("call", "delete_file"),
+        ("result", "The user cancelled the tool call."),
+        ("user", "never mind, hello"),
+    ]

@@ -43,7 +43,8 @@ to pydantic-ai as ``DeferredToolResults.approvals`` on the call rebuilt from
 the interrupt's metadata: approved, the tool runs, and its call and result
 are announced in the resuming run; denied (``approved: false``, a "no", a
 cancelled entry), the model is told so (``reason`` as the message). A
-payload that is neither is a denial (deny by default).
+payload that is neither is a denial (deny by default). A user message sent
+with the resume reaches the model after the calls' results.
 
 The model's thinking (``ThinkingPart``) streams as reasoning (contract
 section 8), one reasoning message per part under ``ctx.new_id("think")``;
@@ -88,6 +89,7 @@ from pydantic_ai.messages import (
     ToolCallPartDelta,
     ToolResultEvent,
     ToolReturnPart,
+    UserPromptPart,
 )
 from pydantic_ai.toolsets import ExternalToolset
 from pydantic_ai.ui.ag_ui import AGUIAdapter
@@ -126,7 +128,15 @@ def pydantic_ai_agent(
 
     async def run(ctx: RunContext):
         approvals = _approvals(ctx)
-        history = to_model_messages(conversation(ctx))
+        messages = conversation(ctx)
+        prompt = None
+        if approvals and (ctx.input or ctx.parts):
+            # A new user message (one sent with a resume that cancels the calls)
+            # comes after the calls' results: pydantic-ai adds its user_prompt
+            # there, while in the history it would come before the calls.
+            [request] = to_model_messages([messages.pop()])
+            [prompt] = [p.content for p in request.parts if isinstance(p, UserPromptPart)]
+        history = to_model_messages(messages)
         options = dict(run_options)
         if approvals:
             calls, results = approvals
@@ -147,7 +157,7 @@ def pydantic_ai_agent(
             options["deps"] = deps(ctx)
         held = {call["id"] for m in ctx.history for call in tool_calls(m)}
         stream = _Stream(held, lambda: ctx.new_id("think"))
-        async with agent.run_stream_events(None, message_history=history, **options) as events:
+        async with agent.run_stream_events(prompt, message_history=history, **options) as events:
             async for event in events:
                 for out in stream.events(event):
                     yield out
