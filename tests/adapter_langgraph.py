@@ -246,13 +246,19 @@ def delete_file(path: str) -> str:
     return f"deleted {path}" if answer == "yes" else "the user said no"
 
 
-def approving_tool_graph():
-    """LangGraph's human-in-the-loop inside a tool: the tool interrupts for approval."""
+def approving_tool_graph(seen: list | None = None):
+    """LangGraph's human-in-the-loop inside a tool: the tool interrupts for approval
+    ("delete ..." asks for it; other user messages are answered "you said: ...").
+    ``seen`` keeps every model input."""
 
     async def agent(state: State):
+        if seen is not None:
+            seen.append(list(state["messages"]))
         last = state["messages"][-1]
         if isinstance(last, ToolMessage):
             reply = AIMessage(content=f"Done: {last.content}")
+        elif "delete" not in str(last.content):
+            reply = AIMessage(content=f"you said: {last.content}")
         else:
             call = {"id": "del-1", "name": "delete_file", "args": {"path": "a.txt"}}
             reply = AIMessage(content="Asking first.", tool_calls=[call])

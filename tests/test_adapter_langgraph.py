@@ -400,3 +400,37 @@ async def test_the_clients_state_reaches_the_graph():
         await run_on(http, "/agui/g", run_body(tid, [*stored["messages"], message], state=edited))
         assert seen[-1]["notes"] == ["n1", "n2"]
         assert (await state_of(http, tid))["values"]["notes"] == ["n1", "n2"]
+
+
+async def test_a_resume_that_cancels_all_with_a_new_message_answers_it():
+    """The user cancels the approval and types on instead: the graph must answer
+    the new message (the call it asked about closed with no result), not resume
+    the tool with a refusal and drop what the user typed."""
+    from agui_bridge.adapters._messages import NO_RESULT
+    from langchain_core.messages import HumanMessage, ToolMessage
+
+    from tests.adapter_langgraph import approving_tool_graph
+
+    seen: list = []
+    tid = thread("cancel-and-type")
+    graph = approving_tool_graph(seen)
+    async with serve(graph) as http:
+        events = await run_on(http, "/agui/g", run_body(tid, "delete a.txt"))
+        [pending] = events[-1]["outcome"]["interrupts"]
+        held = (await state_of(http, tid))["messages"]
+        typed = {"id": "u2", "role": "user", "content": "never mind, what is 2+2?"}
+        resume = [{"interruptId": pending["id"], "status": "cancelled"}]
+        events = await run_on(http, "/agui/g", run_body(tid, [*held, typed], resume=resume))
+        stored = await state_of(http, tid)
+    assert said(events) == "you said: never mind, what is 2+2?"
+    closed, asked = seen[-1][-2:]
+    assert isinstance(closed, ToolMessage) and closed.tool_call_id == "del-1"
+    assert closed.content == NO_RESULT
+    assert isinstance(asked, HumanMessage) and asked.content == typed["content"]
+    assert [(m["role"], m["content"]) for m in stored["messages"][-2:]] == [
+        ("user", "never mind, what is 2+2?"),
+        ("assistant", "you said: never mind, what is 2+2?"),
+    ]
+    # Neither the thread nor the graph waits on the cancelled approval.
+    assert stored["interrupts"] == []
+    assert (await graph.aget_state({"configurable": {"thread_id": tid}})).interrupts == ()

@@ -46,7 +46,9 @@ What the graph streams becomes:
   the interrupt's). The resume becomes ``Command(resume=...)``: AG-UI 1.0
   ``resume`` entries as ``{interrupt id: payload}`` (a cancelled entry gives
   ``None``), ``forwardedProps.command.resume`` as its decision (``{interruptId:
-  decision}`` when it names the interrupt).
+  decision}`` when it names the interrupt). A resume that cancels every
+  interrupt and carries a new user message is a new turn instead: the
+  message goes in as input, the waiting calls get no-result ``ToolMessage``s.
 
 The run's frontend tools are in ``config["configurable"]["agui_tools"]`` for
 nodes that bind them; a graph exception ends the run with ``RUN_ERROR``
@@ -79,6 +81,7 @@ except ImportError:  # langgraph before 1.0.2: an edited reducer channel is adde
 
 from ..blocks import to_blocks
 from ..context import RunContext
+from ..turns import cancels_all
 from ._messages import (
     NO_RESULT,
     conversation,
@@ -102,12 +105,19 @@ def langgraph_agent(graph, *, messages_key: str = "messages", config: dict | Non
             "agui_tools": ctx.tools,
         }
         run_config = {**base, "configurable": configurable}
-        if ctx.resume is not None:
+        # A resume that cancels every pending interrupt and carries a new user
+        # message is a new turn (turns.py): the graph answers the message, the
+        # waiting calls get no-result ToolMessages (_input_messages), and the
+        # interrupted step is dropped, as on any new input to LangGraph.
+        resuming = ctx.resume is not None and not (
+            cancels_all(ctx.resume) and (ctx.input or ctx.parts)
+        )
+        if resuming:
             graph_input: Any = Command(resume=resume_value(ctx))
         else:
             graph_input = await _graph_input(graph, run_config, ctx, messages_key)
         stream = _Stream(messages_key)
-        if ctx.resume is not None and getattr(graph, "checkpointer", None):
+        if resuming and getattr(graph, "checkpointer", None):
             snapshot = await graph.aget_state(run_config)
             stream.earlier = _unanswered(snapshot.values.get(messages_key) or [])
         modes = ["messages", "updates", "values"]
