@@ -13,12 +13,18 @@ import uuid
 from typing import Annotated
 
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, AIMessageChunk, RemoveMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    HumanMessage,
+    RemoveMessage,
+    ToolMessage,
+)
 from langchain_core.outputs import ChatGenerationChunk
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
-from langgraph.graph.message import add_messages
+from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import interrupt
 from typing_extensions import TypedDict
@@ -305,3 +311,27 @@ def shared_state_graph(seen: list):
         return {"messages": [AIMessage(content="noted")], "proverbs": proverbs}
 
     return graph_of({"node": node}, [("__start__", "node"), ("node", "__end__")], state=Shared)
+
+
+def summarizing_graph(seen: list, summaries: list):
+    """What langchain's SummarizationMiddleware does to the checkpoint: from 7
+    messages on, all are removed and a summary HumanMessage of a fresh id goes
+    before the last two (each summary is kept in ``summaries``); the agent keeps
+    every model input in ``seen`` and answers "answer #n"."""
+
+    def summarize(state: State):
+        messages = state["messages"]
+        if len(messages) < 7:
+            return {}
+        summaries.append([m.content for m in messages[:-2]])
+        summary = HumanMessage(content="summary", id=str(uuid.uuid4()))
+        return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), summary, *messages[-2:]]}
+
+    async def agent(state: State):
+        seen.append([m.content for m in state["messages"]])
+        return {"messages": [AIMessage(content=f"answer #{len(seen)}")]}
+
+    nodes = {"summarize": summarize, "agent": agent}
+    return graph_of(
+        nodes, [("__start__", "summarize"), ("summarize", "agent"), ("agent", "__end__")]
+    )

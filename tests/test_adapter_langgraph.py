@@ -434,3 +434,26 @@ async def test_a_resume_that_cancels_all_with_a_new_message_answers_it():
     # Neither the thread nor the graph waits on the cancelled approval.
     assert stored["interrupts"] == []
     assert (await graph.aget_state({"configurable": {"thread_id": tid}})).interrupts == ()
+
+
+async def test_a_graph_that_summarizes_its_history_is_not_taken_for_a_branch():
+    """A summary (langchain's SummarizationMiddleware) replaces the old messages
+    with a HumanMessage of its own id, which no client message has: the thread
+    goes on, so the checkpoint is not rewritten to the whole conversation and
+    summarized again every turn."""
+    from tests.adapter_langgraph import summarizing_graph
+
+    seen: list = []
+    summaries: list = []
+    async with serve(summarizing_graph(seen, summaries)) as http:
+        tid = thread("summarized")
+        sent: list = []
+        for n in range(1, 6):
+            sent.append({"id": f"u{n}", "role": "user", "content": f"question {n}"})
+            await run_on(http, "/agui/g", run_body(tid, sent))
+            sent = (await state_of(http, tid))["messages"]
+    assert len(summaries) == 1  # in turn 4, at 7 messages
+    assert seen[-1] == ["summary", "answer #3", "question 4", "answer #4", "question 5"]
+    assert [m["content"] for m in sent] == [
+        text for n in range(1, 6) for text in (f"question {n}", f"answer #{n}")
+    ]

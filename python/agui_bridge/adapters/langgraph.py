@@ -206,8 +206,12 @@ def _branches_off(held: list, ctx: RunContext) -> bool:
     """Whether the client's conversation left the checkpoint's: user messages
     keep their ids in both, so if it goes on, the checkpoint's are the last of
     the client's (all of them, or fewer where the graph trims its history, as
-    LangGraph's memory patterns do); anything else is a regenerate or an edit."""
-    ours = [m.id for m in held if isinstance(m, HumanMessage)]
+    LangGraph's memory patterns do); anything else is a regenerate or an edit.
+    Only the ids the thread holds count: a HumanMessage the graph made itself
+    (the summary langchain's SummarizationMiddleware puts in place of the old
+    messages, under a fresh id) is no client message, and would make every
+    turn a branch, the checkpoint rewritten and summarized again."""
+    ours = [m.id for m in held if isinstance(m, HumanMessage) and m.id in ctx.held]
     theirs = [m.get("id") for m in ctx.history if m.get("role") == "user"]
     return len(ours) > len(theirs) or (bool(ours) and theirs[-len(ours) :] != ours)
 
