@@ -306,6 +306,42 @@ def test_a_stopped_answer_resent_as_a_prefix_cuts_the_stored_one_to_it():
     assert turn.cut is None
 
 
+def calling(i: str, text: str, *calls: tuple[str, str]) -> dict:
+    """An assistant message with tool calls ``(id, arguments)``."""
+    message = assistant(i, text)
+    message["toolCalls"] = [
+        {"id": c, "type": "function", "function": {"name": "look", "arguments": a}}
+        for c, a in calls
+    ]
+    return message
+
+
+def test_a_stopped_answer_whose_tool_calls_the_page_did_not_all_show_is_cut_to_them():
+    """Stop, then type, while the answer's tool call streamed: the page shows the
+    text without the call, or the call with part of its arguments. What the page
+    shows is stored (the next model turn must not see a call it never showed)."""
+    full = calling("a1", "I will look that up.", ("c1", '{"q":"cats"}'), ("c2", "{}"))
+    shown_cases = [
+        assistant("a1", "I will look that up."),  # no call yet
+        calling("a1", "I will look that up.", ("c1", '{"q":"ca')),  # arguments cut
+        calling("a1", "I will look that up.", ("c1", '{"q":"cats"}')),  # one of two calls
+        calling("a1", "I will", ("c1", "")),  # text cut (the calls follow it)
+    ]
+    for shown in shown_cases:
+        turn = merge(stored([user("u1"), full]), request([user("u1"), shown, user("u2")]))
+        assert turn.cut is not None and turn.cut.after == "u1", shown
+        assert turn.new == [shown, user("u2")]
+    # all of it shown (the calls resent whole), or calls the stored answer does not
+    # have: no stop, the stored copy wins
+    for same in (
+        calling("a1", "I will look that up.", ("c1", '{"q":"cats"}'), ("c2", "{}")),
+        calling("a1", "I will look that up.", ("c9", '{"q":"ca')),
+        calling("a1", "I will look that up.", ("c1", '{"q":"dogs"}')),
+    ):
+        turn = merge(stored([user("u1"), full]), request([user("u1"), same, user("u2")]))
+        assert turn.cut is None and turn.new == [user("u2")], same
+
+
 def test_a_resent_unanswered_user_message_is_the_input_again():
     """The thread holds u1 without an answer (a failed run): resending it runs on it."""
     turn = merge(stored([user("u1")]), request([user("u1")]))

@@ -267,13 +267,44 @@ def _edited(held: dict, sent: dict) -> bool:
 
 def _stopped(held: dict, sent: dict) -> bool:
     """An assistant (or reasoning) message the client shows cut short: its text
-    a strict prefix of the stored one's (whitespace at its end aside: clients trim)."""
+    a strict prefix of the stored one's (whitespace at its end aside: clients
+    trim), or its text all there and its tool calls fewer, or the last one's
+    arguments cut (the calls stream after the text)."""
     if held.get("role") != sent.get("role"):
         return False
     shown, stored = sent.get("content"), held.get("content")
-    if not (isinstance(shown, str) and isinstance(stored, str)) or not shown.strip():
+    if not (isinstance(shown, str) and isinstance(stored, str)):
         return False
-    return stored.startswith(shown) and stored.rstrip() != shown.rstrip()
+    calls = _calls_shown(held, sent)
+    if calls is None:
+        return False  # calls the stored answer does not have: not a stop
+    if shown.rstrip() == stored.rstrip():
+        return calls
+    return bool(shown.strip()) and stored.startswith(shown)
+
+
+def _calls_shown(held: dict, sent: dict) -> bool | None:
+    """Whether the sent tool calls are the stored ones cut short (fewer, or the
+    last one's arguments a strict prefix); None when they are not the stored
+    ones' beginning at all."""
+    stored, shown = held.get("toolCalls") or [], sent.get("toolCalls") or []
+    if not (isinstance(stored, list) and isinstance(shown, list)) or len(shown) > len(stored):
+        return None
+    cut = len(shown) < len(stored)
+    for was, now in zip(stored, shown, strict=False):
+        if not (isinstance(was, dict) and isinstance(now, dict)) or was.get("id") != now.get("id"):
+            return None
+        whole, part = _arguments(was), _arguments(now)
+        if whole is None or part is None or not whole.startswith(part):
+            return None
+        cut = cut or len(part) < len(whole)
+    return cut
+
+
+def _arguments(call: dict) -> str | None:
+    function = call.get("function")
+    arguments = function.get("arguments") if isinstance(function, dict) else None
+    return arguments if isinstance(arguments, str) else "" if arguments is None else None
 
 
 def rerun(messages, stored: list[dict]) -> bool:
