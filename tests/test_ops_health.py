@@ -16,9 +16,9 @@ from tests.servers import serve_cli
 TARGET = "tests.ops_apps:app"
 
 
-def _run_body(thread_id: str, text: str) -> dict:
-    return {"threadId": thread_id, "runId": thread_id + "-r",
-            "messages": [{"id": thread_id + "-m", "role": "user", "content": text}]}  # fmt: skip
+def _run_body(thread_id: str, text: str, turn: str = "") -> dict:
+    message = {"id": thread_id + "-m" + turn, "role": "user", "content": text}
+    return {"threadId": thread_id, "runId": thread_id + "-r" + turn, "messages": [message]}
 
 
 def _until(predicate, timeout: float = 20.0):
@@ -59,6 +59,34 @@ def test_health_and_readiness_follow_the_store(pg_server, pg_url, redis_url):
         finally:
             pg_server.resume()
         _until(lambda: httpx.get(base + "/readyz", timeout=10).status_code == 200, 60)
+
+
+def test_a_read_only_postgres_is_not_ready_and_runs_are_503(pg_server, pg_url):
+    # A primary demoted by a failover answers reads and refuses writes: no run can
+    # start there (its lease is a write), so the balancer must take the node out.
+    with serve_cli({"OPS_STORE": pg_url, "OPS_OPEN": "1"}, target=TARGET, workers=1) as server:
+        base = server.base_url
+        assert httpx.post(base + "/agui/talk", json=_run_body("t1", "hi")).status_code == 200
+        assert httpx.get(base + "/readyz").status_code == 200
+        pg_server._sql("ALTER SYSTEM SET default_transaction_read_only = on")
+        try:
+            pg_server._sql("SELECT pg_reload_conf()")
+            # The reload reaches the server's sessions within moments.
+            down = _until(lambda: (r := httpx.get(base + "/readyz")).status_code == 503 and r, 10)
+            assert down.json() == {"status": "unavailable", "failed": ["store: store_unavailable"]}
+            assert down.headers["retry-after"]
+            # A run is refused as in any store outage: 503 to retry, not a 500.
+            for thread_id in ("t2", "t1"):  # a new thread, and one with a stored turn
+                run = httpx.post(base + "/agui/talk", json=_run_body(thread_id, "again", "2"))
+                assert run.status_code == 503, run.text
+                assert run.json()["error"]["code"] == "store_unavailable"
+                assert run.headers["retry-after"]
+        finally:
+            pg_server._sql("ALTER SYSTEM RESET default_transaction_read_only")
+            pg_server._sql("SELECT pg_reload_conf()")
+        _until(lambda: httpx.get(base + "/readyz").status_code == 200, 10)
+        run = httpx.post(base + "/agui/talk", json=_run_body("t2", "again", "2"))
+        assert run.status_code == 200 and "RUN_FINISHED" in run.text
 
 
 def test_readyz_is_503_from_the_start_of_a_drain(tmp_path):

@@ -3,8 +3,9 @@
 ``GET /healthz``: 200 as long as the worker's event loop answers (the
 request is served by that loop, so reaching this code is the check).
 ``GET /readyz``: 200 when the thread store and the run backend each answer
-within ``timeout`` seconds (Redis run logs: a write, since a Redis refusing
-writes starts no run); 503 otherwise, and 503 from the moment a drain
+within ``timeout`` seconds (a store or run backend with a ``ping``, PostgreSQL
+and Redis, is asked whether it takes writes, since one refusing writes starts
+no run); 503 otherwise, and 503 from the moment a drain
 starts (``App.drain``: SIGTERM), so a load balancer stops sending runs while
 the running ones finish. Neither needs authentication (``authenticate`` is
 not called) and neither body names a thread, a run or an agent.
@@ -71,11 +72,11 @@ async def answer(app, kind: str, health: Health) -> tuple[int, bytes, list]:
     if app.closing:
         body = {"status": "draining"}
         return 503, orjson.dumps(body), [*JSON, ("retry-after", "5")]
-    runs = app.runs
-    ping = getattr(runs, "ping", None)
+    store, runs = app.store, app.runs
+    store_ping, runs_ping = getattr(store, "ping", None), getattr(runs, "ping", None)
     checks = await asyncio.gather(
-        _check("store", lambda: app.store.load(_PROBE), health.timeout),
-        _check("runs", ping or (lambda: runs.get(_PROBE, _PROBE)), health.timeout),
+        _check("store", store_ping or (lambda: store.load(_PROBE)), health.timeout),
+        _check("runs", runs_ping or (lambda: runs.get(_PROBE, _PROBE)), health.timeout),
     )
     failed = [c for c in checks if c is not None]
     if app.closing:  # a drain began while the checks ran

@@ -244,12 +244,15 @@ async def migrate(conn, steps=None) -> int:
 
 
 # What says the server cannot be reached (stopped, restarting, refusing
-# connections, or a connection dropped mid-call): StoreUnavailable, a 503.
+# connections, or a connection dropped mid-call) or cannot take a write (a
+# read-only server: a primary demoted by a failover, a standby): StoreUnavailable,
+# a 503, and a run's save waits for it as for a server that is down.
 _DOWN = (
     OSError,
     asyncpg.PostgresConnectionError,
     asyncpg.exceptions.OperatorInterventionError,
     asyncpg.exceptions.TooManyConnectionsError,
+    asyncpg.exceptions.ReadOnlySQLTransactionError,
 )
 CONNECT_TIMEOUT = 5.0
 
@@ -707,6 +710,14 @@ class PostgresStore:
         )
 
     # -- lifecycle -------------------------------------------------------------
+
+    async def ping(self) -> None:
+        """Readiness (``/readyz``): a server that answers reads but refuses writes
+        (a primary demoted by a failover, a standby, ``default_transaction_read_only``)
+        starts no run (its lease is a write), so it is not ready."""
+        pool = await self._conns()
+        if await pool.fetchval("SELECT current_setting('transaction_read_only')") == "on":
+            raise StoreUnavailable("the thread store is read-only")
 
     async def close(self) -> None:
         pool, self._pool = self._pool, None
