@@ -392,6 +392,7 @@ class App:
         if drain is not None and not drain.done():
             drain.cancel()
         await self.runs.aclose()
+        await self.ops.aclose()  # the limits' Redis connections
         if self._store is not None:
             await self._store.close()
             self._store = None if isinstance(self._store_spec, str) else self._store

@@ -227,6 +227,10 @@ class Ops:
 
         return watch_runs(runs, self.metrics, self.tracer)
 
+    async def aclose(self) -> None:
+        if self.limits is not None:
+            await self.limits.aclose()
+
     def error_body(self, code: str, message: str) -> bytes:
         return orjson.dumps({"error": {"code": code, "message": message}})
 

@@ -145,6 +145,11 @@ class Limiter:
                 self._counter = MemoryCounter()
         return self._counter
 
+    async def aclose(self) -> None:
+        close = getattr(self._counter, "aclose", None)
+        if close is not None:
+            await close()
+
     async def admit_run(self, who: str, agent_id: str) -> list:
         c = self.config
         wanted = []
@@ -359,6 +364,14 @@ class RedisCounter:
                                     [self.ttl_ms, *([slot.member] * len(slot.keys))])  # fmt: skip
                 except Exception as error:
                     log.warning("renewing a limit slot failed: %s", error)
+
+    async def aclose(self) -> None:
+        """Its connections (the App's ``aclose``); the slots it holds lapse."""
+        if self._renewer is not None:
+            self._renewer.cancel()
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
 
     async def take(self, key: str, per_second: float, burst: int) -> float:
         wait_ms = await self._run("take", [PREFIX + key], [per_second / 1000.0, burst])
