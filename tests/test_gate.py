@@ -73,11 +73,11 @@ async def test_a_thread_is_freed_when_giving_back_its_limit_slots_fails(monkeypa
     give_back = Slot.release
     failed = []
 
-    async def failing_once(slot):
+    async def failing_once(slot, unused=False):
         if not failed:
             failed.append(slot)
             raise RuntimeError("the counter is gone")
-        await give_back(slot)
+        await give_back(slot, unused)
 
     monkeypatch.setattr(Slot, "release", failing_once)
     app = App(store="memory://", limits=IdentityLimits(runs=5))

@@ -12,6 +12,7 @@ import time
 
 import httpx
 import orjson
+import pytest
 
 from tests.servers import serve_cli
 
@@ -335,6 +336,64 @@ def test_a_failed_rate_check_gives_back_the_run_slot(monkeypatch):
                 again = await client.post("/agui/talk", json=_body(f"f{n + 2}", "hi"))
                 assert again.status_code == 200, again.text
                 assert "RUN_FINISHED" in again.text
+
+    asyncio.run(go())
+
+
+@pytest.mark.parametrize("counts", ["worker", "redis"])
+def test_starts_refused_409_spend_none_of_the_start_rate(tmp_path, request, counts):
+    """Two workers of one node (one SQLite store, its leases): while bob's run on A
+    holds a thread, ann's starts on it through B are refused 409; they started
+    nothing, so ann at her burst still gets her next real starts (each worker's
+    counts, or Redis's shared by both)."""
+    from agui_bridge import App
+    from agui_bridge import crumbs as c
+
+    store = f"sqlite:///{tmp_path}/threads.sqlite"
+    runs = request.getfixturevalue("redis_url") if counts == "redis" else "memory://"
+    holding, done = asyncio.Event(), asyncio.Event()
+    apps = []
+
+    def worker():
+        app = App(store=store, runs=runs, limits={"starts_per_minute": 1, "burst": 2},
+                  authenticate=lambda request: {"id": request.headers["x-who"]})  # fmt: skip
+
+        @app.agent("talk")
+        async def talk(ctx):
+            if ctx.input == "hold":
+                holding.set()
+                await done.wait()
+            yield c.text_delta("hi")
+
+        apps.append(app)
+        transport = httpx.ASGITransport(app=app)
+        return httpx.AsyncClient(transport=transport, base_url="http://t", timeout=30)
+
+    async def go():
+        try:
+            async with worker() as a, worker() as b:
+                await both(a, b)
+        finally:
+            for app in apps:
+                await app.aclose()
+
+    async def both(a, b):
+        bob, ann = {"x-who": "bob"}, {"x-who": "ann"}
+        held = asyncio.create_task(a.post("/agui/talk", json=_body("h1", "hold"), headers=bob))
+        await asyncio.wait_for(holding.wait(), 10)
+        for n in range(3):  # past the burst of 2
+            body = _body("h1", "again") | {"runId": f"h1-x{n}"}
+            refused = await b.post("/agui/talk", json=body, headers=ann)
+            assert refused.status_code == 409, refused.text
+            assert refused.json()["error"]["code"] == "run_active"
+        for thread_id in ("h2", "h3"):
+            ok = await b.post("/agui/talk", json=_body(thread_id, "hi"), headers=ann)
+            assert ok.status_code == 200 and "RUN_FINISHED" in ok.text
+        # The rate still counts the starts that happened.
+        late = await b.post("/agui/talk", json=_body("h4", "hi"), headers=ann)
+        _refused(late, "rate_limited")
+        done.set()
+        assert (await held).status_code == 200
 
     asyncio.run(go())
 

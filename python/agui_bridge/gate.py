@@ -231,7 +231,7 @@ class Gate:
         try:
             lease = await self.claim(thread_id)
         except BaseException:
-            await _released(slots)
+            await _released(slots, unused=True)
             raise
         try:
             thread = await self._store().load(thread_id)
@@ -281,7 +281,7 @@ class Gate:
             if started is None:
                 raise busy(thread_id)
         except BaseException:
-            await _released(slots)
+            await _released(slots, unused=True)
             await self.unclaim(thread_id, lease)
             raise
         run_log, sink = started
@@ -464,9 +464,11 @@ class Gate:
                 await self._no_starts.wait()
 
 
-async def _released(slots) -> None:
+async def _released(slots, unused: bool = False) -> None:
+    """``unused``: the start was refused before its run began, so what it took of
+    a rate is given back too (a run start is counted once it begins)."""
     for slot in slots:
-        await slot.release()
+        await slot.release(unused)
 
 
 def _retry_after(error: HttpError) -> float:

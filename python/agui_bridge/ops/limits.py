@@ -12,6 +12,9 @@
   identity; a thread's event stream is one of the run it follows);
 - ``starts_per_minute``: run starts per identity, a token bucket that holds
   ``burst`` starts (default: the rate, at least 1) and refills at that rate.
+  A start refused after its token was taken (its thread held by another
+  worker or node: 409; a guard; the store down) gives the token back: a
+  queued run retrying while another node's run holds its thread spends none.
 
 Each count is a whole number of at least 1 and the rate a number above 0
 (``ValueError`` when the limits are made, so when the App is).
@@ -113,10 +116,30 @@ class Slot:
         self.member = member
         self.released = False
 
-    async def release(self) -> None:
+    async def release(self, unused: bool = False) -> None:
         if not self.released:
             self.released = True
             await self.counter.release(self)
+
+
+class StartToken:
+    """The start a run took of its identity's rate: spent, unless it is given back
+    ``unused`` (the run gate: the start was refused before the run began)."""
+
+    __slots__ = ("burst", "counter", "key", "per_second", "released")
+
+    def __init__(self, counter, key: str, per_second: float, burst: int):
+        self.counter = counter
+        self.key = key
+        self.per_second = per_second
+        self.burst = burst
+        self.released = False
+
+    async def release(self, unused: bool = False) -> None:
+        if not self.released:
+            self.released = True
+            if unused:
+                await self.counter.give_back(self.key, self.per_second, self.burst)
 
 
 def _refused(code: str, message: str, retry_after: float) -> HttpError:
@@ -170,11 +193,13 @@ class Limiter:
         if c.starts_per_minute is not None:
             rate = c.starts_per_minute
             burst = c.burst if c.burst is not None else max(1, int(rate))
+            key, per_second = f"starts:{who}", rate / 60.0
             try:
-                wait = await self.counter.take(f"starts:{who}", rate / 60.0, burst)
+                wait = await self.counter.take(key, per_second, burst)
                 if wait > 0:
                     raise _refused("rate_limited", f"more than {rate:g} run starts per minute",
                                    wait)  # fmt: skip
+                slots.append(StartToken(self.counter, key, per_second, burst))
             except BaseException:
                 # No run starts: the slots are nobody's (its counter down, a refusal).
                 for slot in slots:
@@ -253,6 +278,13 @@ class MemoryCounter:
         buckets[key] = (tokens, now, now + (burst - tokens) / per_second)
         return wait
 
+    async def give_back(self, key: str, per_second: float, burst: int) -> None:
+        held = self.buckets.get(key)
+        if held is not None:  # else full already
+            tokens, then, _ = held
+            tokens = min(float(burst), tokens + 1.0)
+            self.buckets[key] = (tokens, then, then + (burst - tokens) / per_second)
+
 
 # Slots: a sorted set per limit key, each member scored by when it expires
 # (Redis's clock), so a dead node's slots lapse. All keys or none.
@@ -297,6 +329,14 @@ redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', now)
 redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate) + 1000)
 return wait
 """
+# A token given back (a start that did not happen); a bucket gone is full already.
+_GIVE = """
+local tokens = tonumber(redis.call('HGET', KEYS[1], 'tokens'))
+if tokens then
+  redis.call('HSET', KEYS[1], 'tokens', tostring(math.min(tonumber(ARGV[1]), tokens + 1)))
+end
+return 0
+"""
 PREFIX = "agui:limits:"
 
 
@@ -316,7 +356,8 @@ class RedisCounter:
             import redis.asyncio as aioredis
 
             self._client = aioredis.Redis.from_url(self.url, socket_connect_timeout=2)
-            for name, source in (("acquire", _ACQUIRE), ("renew", _RENEW), ("take", _TAKE)):
+            scripts = (("acquire", _ACQUIRE), ("renew", _RENEW), ("take", _TAKE), ("give", _GIVE))
+            for name, source in scripts:
                 self._scripts[name] = self._client.register_script(source)
         return self._client
 
@@ -376,6 +417,13 @@ class RedisCounter:
     async def take(self, key: str, per_second: float, burst: int) -> float:
         wait_ms = await self._run("take", [PREFIX + key], [per_second / 1000.0, burst])
         return int(wait_ms) / 1000.0
+
+    async def give_back(self, key: str, per_second: float, burst: int) -> None:
+        # On the way out of a refused start: its own error is the one to answer.
+        try:
+            await self._run("give", [PREFIX + key], [burst])
+        except Exception as error:
+            log.warning("giving back a run start's token failed: %s", error)
 
 
 def limits_of(value):
