@@ -60,3 +60,41 @@ def test_json_lines_with_ids_and_no_secrets(pg_url):
 
     for secret in (TOKEN, TOKEN.split()[1], SECRET_KEY, CONTENT):
         assert secret not in text, f"{secret!r} reached the log"
+
+
+def test_a_request_that_reads_a_run_is_logged_with_its_ids():
+    """The access line of every read of a run (its events, a retry replaying it,
+    the Agent Protocol's join and stream) names the thread, run and agent, as a
+    start's does; a thread's event stream names its thread."""
+    env = {"OPS_OPEN": "1"}
+    with serve_cli(env, "--log-format", "json", target="tests.ops_apps:app", workers=1) as server:
+        base = server.base_url
+        run = httpx.post(base + "/agui/talk", json=_body("lr1", "hi"))
+        assert run.status_code == 200 and "RUN_FINISHED" in run.text
+        reads = [
+            ("GET", "/threads/lr1/runs/lr1-r/events", None),
+            ("POST", "/agui/talk", _body("lr1", "hi")),  # a retry: the run's stream again
+            ("GET", "/threads/lr1/runs/lr1-r/join", None),
+            ("GET", "/threads/lr1/runs/lr1-r/stream", None),
+        ]
+        for method, path, body in reads:
+            read = httpx.request(method, base + path, json=body, timeout=30)
+            assert read.status_code == 200, (path, read.text)
+        events = {"channels": ["lifecycle"]}
+        with httpx.stream("POST", base + "/threads/lr1/stream/events", json=events) as stream:
+            assert stream.status_code == 200
+        server.stop()
+        text = server.log()
+
+    lines = [orjson.loads(line) for line in text.splitlines() if line.strip()]
+    access = [r for r in lines if r["logger"] == "agui_bridge.access"]
+    ids = {"thread_id": "lr1", "run_id": "lr1-r", "agent_id": "talk"}
+    posts = [r for r in access if r["route"] == "/agui/talk"]
+    assert len(posts) == 2 and all(ids.items() <= r.items() for r in posts), posts
+    for route in ("/threads/{thread_id:path}/runs/{run_id}/events",
+                  "/threads/{thread_id}/runs/{run_id}/join",
+                  "/threads/{thread_id}/runs/{run_id}/stream"):  # fmt: skip
+        line = next(r for r in access if r["route"] == route)
+        assert line["status"] == 200 and ids.items() <= line.items(), line
+    stream = next(r for r in access if r["route"] == "/threads/{thread_id}/stream/events")
+    assert stream["thread_id"] == "lr1" and "run_id" not in stream, stream

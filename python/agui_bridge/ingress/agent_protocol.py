@@ -909,7 +909,7 @@ class AgentProtocol:
         record = await self._run_of(conn, thread_id, run_id, "read")
         # A join holds a connection on the run as a stream does (queued, it waits for
         # the run's start and then reads it): a reader.
-        await self.app.ops.admit_reader(thread_id, run_id)
+        await self.app.ops.admit_reader(thread_id, run_id, record.assistant_id)
         result = await self._watched(conn, record, on_disconnect, True)
         if result is not None:
             await conn.respond(200, orjson.dumps(result), JSON)
@@ -942,7 +942,8 @@ class AgentProtocol:
         query = _query(conn)
         after = last_event_id(conn) or 0
         record = await self._run_of(conn, thread_id, run_id, "read")
-        await self.app.ops.admit_reader(thread_id, run_id)  # 429 past a per-identity limit
+        # 429 past a per-identity limit
+        await self.app.ops.admit_reader(thread_id, run_id, record.assistant_id)
         # Every stream_mode the query names (the SDKs repeat the parameter).
         asked = parse_qs(conn.query_string or "").get("stream_mode")
         modes = _modes(asked)

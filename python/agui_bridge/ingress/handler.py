@@ -468,7 +468,8 @@ class Handler:
     async def _read_log(self, conn, run_log, after: int | None, declared: str | None) -> None:
         """A reader of ``run_log`` that declared ``declared`` (a 0.0.x one reads a
         1.0 run as a 0.0.x run gives it: ``runs.downgrade``)."""
-        await self.app.ops.admit_reader(run_log.thread_id, run_log.run_id)  # 429 past a limit
+        # 429 past a limit
+        await self.app.ops.admit_reader(run_log.thread_id, run_log.run_id, run_log.agent_id)
         ids = self.app.event_ids
         transform = downgrade.for_reader(run_log, declared)
         if after is not None and run_log.ended and after == run_log.last:

@@ -148,12 +148,19 @@ class Ops:
                 self.metrics.limited(error.code)
             raise
 
-    async def admit_reader(self, thread_id: str, run_id: str | None) -> None:
+    async def admit_reader(
+        self, thread_id: str, run_id: str | None, agent_id: str | None = None
+    ) -> None:
         """A reader of another response's run, or (``run_id`` None) a thread's event
         stream, whose runs are ``run_reader``'s (429 past a limit); held until the
         response ends."""
         req = CURRENT.get()
-        if self.limits is None or req is None:
+        if req is None:
+            return
+        # Every read of a run passes here: its access line names what it read
+        # (as ``launch`` does for a start), limits or not.
+        req.thread_id, req.run_id, req.agent_id = thread_id, run_id, agent_id
+        if self.limits is None:
             return
         req.slots.extend(await self._reader(self._who(), thread_id, run_id))
 
