@@ -120,6 +120,17 @@ def langgraph_graph():
     return builder.compile(checkpointer=InMemorySaver())
 
 
+def breakpoint_graph(**breakpoints):
+    """``langgraph_graph``'s agent and tools compiled with static breakpoints
+    (``interrupt_before=["tools"]``, ``interrupt_after=...``): no interrupt() asks."""
+    return graph_of(
+        {"agent": agent, "tools": ToolNode([get_weather])},
+        [("__start__", "agent"), ("tools", "agent")],
+        conditional={"agent": (tools_condition, ["tools", END])},
+        **breakpoints,
+    )
+
+
 def recording_graph(seen: list):
     """A graph of one node that keeps the last message it is given (in ``seen``)
     and answers "seen": what the adapter hands a graph (tests/test_attachment_adapters.py)."""
@@ -150,7 +161,9 @@ def trimming_graph(seen: list):
     return graph_of(nodes, [("__start__", "agent"), ("agent", "trim"), ("trim", "__end__")])
 
 
-def graph_of(nodes: dict, edges: list, state=State, conditional: dict | None = None):
+def graph_of(
+    nodes: dict, edges: list, state=State, conditional: dict | None = None, **compile_kwargs
+):
     """A graph of ``nodes`` (name → function) joined by ``edges`` (pairs), with a checkpointer."""
     builder = StateGraph(state)
     for name, fn in nodes.items():
@@ -159,7 +172,7 @@ def graph_of(nodes: dict, edges: list, state=State, conditional: dict | None = N
         builder.add_edge(source, target)
     for source, (router, targets) in (conditional or {}).items():
         builder.add_conditional_edges(source, router, targets)
-    return builder.compile(checkpointer=InMemorySaver())
+    return builder.compile(checkpointer=InMemorySaver(), **compile_kwargs)
 
 
 def answering(text: str, message_id: str, stream: bool):

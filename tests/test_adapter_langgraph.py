@@ -457,3 +457,77 @@ async def test_a_graph_that_summarizes_its_history_is_not_taken_for_a_branch():
     assert [m["content"] for m in sent] == [
         text for n in range(1, 6) for text in (f"question {n}", f"answer #{n}")
     ]
+
+
+@pytest.mark.parametrize(
+    "breakpoints",
+    [{"interrupt_before": ["tools"]}, {"interrupt_after": ["agent"]}],
+    ids=["before", "after"],
+)
+async def test_a_static_breakpoint_is_an_interrupt_the_resume_continues(breakpoints):
+    """A graph compiled with interrupt_before/after pauses with no interrupt()
+    value: the run must end on an interrupt the client can answer, not a plain
+    RUN_FINISHED that leaves the tool call to a no-result ToolMessage next turn."""
+    from tests.adapter_langgraph import breakpoint_graph
+
+    tid = thread("breakpoint")
+    graph = breakpoint_graph(**breakpoints)
+    async with serve(graph) as http:
+        events = await run_on(http, "/agui/g", run_body(tid, "what weather"))
+        [pending] = events[-1]["outcome"]["interrupts"]
+        assert pending["reason"] == "breakpoint"
+        assert pending["message"] == "paused before tools"
+        [waiting] = pending["metadata"]["toolCalls"]
+        assert pending["metadata"]["nodes"] == ["tools"]
+        assert (waiting["name"], waiting["args"]) == ("get_weather", {"city": "Oslo"})
+        # The call goes out with its result, in the run that runs it (rule 6).
+        assert of(events, "TOOL_CALL_START") == []
+        assert said(events) == "Checking."
+        stored = await state_of(http, tid)
+        assert [i["id"] for i in stored["interrupts"]] == [pending["id"]]
+
+        resume = [{"interruptId": pending["id"], "status": "resolved", "payload": "go"}]
+        events = await run_on(http, "/agui/g", run_body(tid, stored["messages"], resume=resume))
+        stored = await state_of(http, tid)
+    [start] = of(events, "TOOL_CALL_START")
+    assert (start["toolCallId"], start["toolCallName"]) == (waiting["id"], "get_weather")
+    [result] = of(events, "TOOL_CALL_RESULT")
+    assert (result["toolCallId"], result["content"]) == (waiting["id"], "sunny in Oslo")
+    assert said(events) == "It is sunny in Oslo."
+    assert "outcome" not in events[-1]
+    assert stored["interrupts"] == []
+    results = [(m["toolCallId"], m["content"]) for m in stored["messages"] if m["role"] == "tool"]
+    assert results == [(waiting["id"], "sunny in Oslo")]
+    assert stored["messages"][-1]["content"] == "It is sunny in Oslo."
+    assert (await graph.aget_state({"configurable": {"thread_id": tid}})).next == ()
+
+
+async def test_a_cancelled_breakpoint_does_not_run_the_paused_step():
+    """Cancelling a breakpoint refuses the step it paused before: the tool does
+    not run, its call is closed with no result, and a new message is answered."""
+    from agui_bridge.adapters._messages import NO_RESULT
+    from langchain_core.messages import HumanMessage, ToolMessage
+
+    from tests.adapter_langgraph import breakpoint_graph
+
+    graph = breakpoint_graph(interrupt_before=["tools"])
+    config = {"configurable": {"thread_id": None}}
+    async with serve(graph) as http:
+        for typed in (None, {"id": "u2", "role": "user", "content": "hi instead"}):
+            tid = thread("breakpoint-cancel")
+            events = await run_on(http, "/agui/g", run_body(tid, "what weather"))
+            [pending] = events[-1]["outcome"]["interrupts"]
+            held = (await state_of(http, tid))["messages"]
+            resume = [{"interruptId": pending["id"], "status": "cancelled"}]
+            sent = [*held, typed] if typed else held
+            events = await run_on(http, "/agui/g", run_body(tid, sent, resume=resume))
+            assert "sunny" not in said(events)
+            assert events[-1]["type"] == "RUN_FINISHED" and "outcome" not in events[-1]
+            assert (await state_of(http, tid))["interrupts"] == []
+            config["configurable"]["thread_id"] = tid
+            messages = (await graph.aget_state(config)).values["messages"]
+            closed = [m for m in messages if isinstance(m, ToolMessage)]
+            assert [m.content for m in closed] == [NO_RESULT]
+            if typed:
+                assert said(events) == "Hello from langgraph; 4 messages"
+                assert isinstance(messages[-2], HumanMessage)

@@ -48,7 +48,17 @@ What the graph streams becomes:
   ``None``), ``forwardedProps.command.resume`` as its decision (``{interruptId:
   decision}`` when it names the interrupt). A resume that cancels every
   interrupt and carries a new user message is a new turn instead: the
-  message goes in as input, the waiting calls get no-result ``ToolMessage``s.
+  message goes in as input, the waiting calls get no-result ``ToolMessage``s;
+- a static breakpoint (``compile(interrupt_before=[...])`` or
+  ``interrupt_after=``: the graph stops with nodes to run and no interrupt
+  value) → the same interrupt outcome (id from ``ctx.new_id``; ``reason``
+  ``"breakpoint"``; ``message`` ``"paused before {nodes}"``; ``metadata``:
+  ``nodes``, the nodes waiting, and ``toolCalls``, the calls they would run,
+  ``{id, name, args}``, announced only in the resuming run, with their
+  results). Its resume, whatever the payload, continues the graph from the
+  breakpoint (input ``None``); a resume that cancels it is a new turn, with
+  or without a message, so the paused step does not run (a cancel with
+  nothing to send, no waiting call nor message, runs nothing).
 
 The run's frontend tools are in ``config["configurable"]["agui_tools"]`` for
 nodes that bind them; a graph exception ends the run with ``RUN_ERROR``
@@ -105,25 +115,40 @@ def langgraph_agent(graph, *, messages_key: str = "messages", config: dict | Non
             "agui_tools": ctx.tools,
         }
         run_config = {**base, "configurable": configurable}
+        checkpointer = getattr(graph, "checkpointer", None)
+        snapshot = None
+        if ctx.resume is not None and checkpointer:
+            snapshot = await graph.aget_state(run_config)
+        # A static breakpoint (interrupt_before/after) waits on no interrupt():
+        # there is nothing for Command(resume=...) to answer, so its resume is
+        # LangGraph's documented input None, whatever the payload.
+        at_breakpoint = snapshot is not None and _paused(snapshot)
         # A resume that cancels every pending interrupt and carries a new user
         # message is a new turn (turns.py): the graph answers the message, the
         # waiting calls get no-result ToolMessages (_input_messages), and the
-        # interrupted step is dropped, as on any new input to LangGraph.
+        # interrupted step is dropped, as on any new input to LangGraph. A
+        # cancelled breakpoint is one with or without a message: its step
+        # (the tools the user refused) must not run.
         resuming = ctx.resume is not None and not (
-            cancels_all(ctx.resume) and (ctx.input or ctx.parts)
+            cancels_all(ctx.resume) and (ctx.input or ctx.parts or at_breakpoint)
         )
         if resuming:
-            graph_input: Any = Command(resume=resume_value(ctx))
+            graph_input: Any = None if at_breakpoint else Command(resume=resume_value(ctx))
         else:
             graph_input = await _graph_input(graph, run_config, ctx, messages_key)
+            if at_breakpoint and not graph_input[messages_key] and len(graph_input) == 1:
+                return  # a cancelled breakpoint with nothing to answer: nothing runs
         stream = _Stream(messages_key)
-        if resuming and getattr(graph, "checkpointer", None):
-            snapshot = await graph.aget_state(run_config)
+        if resuming and snapshot is not None:
             stream.earlier = _unanswered(snapshot.values.get(messages_key) or [])
         modes = ["messages", "updates", "values"]
         async for mode, chunk in graph.astream(graph_input, run_config, stream_mode=modes):
             for event in stream.events(mode, chunk):
                 yield event
+        if not stream.interrupts and checkpointer:
+            after = await graph.aget_state(run_config)
+            if _paused(after):
+                stream.interrupts.append(_breakpoint(after, messages_key))
         for event in stream.finish():
             yield event
         if stream.interrupts:
@@ -512,6 +537,26 @@ def _interrupt(interrupt) -> dict:
     if schema is not None:
         out["responseSchema"] = _json(schema)
     return out
+
+
+def _paused(snapshot) -> bool:
+    """The graph stopped at a static breakpoint: nodes wait to run, no interrupt() asked."""
+    return bool(snapshot.next) and not getattr(snapshot, "interrupts", ())
+
+
+def _breakpoint(snapshot, messages_key: str) -> dict:
+    """A breakpoint as the run's interrupt: the nodes it paused before, and the
+    tool calls they would run (held back until the resume, as for interrupt())."""
+    nodes = list(snapshot.next)
+    metadata: dict = {"nodes": nodes}
+    waiting = _unanswered(snapshot.values.get(messages_key) or [])
+    if waiting:
+        metadata["toolCalls"] = [
+            {"id": call_id, "name": call["name"], "args": _json(call.get("args") or {})}
+            for call_id, call in waiting.items()
+        ]
+    message = f"paused before {', '.join(nodes)}"
+    return {"reason": "breakpoint", "message": message, "metadata": metadata}
 
 
 def _token_usage(message) -> dict | None:
