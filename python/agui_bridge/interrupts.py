@@ -13,11 +13,63 @@ entries (``status: "cancelled"`` included: a cancel is an answer) or the
 older single ``resume`` forms. Any other run on the thread is refused with
 409 ``interrupt_pending`` naming them: settling them silently would drop the
 question the user was asked.
+
+Interrupts **kept aside** are not pending (no 409, the thread's status is
+not ``interrupted``, the state shows none), but a resume that names only
+interrupts kept aside, while none is pending, re-opens the ones it names
+(``reopened``); any other run settles them. They are stored in the same
+list as the pending ones, each wrapped as ``{"keptAside": interrupt}``, so
+every store keeps them as it is; ``Thread`` splits them off when loaded.
 """
 
 from __future__ import annotations
 
 from .errors import HttpError
+
+KEPT_ASIDE = "keptAside"
+
+
+def kept_aside(entry) -> bool:
+    """A stored entry is an interrupt kept aside by a stopped run."""
+    return isinstance(entry, dict) and "id" not in entry and isinstance(entry.get(KEPT_ASIDE), dict)
+
+
+def split(entries) -> tuple[list[dict], list[dict]]:
+    """The stored list as ``(pending, kept aside)``."""
+    if not any(kept_aside(e) for e in entries):
+        return list(entries), []
+    pending = [e for e in entries if not kept_aside(e)]
+    return pending, [e[KEPT_ASIDE] for e in entries if kept_aside(e)]
+
+
+def stored(pending: list[dict], kept: list[dict]) -> list[dict]:
+    """What a save stores: the pending interrupts, then those kept aside (each id once)."""
+    if not kept:
+        return pending
+    ids = {i.get("id") for i in pending}
+    out = list(pending)
+    for interrupt in kept:
+        if interrupt.get("id") not in ids:
+            ids.add(interrupt.get("id"))
+            out.append({KEPT_ASIDE: interrupt})
+    return out
+
+
+def reopened(resume, pending: list[dict], kept: list[dict]) -> list[dict]:
+    """The interrupts a request resumes: the pending ones, or, when none is
+    pending and the resume names only interrupts kept aside by a stopped run
+    (what a page that stopped reading still holds), those it names (all of
+    them for a resume that names none)."""
+    if pending or resume is None or not kept:
+        return pending
+    if resume.entries:
+        named = {e.get("interruptId") for e in resume.entries}
+    elif resume.interrupt_id is not None:
+        named = {resume.interrupt_id}
+    else:
+        return list(kept)
+    chosen = [i for i in kept if i.get("id") in named]
+    return chosen if len(chosen) == len(named) else pending
 
 
 def agui_interrupts(pending: list[dict]) -> list[dict]:

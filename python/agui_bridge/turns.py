@@ -37,7 +37,7 @@ import orjson
 
 from .context import Resumption
 from .errors import HttpError
-from .interrupts import refuse_unanswered
+from .interrupts import refuse_unanswered, reopened
 from .store.branches import Cut
 from .store.ids import HeldIds
 
@@ -73,6 +73,10 @@ def merge(
     show (``started_over``)."""
     stored = thread.messages if thread is not None else []
     pending = thread.interrupts if thread is not None else []
+    # What a stopped run kept aside: a resume naming them (from a page that
+    # stopped reading and still holds them) re-opens them (interrupts.py).
+    aside = getattr(thread, "kept_aside", None) or []
+    pending = reopened(run_input.resume, pending, aside)
     resume = resumption(run_input.resume, pending)
     refuse_unanswered(run_input.thread_id, pending, resume)  # 409 interrupt_pending
     held, known_calls = held_ids(thread)
@@ -122,9 +126,9 @@ def merge(
         pending=pending,
         resume=resume,
         state=merged_state(thread, run_input.state),
-        held=thread_ids(held, known_calls, pending).union(*left)
+        held=thread_ids(held, known_calls, pending + aside).union(*left)
         if cut
-        else thread_ids(held, known_calls, pending),
+        else thread_ids(held, known_calls, pending + aside),
         base=list(stored) + new,
         cut=cut,
     )

@@ -1137,6 +1137,9 @@ def _resume(value, thread) -> Resume:
     if value is None:
         raise _unprocessable("'command.resume' must not be null")
     pending = {i.get("id") for i in (thread.interrupts if thread is not None else ())}
+    if not pending and thread is not None:
+        # Kept aside by a stopped run: a resume naming them re-opens them (interrupts.py).
+        pending = {i.get("id") for i in getattr(thread, "kept_aside", ())}
     if isinstance(value, dict) and value and set(value) <= pending:
         entries = tuple(
             {"interruptId": k, "status": "resolved", "payload": v} for k, v in value.items()

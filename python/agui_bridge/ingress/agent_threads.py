@@ -216,6 +216,9 @@ class ThreadRoutes:
             raise _Refused(422, "not_supported", "'goto' is not served (an agent is one node)")
         thread = await self._answerable(identity, thread_id, set(resume))
         pending = {i.get("id") for i in thread.interrupts}
+        if not pending:
+            # Kept aside by a stopped run: answering them re-opens them (interrupts.py).
+            pending = {i.get("id") for i in getattr(thread, "kept_aside", ())}
         missing = sorted(set(resume) - pending)
         if missing:
             raise _Refused(

@@ -61,6 +61,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from ..interrupts import split
 from .ids import HeldIds
 from .lease import Lease
 from .memory import MemoryStore
@@ -91,6 +92,16 @@ class Thread:
     # "interrupted" (interrupts pending) or "error" (busy is a live lease).
     owner: str | None = None
     status: str = "idle"
+    # Interrupts a stopped run left aside (``interrupts.py``): not pending, but
+    # a resume naming them re-opens them. Stored in ``interrupts``, each as
+    # ``{"keptAside": interrupt}``, and split off here.
+    kept_aside: list[dict] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        pending, kept = split(self.interrupts)
+        if kept:
+            self.interrupts = pending
+            self.kept_aside = [*self.kept_aside, *kept]
 
 
 class Listed(NamedTuple):

@@ -11,6 +11,7 @@ no store could hold finds nothing.
 from __future__ import annotations
 
 from ..errors import RunInputError
+from ..interrupts import kept_aside
 from ..shapes import check_id, check_no_nul, storable_id
 
 __all__ = [
@@ -44,7 +45,9 @@ def status_of(interrupts, errored: bool) -> str:
     """The status a save leaves a thread in (busy is a live lease, not stored)."""
     if errored:
         return "error"
-    return "interrupted" if interrupts else "idle"
+    # Interrupts a stopped run kept aside (``{"keptAside": …}``) are not pending.
+    pending = any(not kept_aside(i) for i in interrupts)
+    return "interrupted" if pending else "idle"
 
 
 def metadata_holds(metadata: dict, wanted: dict) -> bool:
