@@ -46,6 +46,15 @@ def make_app() -> App:
         await asyncio.sleep(30)  # stopped before it ends
         yield crumbs.run_end()
 
+    @app.agent("approve_slowly")
+    async def approve_slowly(ctx):
+        if ctx.resume is not None:
+            yield crumbs.text_delta(f"Sending ({ctx.resume.decision!r})")
+            await asyncio.sleep(30)  # stopped before it ends
+            return
+        yield crumbs.text_delta("May I?")
+        yield crumbs.human_required(f"send-{ctx.run_id}", reason="approval")
+
     return app
 
 
@@ -158,3 +167,44 @@ async def test_a_stopped_run_leaves_no_interrupt_its_1_0_client_never_held(http)
     assert state["interrupts"] == [] and state.get("pendingInterrupts", []) == []
     next_turn = await http.post("/agui/ask", json=body("stopped", "something else", "r2"))
     assert next_turn.status_code == 200, next_turn.text
+
+
+async def stopped_after(http, agent: str, payload: dict, thread: str, run: str) -> str:
+    """The run's stream, stopped through the cancel route while it is read."""
+    asked = asyncio.ensure_future(http.post(f"/agui/{agent}", json=payload))
+    await asyncio.sleep(0.3)
+    assert (await http.post(f"/threads/{thread}/runs/{run}/cancel")).status_code == 202
+    return (await asyncio.wait_for(asked, 10)).text
+
+
+@pytest.mark.parametrize("next_step", ["turn", "resume"])
+@pytest.mark.parametrize("version", ["1.0", None])
+async def test_a_stopped_resume_leaves_nothing_pending_and_can_be_resumed_again(
+    http, version, next_step
+):
+    """Stopping a run that resumed an interrupt: a reader of its end holds no
+    interrupt (1.0: outcome cancelled, which empties pendingInterrupts; 0.0.x: a
+    RUN_FINISHED without one) and sends a new turn, which must not be 409
+    interrupt_pending; a page that stopped reading got no end, still holds it
+    and resumes it again, which must not be 400 no_pending_interrupt."""
+    thread = f"t-{uuid.uuid4().hex[:6]}"
+    extra = {"protocolVersion": version} if version else {}
+    await http.post("/agui/approve_slowly", json=body(thread, "send it", "r1", **extra))
+    resume = [{"interruptId": "send-r1", "status": "resolved", "payload": "yes"}]
+    sent = body(thread, "send it", "r1", **extra)  # the client resends what it shows
+    payload = {**sent, "runId": "r2", "resume": resume}
+    stream = await stopped_after(http, "approve_slowly", payload, thread, "r2")
+    assert "Sending ('yes')" in stream
+    assert ('"outcome":{"type":"cancelled"}' in stream) == (version == "1.0")
+    assert '"outcome":{"type":"interrupt"' not in stream
+    state = (await http.get(f"/threads/{thread}/state")).json()
+    assert state["pendingInterrupts"] == [] and state["interrupts"] == []
+    if next_step == "turn":
+        going_on = await http.post("/agui/ask", json=body(thread, "something else", "r3", **extra))
+    else:
+        again = [{"interruptId": "send-r1", "status": "resolved", "payload": "again"}]
+        going_on = await http.post("/agui/ask", json={**sent, "runId": "r3", "resume": again})
+    assert going_on.status_code == 200, going_on.text
+    state = (await http.get(f"/threads/{thread}/state")).json()
+    expected = ["send-r3", "cc-r3"] if next_step == "turn" else []
+    assert [i["id"] for i in state["pendingInterrupts"]] == expected

@@ -14,6 +14,14 @@ older single ``resume`` forms. Any other run on the thread is refused with
 409 ``interrupt_pending`` naming them: settling them silently would drop the
 question the user was asked.
 
+A stopped run (``POST …/cancel``, a supersede, ``multitask_strategy``
+interrupt) leaves the interrupts it resumed no longer pending: a reader of
+its terminal event holds none (a 1.0 client is told ``cancelled``; a 0.0.x
+one gets a ``RUN_FINISHED`` without an interrupt outcome). A page that
+stopped reading got no terminal event and still holds them (both
+@ag-ui/client versions then send nothing but their resume), so they are
+kept aside (``runs/run.py``, ``Run._save``).
+
 Interrupts **kept aside** are not pending (no 409, the thread's status is
 not ``interrupted``, the state shows none), but a resume that names only
 interrupts kept aside, while none is pending, re-opens the ones it names

@@ -37,6 +37,7 @@ from .._select import (
 from ..coalesce import FLUSH, Holder
 from ..context import RunContext, RunInfo
 from ..errors import CrumbError, LeaseLost, RunsUnavailable, StoreUnavailable
+from ..interrupts import stored
 from ..store.lease import save
 from . import saves
 from .end import ENDINGS, Stop, error_of
@@ -706,7 +707,7 @@ class Run:
         told = self._publish_end() if early else []
         refused = None
         try:
-            await self._save(told_cancelled=ending.cancels and self.t.protocol_v1)
+            await self._save(stopped=ending.cancels)
         except LeaseLost as lost:
             refused = lost
             log.error("run %s of thread %s: %s", ctx.run_id, ctx.thread_id, lost)
@@ -729,17 +730,22 @@ class Run:
             await self._released()
             self._end_log()
 
-    async def _save(self, told_cancelled: bool = False) -> None:
-        """``told_cancelled``: the run's readers were told it was stopped (a 1.0
-        client's outcome ``cancelled``): they hold none of its interrupts."""
+    async def _save(self, stopped: bool = False) -> None:
+        """``stopped``: the run was stopped by a cancel (the cancel route, a
+        supersede, ``multitask_strategy`` interrupt)."""
         # The run has ended: nothing is open, its messages are whole.
         snap = self.t.snapshot()
         # New interrupts replace the pending ones; a run that ends without any
-        # settles them, except a failed run, which leaves them pending, and a
-        # stopped one whose client was told so, which never showed its new ones.
+        # settles them, except a failed run, which leaves them pending.
         interrupts = snap["interrupts"]
-        if (not interrupts and self.errored) or told_cancelled:
+        if not interrupts and self.errored:
             interrupts = self.pending
+        if stopped:
+            # The interrupts a stopped run resumed are not pending: a reader of its
+            # end holds none (a 1.0 client is told "cancelled", none are new to a
+            # 0.0.x one). A page that stopped reading got no end and still holds
+            # them: they are kept aside, re-opened by a resume naming them.
+            interrupts = stored(interrupts, self.pending)
         store = self.store
         messages = snap["messages"]  # the user's turn was stored when the run started
         size = saves.size_of(messages)
