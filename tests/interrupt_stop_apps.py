@@ -22,6 +22,18 @@ def make_app() -> App:
         yield crumbs.text_delta("Need approval.")
         yield crumbs.human_required(f"ok-{ctx.run_id}", reason="approve", message="ok?")
 
+    @app.agent("ask_and_go_on")
+    async def ask_and_go_on(ctx):
+        """Asks, then goes on streaming (a Stop lands after the question)."""
+        if ctx.resume is not None:
+            yield crumbs.text_delta(f"You decided {ctx.resume.decision!r}")
+            return
+        yield crumbs.text_delta("Need approval.")
+        yield crumbs.human_required(f"ok-{ctx.run_id}", reason="approve", message="ok?")
+        for i in range(60):
+            yield crumbs.text_delta(f"w{i} ")
+            await asyncio.sleep(0.05)
+
     return app
 
 

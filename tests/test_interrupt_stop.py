@@ -12,6 +12,10 @@ shows it:
   sends a new turn (was 409 ``interrupt_pending`` for 1.0); a page that
   stopped reading holds the interrupt and resumes it again (was 400
   ``no_pending_interrupt`` for 0.0.x).
+- B: the agent asks, then streams on, and is stopped. A page that stopped
+  reading never saw the question and sends a new turn (was 409
+  ``interrupt_pending`` for 0.0.x); a 0.0.x page that read on got it in
+  RUN_FINISHED and answers it.
 """
 
 from __future__ import annotations
@@ -82,3 +86,18 @@ def test_a_stopped_resume_leaves_the_page_able_to_go_on(node, base_url, version,
         # stopped reading: the interrupt is still held and resumed again
         assert done[1]["pending"] == ["ok-r1"] and [s["op"] for s in done[2:]] == ["resume", "send"]
     check(done, how, 1)
+
+
+@pytest.mark.parametrize("how", HOWS)
+@pytest.mark.parametrize("version", CLIENT_VERSIONS)
+def test_a_question_asked_before_a_stop_is_held_only_by_who_got_it(node, base_url, version, how):  # noqa: F811
+    steps = [
+        {"op": "stop", "how": how, "after": 3, "text": "q1"},
+        {"op": "next", "text": "q2", "payload": "yes"},
+        {"op": "next", "text": "q3", "payload": "more"},
+    ]
+    done = run_steps(node, base_url, version, "ask_and_go_on", steps)
+    offered = how == "cancelRoute" and version != "1.0.0"  # a 0.0.x RUN_FINISHED offers it
+    assert done[0]["pending"] == (["ok-r1"] if offered else [])
+    assert [s["op"] for s in done[1:]] == (["resume", "send"] if offered else ["send", "resume"])
+    check(done, how, 0)

@@ -208,3 +208,33 @@ async def test_a_stopped_resume_leaves_nothing_pending_and_can_be_resumed_again(
     state = (await http.get(f"/threads/{thread}/state")).json()
     expected = ["send-r3", "cc-r3"] if next_step == "turn" else []
     assert [i["id"] for i in state["pendingInterrupts"]] == expected
+
+
+@pytest.mark.parametrize("next_step", ["turn", "resume"])
+@pytest.mark.parametrize("version", ["1.0", None])
+async def test_a_stopped_run_leaves_pending_no_interrupt_it_asked(http, version, next_step):
+    """The agent asks, goes on, and is stopped. A page that stopped reading
+    (cancelOnStop, or Stop then type) never got the RUN_FINISHED that offers
+    the question, so it sends a new turn: for a 0.0.x client too, that must not
+    be 409 interrupt_pending. A 0.0.x client that read on was offered it in its
+    RUN_FINISHED (a 1.0 one is told cancelled) and may answer it."""
+    thread = f"t-{uuid.uuid4().hex[:6]}"
+    extra = {"protocolVersion": version} if version else {}
+    sent = body(thread, "hi", "r1", **extra)
+    stream = await stopped_after(http, "ask_slowly", sent, thread, "r1")
+    offered = '"outcome":{"type":"interrupt","interrupts":[{"id":"send-r1"'
+    assert (offered in stream) == (version is None)
+    state = (await http.get(f"/threads/{thread}/state")).json()
+    assert state["pendingInterrupts"] == [] and state["interrupts"] == []
+    if next_step == "turn":
+        going_on = await http.post("/agui/ask", json=body(thread, "something else", "r2", **extra))
+        assert going_on.status_code == 200, going_on.text
+        return
+    answer = [{"interruptId": "send-r1", "status": "resolved", "payload": "yes"}]
+    going_on = await http.post("/agui/ask", json={**sent, "runId": "r2", "resume": answer})
+    if version is None:
+        assert going_on.status_code == 200, going_on.text
+        assert "answers: {'send-r1': 'resolved'}" in going_on.text
+    else:  # no 1.0 client holds it
+        assert going_on.status_code == 400
+        assert going_on.json()["error"]["code"] == "no_pending_interrupt"

@@ -15,12 +15,14 @@ older single ``resume`` forms. Any other run on the thread is refused with
 question the user was asked.
 
 A stopped run (``POST …/cancel``, a supersede, ``multitask_strategy``
-interrupt) leaves the interrupts it resumed no longer pending: a reader of
-its terminal event holds none (a 1.0 client is told ``cancelled``; a 0.0.x
-one gets a ``RUN_FINISHED`` without an interrupt outcome). A page that
-stopped reading got no terminal event and still holds them (both
-@ag-ui/client versions then send nothing but their resume), so they are
-kept aside (``runs/run.py``, ``Run._save``).
+interrupt) leaves nothing pending, whatever the client's version: a page
+that stopped reading got no terminal event, and a 1.0 client is told
+``cancelled``. What a client may still hold is kept aside (``runs/run.py``,
+``Run._save``): the interrupts the run resumed (a page that stopped reading
+holds them, and both @ag-ui/client versions then send nothing but their
+resume) and those it asked, which a 0.0.x client reading to the end was
+offered in its ``RUN_FINISHED`` (the transformer's bytes for 0.0.x are
+unchanged).
 
 Interrupts **kept aside** are not pending (no 409, the thread's status is
 not ``interrupted``, the state shows none), but a resume that names only

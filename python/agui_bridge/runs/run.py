@@ -741,11 +741,13 @@ class Run:
         if not interrupts and self.errored:
             interrupts = self.pending
         if stopped:
-            # The interrupts a stopped run resumed are not pending: a reader of its
-            # end holds none (a 1.0 client is told "cancelled", none are new to a
-            # 0.0.x one). A page that stopped reading got no end and still holds
-            # them: they are kept aside, re-opened by a resume naming them.
-            interrupts = stored(interrupts, self.pending)
+            # A stopped run leaves nothing pending, as a 1.0 client told "cancelled"
+            # holds. What a client may still hold is kept aside, re-opened by a
+            # resume naming it (interrupts.py): the interrupts this run resumed (a
+            # page that stopped reading got no terminal event) and those a 0.0.x
+            # reader's RUN_FINISHED offered (the snapshot has none for a 1.0 client;
+            # a 0.0.x page that stopped reading never saw them).
+            interrupts = stored([], [*self.pending, *interrupts])
         store = self.store
         messages = snap["messages"]  # the user's turn was stored when the run started
         size = saves.size_of(messages)
