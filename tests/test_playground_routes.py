@@ -108,6 +108,27 @@ async def test_a_path_of_its_own_under_a_mount():
     assert root.status_code == 404
 
 
+async def test_the_page_with_and_without_a_trailing_slash():
+    """``/some/path`` and ``/some/path/`` both load the page, its links relative
+    to where each is (a browser or a proxy adds or drops the slash)."""
+    async with client(make_app(playground="/some/path")) as http:
+        bare = await http.get("/some/path")
+        slashed = await http.get("/some/path/")
+    assert bare.status_code == slashed.status_code == 200
+    assert '<meta name="agui-base" content="./../">' in bare.text
+    # From /some/path/, "./../../" is /: the app's routes.
+    assert '<meta name="agui-base" content="./../../">' in slashed.text
+    assert 'src="./../../_playground/playground.js"' in slashed.text
+    async with client(make_app(playground="/tools/play/"), mount="/mnt") as http:
+        slashed = await http.get("/tools/play/")
+        bare = await http.get("/tools/play")
+    assert bare.status_code == slashed.status_code == 200
+    assert '<meta name="agui-base" content="./../../">' in slashed.text
+    assert '<meta name="agui-base" content="./../">' in bare.text
+    with pytest.raises(ValueError):
+        App(store="memory://", playground="/agents/")
+
+
 def test_paths_the_app_routes_itself_are_refused():
     for path in (
         "/agents",

@@ -140,9 +140,10 @@ class App:
     has its runs ended with ``run_lost`` within ``lease_ttl`` + 1 s). The
     forms are documented in ``agui_bridge.runs.backend``. Across nodes the
     thread store must be shared too (PostgreSQL): the run leases live there.
-    ``playground``: ``True`` serves the playground page at ``/`` (a path: there;
-    off by default; ``agui-bridge demo`` turns it on), a browser UI for every
-    agent of the app, behind the same ``authenticate`` (``agui_bridge.playground``).
+    ``playground``: ``True`` serves the playground page at ``/`` (a path: there,
+    with or without a trailing slash; off by default; ``agui-bridge demo`` turns
+    it on), a browser UI for every agent of the app, behind the same
+    ``authenticate`` (``agui_bridge.playground``).
     ``GET /agents`` lists the agents (id, paths, dialect) either way.
     Owners: a thread is stored with the owner of the identity that created it
     (``authenticate``'s identity: its ``owner``, else its ``id``, a key or an

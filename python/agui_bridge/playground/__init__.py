@@ -7,7 +7,8 @@ package), so it works offline and from a wheel. It talks to the app's own
 routes: ``GET /agents``, the agents' run paths, ``GET /threads/{id}/state``,
 ``GET /threads/{id}/events`` and ``POST /threads/{id}/runs/{run}/cancel``.
 
-The page is served at the path given; its files under ``/_playground/``.
+The page is served at the path given, with and without a trailing slash; its
+files under ``/_playground/``.
 Both go through the app's ``authenticate`` like every route.
 """
 
@@ -49,15 +50,23 @@ class Playground:
     def __init__(self, path: str = "/"):
         if not isinstance(path, str) or not path.startswith("/"):
             raise ValueError("the playground path must start with '/'")
-        if path in _RESERVED or path.startswith(_RESERVED_PREFIXES):
-            raise ValueError(f"the playground path {path!r} is taken by the app's own routes")
+        # Served with and without a trailing slash (a browser or a proxy adds or
+        # drops it): "/play" and "/play/", whichever was given ("/": only "/").
+        paths = [path] if path == "/" else [path, path[:-1] if path.endswith("/") else path + "/"]
+        for served in paths:
+            if served in _RESERVED or served.startswith(_RESERVED_PREFIXES):
+                raise ValueError(f"the playground path {path!r} is taken by the app's own routes")
         self.path = path
         static = files(__package__) / "static"
-        # The page's links are relative to where it is, so the app works under
-        # any mount path: "./" from "/" or "/play", "./../" from "/tools/play".
-        base = "./" + "../" * (path.count("/") - 1)
-        page = (static / "index.html").read_text(encoding="utf-8").replace("{{BASE}}", base)
-        self.files = {path: _File(page.encode(), "text/html; charset=utf-8")}
+        page = (static / "index.html").read_text(encoding="utf-8")
+        self.files = {}
+        for served in paths:
+            # The page's links are relative to where it is, so the app works under
+            # any mount path: "./" from "/" or "/play", "./../" from "/tools/play"
+            # or "/play/".
+            base = "./" + "../" * (served.count("/") - 1)
+            html = page.replace("{{BASE}}", base).encode()
+            self.files[served] = _File(html, "text/html; charset=utf-8")
         for name, content_type in _TYPES.items():
             self.files[ASSETS_PREFIX + name] = _File((static / name).read_bytes(), content_type)
 
