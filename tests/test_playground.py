@@ -10,6 +10,7 @@ import re
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -71,6 +72,16 @@ def thread_of(page) -> str:
 
 def open_gate(page) -> None:
     (GATES / thread_of(page)).touch()
+
+
+def is_cancel(response) -> bool:
+    return urlsplit(response.url).path.endswith("/cancel")
+
+
+def status_of(base_url: str, thread: str) -> str | None:
+    """The thread's status on the server (None: not there)."""
+    found = httpx.post(f"{base_url}/threads/search", json={"ids": [thread]}, timeout=10)
+    return found.json()[0]["status"] if found.json() else None
 
 
 def test_a_streamed_reply(page, shots, base_url):
@@ -238,7 +249,7 @@ def test_stop_a_live_run(page, shots, base_url):
     page.wait_for_selector("body[data-run=running] #stop:not([disabled])")
     said(page, LIVE)
     shots("before-stop")
-    with page.expect_response(lambda r: r.url.endswith("/cancel")) as cancelled:
+    with page.expect_response(is_cancel) as cancelled:
         page.click("#stop")
     assert cancelled.value.status == 202
     idle(page)
@@ -281,3 +292,35 @@ def test_reasoning_is_shown_collapsed(page, shots, base_url):
     assert page.locator("#timeline [data-type=REASONING_MESSAGE_CONTENT]").count() == 3
     verified(page)
     shots("reasoning")
+
+
+def test_stop_as_the_run_ends_is_no_failure(page, shots, base_url):
+    """A Stop that reaches the server after the run ended there (a slow network,
+    or a click as a quick run ends): nothing to stop, so no error banner and no
+    failed request in the console."""
+    open_playground(page, base_url + "/?agent=gated")
+    send(page, "stop me late")
+    page.wait_for_selector("body[data-run=running] #stop:not([disabled])")
+    said(page, LIVE)
+    thread = thread_of(page)
+
+    def late(route):
+        # The click is made; the run ends on the server before the cancel arrives.
+        open_gate(page)
+        deadline = time.monotonic() + 15
+        while status_of(base_url, thread) == "busy" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        route.continue_()
+
+    page.route(re.compile(r".*/cancel(\?.*)?$"), late)
+    with page.expect_response(is_cancel) as cancelled:
+        page.click("#stop")
+    assert cancelled.value.status == 202
+    # The run's own status: it finished, the stop came too late to change it.
+    assert cancelled.value.json()["status"] == "success"
+    idle(page)
+    assert assistant_texts(page) == [DONE]
+    assert page.locator("#run-status").inner_text() == "idle"
+    assert page.locator("#error").is_hidden()
+    shots("stopped-too-late")
+    verified(page)

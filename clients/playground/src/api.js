@@ -12,7 +12,8 @@ async function json(response) {
   const body = await response.json().catch(() => null);
   if (!response.ok) {
     const message = body?.error?.message ?? response.statusText;
-    throw Object.assign(new Error(`HTTP ${response.status}: ${message}`), { status: response.status });
+    const error = new Error(`HTTP ${response.status}: ${message}`);
+    throw Object.assign(error, { status: response.status, code: body?.error?.code });
   }
   return body;
 }
@@ -29,9 +30,12 @@ export async function threadState(threadId) {
   return json(response);
 }
 
+// Stops a run, asked the Agent Protocol's way (`action=interrupt`, as the
+// LangGraph SDKs send it): a run that already ended is then no error (202 with
+// its own status, not 409 run_ended), as a Stop that raced the run's end is none.
 export async function cancel(threadId, runId) {
   const path = `threads/${encodeURIComponent(threadId)}/runs/${encodeURIComponent(runId)}/cancel`;
-  return json(await fetch(url(path), { method: "POST" }));
+  return json(await fetch(url(`${path}?action=interrupt`), { method: "POST" }));
 }
 
 // The app's threads the caller may see, newest first (Agent Protocol's search).

@@ -209,9 +209,12 @@ async function stop() {
   $("stop").disabled = true;
   status("stopping", "stopping…");
   try {
+    // A run that had already ended answers with its own status: nothing was
+    // stopped, and its end is on its way to this page like any run's.
     await api.cancel(page.threadId, page.runId);
   } catch (error) {
-    showError(`Stop failed: ${error.message}`);
+    // A run that ended is no failure (a server answering AG-UI's way says 409).
+    if (error.code !== "run_ended") showError(`Stop failed: ${error.message}`);
   }
 }
 
