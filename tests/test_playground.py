@@ -324,3 +324,28 @@ def test_stop_as_the_run_ends_is_no_failure(page, shots, base_url):
     assert page.locator("#error").is_hidden()
     shots("stopped-too-late")
     verified(page)
+
+
+def test_a_link_to_a_thread_the_server_does_not_have(page, shots, base_url):
+    """A thread in the URL the server does not hold (never run, deleted, or a
+    server restarted on a memory store): a notice says so, no failed request;
+    the first message starts it under that id."""
+    thread = f"missing-{time.monotonic_ns()}"
+    open_playground(page, f"{base_url}/?agent=demo&thread={thread}")
+    notice = page.locator("#notice")
+    notice.wait_for()
+    assert thread in notice.inner_text()
+    assert "not on the server" in notice.inner_text()
+    assert page.locator("#error").is_hidden()
+    assert page.locator(".message").count() == 0
+    shots("missing-thread")
+    send(page, "what is 6 * 7?")
+    said(page, "6 * 7 = 42.")
+    idle(page)
+    assert thread_of(page) == thread
+    assert status_of(base_url, thread) == "idle"
+    assert notice.is_hidden()
+    current = page.locator("#thread-list li.current")
+    assert current.get_attribute("data-thread-id") == thread
+    verified(page)
+    shots("missing-thread-started")

@@ -38,12 +38,23 @@ export async function cancel(threadId, runId) {
   return json(await fetch(url(`${path}?action=interrupt`), { method: "POST" }));
 }
 
-// The app's threads the caller may see, newest first (Agent Protocol's search).
-export async function searchThreads(limit) {
+async function search(body) {
   const response = await fetch(url("threads/search"), {
     method: "POST",
     headers: { "Content-Type": "application/json", Accept: "application/json" },
-    body: JSON.stringify({ limit }),
+    body: JSON.stringify(body),
   });
   return json(response);
+}
+
+// The app's threads the caller may see, newest first (Agent Protocol's search).
+export async function searchThreads(limit) {
+  return search({ limit });
+}
+
+// Whether the server has the thread (for this caller): a search answers a list,
+// where reading a thread it does not have would be a failed request (404).
+export async function threadExists(threadId) {
+  const found = await search({ ids: [threadId], limit: 1 });
+  return found.some((t) => t.thread_id === threadId);
 }

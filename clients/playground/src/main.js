@@ -7,7 +7,7 @@ import { withReconnect } from "../../js/reconnect.mjs";
 import * as api from "./api.js";
 import { choicesFor } from "./interrupts.js";
 import * as threads from "./threads.js";
-import { Badge, Conversation, Steps, Timeline, showError, showInterrupts, showState, showThreads, status } from "./view.js";
+import { Badge, Conversation, Steps, Timeline, showError, showInterrupts, showNotice, showState, showThreads, status } from "./view.js";
 
 const Agent = withReconnect(HttpAgent, Observable);
 const $ = (id) => document.getElementById(id);
@@ -98,6 +98,7 @@ function subscriber() {
     onStepFinishedEvent: ({ event }) => view.steps.finish(event.stepName),
     onRunStartedEvent: ({ event }) => {
       showError(null);
+      showNotice(null); // the thread is on the server now
       setLive(event.runId, page.mine);
       listThreads(); // the thread is stored (and busy) once its run started
     },
@@ -229,13 +230,26 @@ function asInterrupt(entry) {
   return entry;
 }
 
+// The thread in the URL is not on the server (never run, deleted, or a server
+// restarted on a memory store): said plainly; the first message starts it.
+function missing() {
+  page.saved = false; // nothing to ask again
+  showNotice(
+    `Thread ${page.threadId} is not on the server (not started yet, deleted, or the server ` +
+      "lost it): your first message starts it under this id.",
+  );
+}
+
 async function restore({ onlyIfChanged = false } = {}) {
-  const stored = await api.threadState(page.threadId);
+  // Asked with a search first: reading the state of a thread the server does
+  // not have is a failed request (404) in the browser's console.
+  const stored = (await api.threadExists(page.threadId)) ? await api.threadState(page.threadId) : null;
+  if (page.runId !== null || page.watcher?.stopped) return; // a run began meanwhile
   if (stored === null) {
-    page.saved = false; // not on the server (yet): nothing to ask again
+    missing();
     return;
   }
-  if (page.runId !== null || page.watcher?.stopped) return; // a run began meanwhile
+  showNotice(null);
   // The state route may carry the pending interrupts (Agent Protocol's
   // ThreadState: {id, value}); else what this browser saw.
   const pending = Array.isArray(stored.interrupts)

@@ -347,6 +347,13 @@ export function showError(message) {
   node.textContent = message ?? "";
 }
 
+// Something the user should know that is not a failure.
+export function showNotice(message) {
+  const node = $("notice");
+  node.hidden = !message;
+  node.textContent = message ?? "";
+}
+
 // interrupts: [{interrupt, choices, free}]; answer(interrupt, choice) is called on a click.
 export function showInterrupts(items, answer) {
   const root = $("interrupts");

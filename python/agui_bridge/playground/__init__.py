@@ -4,9 +4,11 @@ The page (``static/``) is plain HTML and CSS and one script, the real
 ``@ag-ui/client`` bundled with the page's code at build time
 (``clients/playground``; the built file is committed and shipped in the
 package), so it works offline and from a wheel. It talks to the app's own
-routes: ``GET /agents``, the agents' run paths, ``GET /threads/{id}/state``,
-``GET /threads/{id}/events`` and ``POST /threads/{id}/runs/{run}/cancel``
-(``?action=interrupt``: a run that already ended answers 202, not 409).
+routes: ``GET /agents``, the agents' run paths, ``POST /threads/search`` (the
+thread list; whether the thread in the URL exists, before reading it),
+``GET /threads/{id}/state``, ``GET /threads/{id}/events`` and
+``POST /threads/{id}/runs/{run}/cancel`` (``?action=interrupt``: a run that
+already ended answers 202, not 409).
 
 The page is served at the path given, with and without a trailing slash; its
 files under ``/_playground/``.
