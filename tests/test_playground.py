@@ -349,3 +349,24 @@ def test_a_link_to_a_thread_the_server_does_not_have(page, shots, base_url):
     assert current.get_attribute("data-thread-id") == thread
     verified(page)
     shots("missing-thread-started")
+
+
+def test_another_tabs_list_sees_a_run_end(context, page, shots, base_url):
+    """A tab's thread list follows the app's threads without activity of its
+    own: a run that ends elsewhere is no longer shown busy."""
+    open_playground(page, base_url + "/?agent=gated")
+    send(page, "busy for a while")
+    page.wait_for_selector("body[data-run=running] #stop:not([disabled])")
+    said(page, LIVE)
+    thread = thread_of(page)
+
+    other = context.new_page()
+    open_playground(other, base_url + "/?agent=gated")
+    entry = other.locator(f"#thread-list li[data-thread-id='{thread}']")
+    assert entry.get_attribute("data-status") == "busy"
+    shots("listed-busy", other)
+    open_gate(page)
+    idle(page)
+    other.locator(f"#thread-list li[data-thread-id='{thread}'][data-status='idle']").wait_for()
+    assert other.locator(".message").count() == 0  # nothing happened on its own thread
+    shots("listed-idle", other)

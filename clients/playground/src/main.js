@@ -16,6 +16,9 @@ const ids = (items) => items.map((item) => item.id).join("\n");
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 // How often an idle page asks whether someone else started a run on its thread.
 const WATCH_EVERY_MS = 1000;
+// How often a page in view asks the thread list again (other tabs and clients
+// start and end runs); also when the page is shown or focused again.
+const LIST_EVERY_MS = 5000;
 const THREADS_SHOWN = 30;
 
 const page = {
@@ -50,14 +53,25 @@ function remember(fields = {}) {
 }
 
 // The thread list from the server; this browser's own list if that fails.
+let listing = 0;
 async function listThreads() {
+  const asked = ++listing;
   let shown;
   try {
     shown = threads.merged(await api.searchThreads(THREADS_SHOWN));
   } catch {
     shown = threads.list();
   }
-  showThreads(shown, page.threadId, linkTo);
+  if (asked === listing) showThreads(shown, page.threadId, linkTo); // not an older answer over a newer
+}
+
+function listedWhileSeen() {
+  const again = () => {
+    if (!document.hidden) listThreads();
+  };
+  setInterval(again, LIST_EVERY_MS);
+  document.addEventListener("visibilitychange", again);
+  window.addEventListener("focus", again);
 }
 
 function setLive(runId, mine) {
@@ -294,6 +308,7 @@ async function main() {
   page.agent = new Agent({ url: api.url(page.agentInfo.paths[0]), threadId: page.threadId, streamsUrl: api.streamsUrl });
   page.agent.subscribe(subscriber());
   listThreads();
+  listedWhileSeen();
 
   $("composer").addEventListener("submit", (event) => {
     event.preventDefault();
