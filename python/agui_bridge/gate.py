@@ -46,6 +46,11 @@ def busy(thread_id: str) -> HttpError:
     return HttpError(409, "run_active", f"thread {thread_id!r} already has an active run")
 
 
+def shutting_down() -> HttpError:
+    """What a start is refused with once the worker drains (a queued run fails with it)."""
+    return HttpError(503, "server_shutdown", "the server is shutting down", [("retry-after", "5")])
+
+
 @dataclass
 class Queued:
     """A run waiting for its thread (``multitask_strategy`` enqueue or interrupt)."""
@@ -86,6 +91,8 @@ class Gate:
         # thread_id -> the limit slots its run took (admit), for the runs of this worker
         self.slots: dict[str, list] = {}
         self.queues: dict[str, list[Queued]] = {}
+        # The tasks starting queued runs (``_drain_queue``), ended at shutdown.
+        self._queue_tasks: set[asyncio.Task] = set()
         # thread_id -> when its lease was last claimed (monotonic, as the call was sent)
         self.claimed_at: dict[str, float] = {}
         self.tasks: set[asyncio.Task] = set()
@@ -109,9 +116,7 @@ class Gate:
     def check(self, thread_id: str) -> None:
         """503 while shutting down, 409 while this worker holds the thread."""
         if self.closing:
-            raise HttpError(
-                503, "server_shutdown", "the server is shutting down", [("retry-after", "5")]
-            )
+            raise shutting_down()
         if thread_id in self.active:
             raise busy(thread_id)
 
@@ -378,7 +383,9 @@ class Gate:
         else:
             queue.append(queued)
         if len(queue) == 1:
-            self.spawn(self._drain_queue(thread_id, queue))
+            task = self.spawn(self._drain_queue(thread_id, queue))
+            self._queue_tasks.add(task)
+            task.add_done_callback(self._queue_tasks.discard)
 
     def unqueue(self, thread_id: str, queued: Queued) -> None:
         queue = self.queues.get(thread_id) or []
@@ -451,6 +458,43 @@ class Gate:
         going = [run.task for run in self.active.values() if run is not None and run.task]
         if going:
             await asyncio.wait(going)
+
+    async def end_queued(self) -> None:
+        """After ``drain``: the runs still queued can start no more (a start is
+        refused at shutdown), so each fails as a refused start does (``failed``
+        with ``shutting_down``'s message: its record settles and its webhook is
+        called) and the tasks that would have started them end."""
+        message = shutting_down().message
+        queues = dict(self.queues)
+        self.queues.clear()
+        ended = 0
+        for queue in queues.values():
+            for queued in list(queue):
+                if not queued.cancelled():
+                    queued.failed(message)
+                    ended += 1
+            queue.clear()
+        tasks = list(self._queue_tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
+        if ended:
+            log.warning("shutdown: %d queued run(s) failed: they cannot start any more", ended)
+
+    async def settle(self, timeout: float) -> None:
+        """After ``drain`` and ``end_queued``: the worker's tasks still going
+        (``spawn``: what runs once a run ended, such as its webhook's call) are
+        waited for, at most ``timeout`` seconds; those left then are cancelled."""
+        pending = [task for task in self.tasks if not task.done()]
+        if not pending:
+            return
+        _, left = await asyncio.wait(pending, timeout=max(0.0, timeout))
+        if left:
+            log.warning("shutdown: cancelled %d task(s) still going", len(left))
+            for task in left:
+                task.cancel()
+            await asyncio.wait(left)
 
     def _shut_down(self) -> list[Run]:
         return [
