@@ -11,12 +11,15 @@ live as long as their run's log (the run retention), or while pending.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import deque
 from datetime import UTC, datetime
 
 from ..runs.frames import event_of
 from .shared import settled_before, shared_records
+
+logger = logging.getLogger("agui_bridge.agent_protocol")  # (`log` names run logs here)
 
 
 def iso(seconds: float | None) -> str | None:
@@ -267,6 +270,24 @@ class Registry:
         while not log.ended:
             await log.waiter()
         await self.shared.put(record.fields())
+
+    async def settle(self, timeout: float) -> None:
+        """At shutdown, before the shared records' Redis is closed: the writes
+        under way (``changed``, a run's end, a delete) are waited for, at most
+        ``timeout`` seconds; those left then (another node's run that has not
+        ended, Redis away) are cancelled and logged."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(0.0, timeout)
+        pruning = self.shared.pruning if self.shared is not None else set()
+        # A write that ends may spawn another (a run's end shared): looked at again.
+        while pending := [t for t in (*self._tasks, *pruning) if not t.done()]:
+            _, left = await asyncio.wait(pending, timeout=max(0.0, deadline - loop.time()))
+            if left:  # the time is up
+                logger.warning("shutdown: %d shared run record write(s) not made", len(left))
+                for task in left:
+                    task.cancel()
+                await asyncio.wait(left)
+                return
 
     def _spawn(self, coroutine) -> None:
         task = asyncio.ensure_future(coroutine)
