@@ -12,7 +12,10 @@ HMAC-SHA256 of "<t>.<body>">``. A failed call (no connection, a timeout, a
 and twice as long each time (at most ``max_backoff``); another 4xx is not
 retried. Delivery runs in a task of its own after the run ended: it never
 holds up or fails the run. With shared run logs, whichever node ends the run
-delivers, once (``agent_protocol.hooks``). Deliveries are counted in the metrics
+delivers, once (``agent_protocol.hooks``). A worker that shuts down waits,
+after its drain, up to ``SHUTDOWN_WAIT`` seconds for the deliveries under way
+(``Delivery.settle``); with shared run logs one not made by then is owed again
+(``Owed.give_back``), for another node to deliver. Deliveries are counted in the metrics
 (``agui_webhook_deliveries{outcome}``, ``agui_webhook_attempts_failed``)
 and a failure is logged (the host only: a webhook's path and query may
 hold a token).
@@ -36,6 +39,9 @@ from .errors import HttpError
 log = logging.getLogger("agui_bridge.webhooks")
 
 MAX_URL = 2048
+# Seconds a worker's shutdown waits, after its drain, for the webhook calls
+# under way (retries included) before it closes (``Delivery.settle``).
+SHUTDOWN_WAIT = 3.0
 _RETRIED = {408, 429}
 
 
@@ -111,12 +117,40 @@ class Delivery:
     def __init__(self, config: Webhooks, metrics=None):
         self.config = config
         self.metrics = metrics
-        self.tasks: set[asyncio.Task] = set()
+        # Each delivery under way, with its URL and payload (``settle``).
+        self.tasks: dict[asyncio.Task, tuple[str, dict]] = {}
 
     def send(self, url: str, payload: dict) -> None:
         task = asyncio.ensure_future(self.deliver(url, payload))
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+        self.tasks[task] = (url, payload)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task) -> None:
+        self.tasks.pop(task, None)
+
+    async def settle(self, timeout: float = SHUTDOWN_WAIT) -> list[tuple[str, dict]]:
+        """At shutdown: the deliveries under way (their retries included) are
+        waited for, at most ``timeout`` seconds; those not made by then are
+        cancelled and returned as ``(url, payload)`` (shared run logs: owed
+        again, for another node to deliver)."""
+        pending = list(self.tasks)
+        if not pending:
+            return []
+        _, left = await asyncio.wait(pending, timeout=max(0.0, timeout))
+        if not left:
+            return []
+        going = {task: self.tasks[task] for task in left if task in self.tasks}
+        for task in left:
+            task.cancel()
+        await asyncio.wait(left)
+        undelivered = [call for task, call in going.items() if task.cancelled()]
+        for _, payload in undelivered:
+            log.warning(
+                "webhook for run %s not delivered within %.1f s of shutdown",
+                payload.get("run_id"),
+                timeout,
+            )
+        return undelivered
 
     async def deliver(self, url: str, payload: dict) -> bool:
         config = self.config
