@@ -21,10 +21,15 @@ by the node that takes it off the hash (``HDEL`` answers 1 to one caller):
   this node saw it ended, that node died in between: this one takes it.
 
 What is owed is at most once after it is taken: a node that dies while it
-delivers (its retries included) loses that delivery. A run queued on a
-node keeps its shared record written by that node's looks while it waits;
-one whose node died before it started is not delivered (logged at ERROR
-when its record expires). A node watches from the App's start.
+delivers (its retries included) loses that delivery. A node that shuts down
+(its drain) is not dying: it lets a look under way finish, waits for its
+deliveries a while (``webhooks.SHUTDOWN_WAIT``) and owes again those not made
+(``give_back``: a call cut off mid-request may so arrive twice). A run queued
+on a node keeps its shared record written by that node's looks while it
+waits; one whose node died before it started is not delivered (logged at
+ERROR when its record expires). One settled before it started (cancelled, or
+failed: its node shut down) and still owed ``grace`` seconds after is
+delivered from its record. A node watches from the App's start.
 """
 
 from __future__ import annotations
@@ -36,7 +41,8 @@ import time
 import orjson
 
 from ..runs.redis.layout import Keys
-from .runs import terminal_event
+from .runs import RunRecord, terminal_event
+from .shared import SETTLED
 
 log = logging.getLogger("agui_bridge.webhooks")
 
@@ -56,6 +62,8 @@ class Owed:
         self.every = every
         self.grace = grace
         self.watcher: asyncio.Task | None = None
+        self.looking = False  # a look is under way (``close`` lets it finish)
+        self.closing = False
 
     async def owe(self, thread_id: str, run_id: str, url: str) -> None:
         await self.client.call("hset", KEY, orjson.dumps([thread_id, run_id]), url)
@@ -75,13 +83,56 @@ class Owed:
             self.watcher.cancel()
             self.watcher = None
 
+    async def close(self, timeout: float) -> None:
+        """At shutdown, before the deliveries are waited for: no more looks, and
+        one under way is let finish (at most ``timeout`` seconds), so a webhook
+        it took off the owed runs is sent, not dropped."""
+        self.closing = True
+        watcher = self.watcher
+        if watcher is None:
+            return
+        if not self.looking:
+            watcher.cancel()  # between two looks: asleep
+        _, left = await asyncio.wait([watcher], timeout=max(0.0, timeout))
+        if left:
+            watcher.cancel()
+            await asyncio.wait(left)
+        self.watcher = None
+
+    async def give_back(self, undelivered: list[tuple[str, dict]]) -> None:
+        """The deliveries this node took but did not make before it shut down
+        (``webhooks.Delivery.settle``): owed again, so another node delivers them
+        (its looks take an ended run's after ``grace``)."""
+        for url, payload in undelivered:
+            thread_id, run_id = payload.get("thread_id"), payload.get("run_id")
+            try:
+                await self.owe(thread_id, run_id, url)
+            except Exception as error:
+                log.error(
+                    "webhook for run %s of thread %s not delivered: this node shut down"
+                    " before it was, and putting it back on the owed runs failed: %s",
+                    run_id,
+                    thread_id,
+                    error,
+                )
+            else:
+                log.warning(
+                    "webhook for run %s of thread %s not delivered before this node shut"
+                    " down: owed again, another node delivers it",
+                    run_id,
+                    thread_id,
+                )
+
     async def _watch(self) -> None:
-        while True:
+        while not self.closing:
             await asyncio.sleep(self.every)
+            self.looking = True
             try:
                 await self.look()
             except Exception as error:  # Redis away: the next look tries again
                 log.warning("webhooks: looking at the owed runs failed: %s", error)
+            finally:
+                self.looking = False
 
     async def look(self) -> None:
         """Delivers what runs that ended ``run_lost`` elsewhere owe; reads a run whose
@@ -102,7 +153,7 @@ class Owed:
                 continue  # its node renews it: that node delivers
             run_log = await self.runs.get(thread_id, run_id)
             if run_log is None:
-                await self._unknown(thread_id, run_id)
+                await self._unknown(thread_id, run_id, url.decode())
                 continue
             if not run_log.ended:
                 continue  # read here from now: it ends run_lost if its node is gone
@@ -123,10 +174,18 @@ class Owed:
             return None
         return record
 
-    async def _unknown(self, thread_id: str, run_id: str) -> None:
-        """A run with no log: queued (its record says pending), or gone (expired)."""
+    async def _unknown(self, thread_id: str, run_id: str, url: str) -> None:
+        """A run with no log: queued (its record says pending), settled before it
+        started (cancelled, or failed: its node shut down), or gone (expired)."""
         shared = self.registry.shared
-        if await shared.get(thread_id, run_id) is not None:
+        fields = await shared.get(thread_id, run_id)
+        if fields is not None:
+            if fields.get("status") not in SETTLED:
+                return  # queued on its node, which delivers when it starts and ends
+            if time.time() - (fields.get("updated_at") or 0) < self.grace:
+                return  # its own node's to take, at once
+            if await self.take(thread_id, run_id):
+                self.send(url, RunRecord.of_fields(fields, None))
             return
         if await self.take(thread_id, run_id):
             log.error(
