@@ -33,7 +33,7 @@ from .runs import Limits
 from .runs.backend import open_runs
 from .runs.run import RunSettings
 from .store import DEFAULT_STORE, open_store, sweep
-from .webhooks import webhooks_of
+from .webhooks import SHUTDOWN_WAIT, webhooks_of
 from .worker import watch_server
 
 DEFAULT_PATH = "/ag-ui/run"
@@ -126,7 +126,11 @@ class App:
     lets the running ones go on for this many seconds; those still going then
     are ended by the server: their readers get the closers and ``RUN_ERROR``
     (code ``server_shutdown``), their partial turn is stored and their leases
-    released, before the worker exits. Keep it below the server's kill timeout
+    released, before the worker exits. Then (``_settle``, at most
+    ``webhooks.SHUTDOWN_WAIT``, 3 s) the runs still queued fail, the shared run
+    records are written and the webhook calls under way are made; with shared
+    run logs one not made by then is owed again, for another node. Keep
+    ``drain_timeout`` below the server's kill timeout
     (``agui-bridge serve``: 30 s, ``--kill-timeout``; it refuses to start an
     App whose drain_timeout does not end 5 s before it: ``agui_bridge.worker``).
     It needs the server's own SIGTERM handling (granian, RSGI or ASGI;
@@ -382,8 +386,32 @@ class App:
         their ``drain_timeout`` and are stored, never cut off."""
         self._begin_drain()
         await asyncio.shield(self._drain_task)
+        await self._settle()
         await self.aclose()
         await self.ops.flush()
+
+    async def _settle(self) -> None:
+        """After the drain, before anything is closed, at most ``SHUTDOWN_WAIT``
+        seconds for what the ended runs still owe: the queued runs fail (they
+        cannot start any more), the worker's tasks and the shared run records'
+        writes end, the webhook calls under way are made; with shared run logs
+        a webhook not delivered by then is owed again, for another node."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + SHUTDOWN_WAIT
+
+        def left() -> float:
+            return max(0.0, deadline - loop.time())
+
+        protocol = self._handler.agent_protocol
+        if protocol.owed is not None:
+            await protocol.owed.close(left())  # what its look took is sent, then no more
+        await self.gate.end_queued()
+        await self.gate.settle(left())  # a queued run's webhook called once it failed
+        await protocol.registry.settle(left())
+        if protocol.webhooks is not None:
+            undelivered = await protocol.webhooks.settle(left())
+            if undelivered and protocol.owed is not None:
+                await protocol.owed.give_back(undelivered)
 
     async def aclose(self) -> None:
         if self._sweeper is not None:

@@ -38,7 +38,8 @@ POLL = 0.2
 # Seconds a worker whose parent died has to end its runs and stop, then it is ended.
 HARD_EXIT = 1.5
 # What a drain leaves the runs it ended to store their turns and release
-# their leases, before the server's kill timeout.
+# their leases, then what they still owe (at most ``webhooks.SHUTDOWN_WAIT``:
+# queued runs failed, records shared, webhook calls), before the server's kill timeout.
 SAVE_MARGIN = 5.0
 
 
