@@ -314,6 +314,44 @@ async def test_a_run_queued_on_one_node_cancelled_through_the_other(clients):
     assert (await b.runs.get(thread_id, queued["run_id"]))["status"] == "interrupted"
 
 
+async def test_a_run_queued_on_one_node_is_joined_through_the_other(clients):
+    """A join and a joined stream through node a of a run queued on node b wait
+    for its start there and answer its end. Nothing told a's record that the
+    run had started on b: both waited forever, the run long over."""
+    a, b = clients
+    thread_id = await _thread(a)
+    await b.runs.create(thread_id, "slow", input={"messages": ["count 10"]})
+    queued = await b.runs.create(
+        thread_id, "slow", input={"messages": ["count 2"]}, multitask_strategy="enqueue"
+    )
+    run_id = queued["run_id"]
+    assert (await a.runs.get(thread_id, run_id))["status"] == "pending"
+
+    async def streamed() -> list:
+        return [p async for p in a.runs.join_stream(thread_id, run_id, stream_mode="values")]
+
+    async with asyncio.timeout(20):
+        parts, values = await asyncio.gather(streamed(), a.runs.join(thread_id, run_id))
+    assert values["messages"][-1]["content"].strip() == "tick 0 tick 1"
+    assert parts[-1].event == "values"
+    assert parts[-1].data["messages"][-1]["content"].strip() == "tick 0 tick 1"
+    assert (await a.runs.get(thread_id, run_id))["status"] == "success"
+
+    # One queued on b that can never start (a resume with no interrupt pending):
+    # a's join answers its error, a's joined stream ends on it.
+    await b.runs.create(thread_id, "slow", input={"messages": ["count 10"]})
+    queued = await b.runs.create(
+        thread_id, "slow", command={"resume": "yes"}, multitask_strategy="enqueue"
+    )
+    run_id = queued["run_id"]
+    assert (await a.runs.get(thread_id, run_id))["status"] == "pending"
+    async with asyncio.timeout(20):
+        parts, values = await asyncio.gather(streamed(), a.runs.join(thread_id, run_id))
+    assert values["__error__"]["error"] == "RunNotStarted"
+    assert parts[-1].event == "error" and parts[-1].data["error"] == "RunNotStarted"
+    assert (await a.runs.get(thread_id, run_id))["status"] == "error"
+
+
 async def test_quick_runs_on_one_node_are_all_streamed_on_the_other(nodes):
     """Runs of both protocols on node b, each starting and ending between two looks of
     an idle stream on node a: a reads every one, in order, and b resumes a's cursor."""

@@ -19,6 +19,7 @@ and assistants 404, a busy thread under ``multitask_strategy="reject"`` 409.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
 from dataclasses import dataclass, replace
@@ -66,6 +67,7 @@ _NOT_SERVED = (
     "after_seconds",
 )
 RUN_STATUSES = ("pending", "running", "error", "success", "timeout", "interrupted")
+ACTIVE = ("pending", "running")  # a run's statuses until it settled
 DURABILITIES = ("sync", "async", "exit")
 MAX_PAGE = 1000
 QUEUED_LOOK = 0.5  # seconds between two looks at a queued run's shared record
@@ -804,8 +806,40 @@ class AgentProtocol:
             if fields is not None and fields.get("cancelled") and record in self._queued:
                 self._unqueue(record)
 
+    async def _started(self, record: RunRecord) -> None:
+        """Waits for the run's start (or its settling unstarted). Another node's
+        queued run (shared run logs) starts there, where nothing tells this
+        record: its shared record is read again every ``QUEUED_LOOK`` (as a GET
+        of the run reads it) until its log is here or it settled."""
+        while not record.started.is_set():
+            if record.stored is None or self.registry.shared is None:
+                await record.started.wait()  # this node's: it starts or settles here
+                return
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(QUEUED_LOOK):
+                    await record.started.wait()
+            if not record.started.is_set():
+                await self._look(record)
+
+    async def _look(self, record: RunRecord) -> None:
+        """Another node's unstarted run, as the shared records have it now."""
+        thread_id, run_id = record.thread_id, record.run_id
+        try:
+            current = await self.registry.get(thread_id, run_id)
+        except Exception as error:  # looked at again after the next QUEUED_LOOK
+            log.warning("run %s: reading its shared record failed: %s", run_id, error)
+            return
+        if current is not None and current is not record:
+            # This worker had forgotten it (the run retention): the record read again.
+            record.adopt(current.fields())
+            record.stored = current.stored
+            if current.log is not None:
+                record.took(current.log)
+        if current is None or (record.log is None and record.status not in ACTIVE):
+            record.settled_unstarted()  # deleted, cancelled or failed: never to start
+
     async def _ended(self, record: RunRecord) -> None:
-        await record.started.wait()
+        await self._started(record)
         run_log = record.log
         while run_log is not None and not run_log.ended:
             await run_log.waiter()
@@ -932,7 +966,7 @@ class AgentProtocol:
         return None
 
     async def _read_result(self, record: RunRecord, keep: bool) -> dict:
-        await record.started.wait()
+        await self._started(record)
         if record.log is None:
             return await self._result(record, keep)
         async with reading(self.app.runs, record.log):  # runs.supersede counts it
@@ -1012,7 +1046,7 @@ class AgentProtocol:
                 if first:
                     meta = {"run_id": record.run_id, "thread_id": record.thread_id, "attempt": 1}
                     await stream.write(sse("metadata", meta))
-                if not await stream.until(record.started.wait()):
+                if not await stream.until(self._started(record)):
                     return
                 if record.failed is not None or record.log is None:
                     message = record.failed or "the run was cancelled before it started"
