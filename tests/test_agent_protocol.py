@@ -385,6 +385,33 @@ async def test_a_queued_run_can_be_cancelled_before_it_starts(client):
     assert all(m["content"] != "never" for m in values["messages"])
 
 
+async def test_a_cancel_leaves_a_run_that_settled_before_it_started_as_it_ended(client):
+    """A queued resume that found no interrupt pending ends ``error`` without
+    starting: a cancel of it answers that status and leaves it so (it was turned
+    ``interrupted``); one cancelled while queued stays ``interrupted``."""
+    thread_id = await _thread(client)
+    first = await client.runs.create(thread_id, "slow", input=_human("count 4"))
+    failed = await client.runs.create(
+        thread_id, "slow", command={"resume": "yes"}, multitask_strategy="enqueue"
+    )
+    cancelled = await client.runs.create(
+        thread_id, "demo", input=_human("never"), multitask_strategy="enqueue"
+    )
+    await client.runs.cancel(thread_id, cancelled["run_id"])
+    async with asyncio.timeout(10):
+        await client.runs.join(thread_id, first["run_id"])
+        values = await client.runs.join(thread_id, failed["run_id"])
+    assert values["__error__"]["error"] == "RunNotStarted"
+    for run, status in ((failed, "error"), (cancelled, "interrupted")):
+        run_id = run["run_id"]
+        assert (await client.runs.get(thread_id, run_id))["status"] == status
+        answer = await client.runs.cancel(thread_id, run_id)
+        assert answer == {"threadId": thread_id, "runId": run_id, "status": status}
+        assert (await client.runs.get(thread_id, run_id))["status"] == status
+    statuses = {r["run_id"]: r["status"] for r in await client.runs.list(thread_id)}
+    assert statuses[failed["run_id"]] == "error"
+
+
 async def test_stateless_runs(client):
     created = []
     values = await client.runs.wait(None, "demo", input=ASK, on_run_created=created.append)

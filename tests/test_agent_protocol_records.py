@@ -352,6 +352,23 @@ async def test_a_run_queued_on_one_node_is_joined_through_the_other(clients):
     assert (await a.runs.get(thread_id, run_id))["status"] == "error"
 
 
+async def test_a_cancel_through_the_other_node_leaves_a_run_that_never_started(clients):
+    """A run queued on node b that could not start (``error``) is left so by a
+    cancel through node a, on both nodes (it was made ``interrupted`` everywhere)."""
+    a, b = clients
+    thread_id = await _thread(a)
+    await b.runs.create(thread_id, "slow", input={"messages": ["count 4"]})
+    queued = await b.runs.create(
+        thread_id, "slow", command={"resume": "yes"}, multitask_strategy="enqueue"
+    )
+    run_id = queued["run_id"]
+    await _status(a, thread_id, run_id, "error")
+    answer = await a.runs.cancel(thread_id, run_id)
+    assert answer == {"threadId": thread_id, "runId": run_id, "status": "error"}
+    for client in (a, b):
+        assert (await client.runs.get(thread_id, run_id))["status"] == "error"
+
+
 async def test_quick_runs_on_one_node_are_all_streamed_on_the_other(nodes):
     """Runs of both protocols on node b, each starting and ending between two looks of
     an idle stream on node a: a reads every one, in order, and b resumes a's cursor."""

@@ -1010,13 +1010,8 @@ class AgentProtocol:
             if not stopped:
                 if running:
                     record.cancelled = was
-                query = _query(conn)
-                if not (langgraph or "action" in query or "wait" in query):
-                    raise HttpError(409, "run_ended", f"run {run_id!r} has already ended")
-                # As LangGraph's server answers a cancel that raced the run's end:
-                # no error, the run stays as it ended (a Stop click is no exception).
                 status = record.status if record is not None else "success"
-                await _cancelled(conn, thread_id, run_id, status, waited)
+                await _already_ended(conn, thread_id, run_id, status, waited, langgraph)
                 return
             if running:
                 # Only once the stop was allowed and taken: the shared records keep
@@ -1026,6 +1021,10 @@ class AgentProtocol:
             return
         identity, _ = await self._body(conn, "run")
         await self._thread(identity, thread_id)
+        if record.status not in ACTIVE:
+            # Settled before it started (cancelled, or it could not start): it stays so.
+            await _already_ended(conn, thread_id, run_id, record.status, waited, langgraph)
+            return
         self._unqueue(record)
         await _cancelled(conn, thread_id, run_id, waited=waited)
 
@@ -1066,6 +1065,19 @@ def _unasked(key: str, value) -> bool:
     if value is None or value is False or (type(value) is list and not value):
         return True
     return key == "after_seconds" and type(value) in (int, float) and value == 0
+
+
+async def _already_ended(
+    conn, thread_id: str, run_id: str, status: str, waited: bool, langgraph: bool
+) -> None:
+    """A cancel of a run that had already ended: 409 ``run_ended``, except to an
+    Agent Protocol caller (``langgraph``, ``action=``/``wait=`` in the query)."""
+    query = _query(conn)
+    if not (langgraph or "action" in query or "wait" in query):
+        raise HttpError(409, "run_ended", f"run {run_id!r} has already ended")
+    # As LangGraph's server answers a cancel that raced the run's end:
+    # no error, the run stays as it ended (a Stop click is no exception).
+    await _cancelled(conn, thread_id, run_id, status, waited)
 
 
 async def _cancelled(
