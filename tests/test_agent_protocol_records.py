@@ -369,6 +369,58 @@ async def test_a_cancel_through_the_other_node_leaves_a_run_that_never_started(c
         assert (await client.runs.get(thread_id, run_id))["status"] == "error"
 
 
+async def test_a_reader_that_leaves_cancels_the_run_on_either_node_when_asked(clients):
+    """``on_disconnect="cancel"`` (a stream, a wait) and a joined stream's
+    ``cancel_on_disconnect`` cancel the run when the client leaves, through the
+    node that runs it or the other one: on Redis they did nothing (the live run
+    sits on the run's node, not on the log a reader holds) and the run ran on."""
+    a, b = clients
+
+    async def left(thread_id: str, run_id: str) -> None:
+        await _status(a, thread_id, run_id, "interrupted")
+        assert (await b.runs.get(thread_id, run_id))["status"] == "interrupted"
+        values = await a.runs.join(thread_id, run_id)
+        partial = values["messages"][-1]["content"]
+        assert partial.startswith("tick 0") and "tick 59" not in partial
+
+    async with asyncio.timeout(60):
+        thread_id = await _thread(a)
+        created = []
+        stream = a.runs.stream(
+            thread_id,
+            "slow",
+            input={"messages": ["count 60"]},
+            stream_mode="messages-tuple",
+            on_disconnect="cancel",
+            on_run_created=created.append,
+        )
+        async for part in stream:
+            if part.event == "messages":
+                break
+        await stream.aclose()  # the connection drops
+        await left(thread_id, created[0]["run_id"])
+
+        thread_id = await _thread(a)
+        waited = b.runs.wait(
+            thread_id, "slow", input={"messages": ["count 60"]}, on_disconnect="cancel"
+        )
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(waited, 0.5)  # the request is dropped
+        await left(thread_id, (await a.runs.list(thread_id))[0]["run_id"])
+
+        for reader in (a, b):  # the other node, then the run's own
+            thread_id = await _thread(a)
+            run = await b.runs.create(thread_id, "slow", input={"messages": ["count 60"]})
+            joined = reader.runs.join_stream(
+                thread_id, run["run_id"], stream_mode="messages-tuple", cancel_on_disconnect=True
+            )
+            async for part in joined:
+                if part.event == "messages":
+                    break
+            await joined.aclose()
+            await left(thread_id, run["run_id"])
+
+
 async def test_quick_runs_on_one_node_are_all_streamed_on_the_other(nodes):
     """Runs of both protocols on node b, each starting and ending between two looks of
     an idle stream on node a: a reads every one, in order, and b resumes a's cursor."""

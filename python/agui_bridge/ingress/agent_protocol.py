@@ -867,15 +867,23 @@ class AgentProtocol:
         return values
 
     def _left(self, record: RunRecord, on_disconnect: str) -> None:
-        """The client of a stream or a wait left: ``on_disconnect="cancel"`` stops its run."""
-        if on_disconnect != "cancel":
-            return
-        run_log = record.log
-        if run_log is None:
-            self._unqueue(record)
-        elif not run_log.ended and run_log.run is not None and run_log.run.stop():
-            record.cancelled = True
-            self.registry.changed(record)
+        """The client of a stream or a wait left: ``on_disconnect="cancel"`` cancels
+        its run as the cancel route does (a queued one leaves the queue, a live one
+        stops on whichever node runs it; one that ended stays as it ended)."""
+        if on_disconnect == "cancel":
+            self.gate.spawn(self._abandon(record))
+
+    async def _abandon(self, record: RunRecord) -> None:
+        try:
+            if record.log is None and record.stored is not None:
+                # Another node's, unstarted when last read: it may have started since.
+                record = await self.registry.get(record.thread_id, record.run_id) or record
+            if record.log is not None:
+                await self._stop(record, record.log)
+            elif record.status == "pending":
+                self._unqueue(record)
+        except Exception as error:  # nobody waits for this cancel: told in the log
+            log.warning("run %s: its cancel on disconnect failed: %s", record.run_id, error)
 
     def _unqueue(self, record: RunRecord) -> None:
         record.cancelled = True
@@ -996,27 +1004,10 @@ class AgentProtocol:
         if record is None or record.log is not None:
             # A live run: the AG-UI route stops it (the same for both protocols).
             run_log = await self.handler.cancellable(conn, thread_id, run_id)
-            running = record is not None and record.status == "running"
-            was = running and record.cancelled
-            if running:
-                # Before the stop: whoever sees the run end here knows it was cancelled.
-                record.cancelled = True
-            try:
-                stopped = await self.app.runs.cancel(run_log)
-            except BaseException:
-                if running and not run_log.ended:
-                    record.cancelled = was
-                raise
-            if not stopped:
-                if running:
-                    record.cancelled = was
+            if not await self._stop(record, run_log):
                 status = record.status if record is not None else "success"
                 await _already_ended(conn, thread_id, run_id, status, waited, langgraph)
                 return
-            if running:
-                # Only once the stop was allowed and taken: the shared records keep
-                # a cancel for good (every node shows the run interrupted).
-                await self.registry.share(record)
             await _cancelled(conn, thread_id, run_id, waited=waited)
             return
         identity, _ = await self._body(conn, "run")
@@ -1027,6 +1018,30 @@ class AgentProtocol:
             return
         self._unqueue(record)
         await _cancelled(conn, thread_id, run_id, waited=waited)
+
+    async def _stop(self, record: RunRecord | None, run_log) -> bool:
+        """Stops a live run (either protocol's, on whichever node runs it) as a
+        cancel does: False when it had already ended."""
+        running = record is not None and record.status == "running"
+        was = running and record.cancelled
+        if running:
+            # Before the stop: whoever sees the run end here knows it was cancelled.
+            record.cancelled = True
+        try:
+            stopped = await self.app.runs.cancel(run_log)
+        except BaseException:
+            if running and not run_log.ended:
+                record.cancelled = was
+            raise
+        if not stopped:
+            if running:
+                record.cancelled = was
+            return False
+        if running:
+            # Only once the stop was allowed and taken: the shared records keep
+            # a cancel for good (every node shows the run interrupted).
+            await self.registry.share(record)
+        return True
 
     # -- streams -------------------------------------------------------------
 
