@@ -62,6 +62,11 @@ async def test_every_route_asks_who_and_whose(base_url):
         for method, path, body in [routes[2], routes[3], routes[7], routes[14]]:
             refused = await http.request(method, path, json=body, headers=reader)
             assert refused.status_code == 403, (method, path, refused.text)
+        # A join that cancels the run when its reader leaves is a cancel: not a reader's.
+        for route in ("join", "stream"):
+            asked = f"{run_path}/{route}?cancel_on_disconnect=true"
+            refused = await http.get(asked, headers=reader)
+            assert refused.status_code == 403, (asked, refused.text)
         # A search shows the caller's threads only.
         query = {"metadata": {"tag": tag}}
         found = await http.post("/threads/search", json=query, headers={"x-user": "bob"})

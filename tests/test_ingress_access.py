@@ -168,6 +168,9 @@ def _changes(thread_id: str, run_id: str) -> list[tuple[str, str, dict | None]]:
         ("POST", "/runs/wait", create),
         ("POST", "/runs/stream", create),
         ("DELETE", run, None),
+        # A join that cancels the run when its reader leaves: a GET that may stop it.
+        ("GET", f"{run}/join?cancel_on_disconnect=true", None),
+        ("GET", f"{run}/stream?cancel_on_disconnect=true", None),
     ]
 
 

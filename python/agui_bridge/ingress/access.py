@@ -41,9 +41,12 @@ def require(identity, action: str) -> None:
     raise HttpError(403, "forbidden", f"the {action!r} action is not granted")
 
 
-def refuse_cross_site(app, conn) -> None:
-    """403 for a state-changing request from a page on another site."""
-    if conn.method in SAFE_METHODS or cross_site_allowed(app, conn.headers):
+def refuse_cross_site(app, conn, changes_state: bool | None = None) -> None:
+    """403 for a state-changing request from a page on another site
+    (``changes_state``: by its method unless said, as for a GET that may stop a run)."""
+    if changes_state is None:
+        changes_state = conn.method not in SAFE_METHODS
+    if not changes_state or cross_site_allowed(app, conn.headers):
         return
     raise HttpError(
         403,

@@ -51,7 +51,7 @@ from ..store.lease import create
 from ..store.owner import owner_of
 from ..turns import state_update
 from ..webhooks import Delivery, refuse_all
-from .access import require
+from .access import refuse_cross_site, require
 from .agent_threads import ThreadRoutes
 from .handler import HttpError, thread_guards
 from .params import bounded, integer, last_event_id
@@ -913,6 +913,17 @@ class AgentProtocol:
             await self.handler.may_read(identity, record.log)
         return record
 
+    async def _joined(self, conn, thread_id: str, run_id: str, on_disconnect: str):
+        """The run a join reads; one that cancels the run when its reader leaves
+        (``cancel_on_disconnect``) is a cancel too, allowed as the cancel route's."""
+        if on_disconnect != "cancel":
+            return await self._run_of(conn, thread_id, run_id, "read")
+        refuse_cross_site(self.app, conn, changes_state=True)  # a GET that may stop the run
+        record = await self._run_of(conn, thread_id, run_id, "run")
+        if record.log is not None:
+            await self.handler.cancellable(conn, thread_id, run_id)
+        return record
+
     async def _list_runs(self, conn, thread_id: str) -> None:
         identity, _ = await self._identity(conn, "read")
         query = _query(conn)
@@ -948,7 +959,7 @@ class AgentProtocol:
 
     async def _join(self, conn, thread_id: str, run_id: str) -> None:
         on_disconnect = "cancel" if _query(conn).get("cancel_on_disconnect") == "true" else ""
-        record = await self._run_of(conn, thread_id, run_id, "read")
+        record = await self._joined(conn, thread_id, run_id, on_disconnect)
         # A join holds a connection on the run as a stream does (queued, it waits for
         # the run's start and then reads it): a reader.
         await self.app.ops.admit_reader(thread_id, run_id, record.assistant_id)
@@ -983,7 +994,8 @@ class AgentProtocol:
     async def _join_stream(self, conn, thread_id: str, run_id: str) -> None:
         query = _query(conn)
         after = last_event_id(conn) or 0
-        record = await self._run_of(conn, thread_id, run_id, "read")
+        on_disconnect = "cancel" if query.get("cancel_on_disconnect") == "true" else "continue"
+        record = await self._joined(conn, thread_id, run_id, on_disconnect)
         # 429 past a per-identity limit
         await self.app.ops.admit_reader(thread_id, run_id, record.assistant_id)
         # Every stream_mode the query names (the SDKs repeat the parameter).
@@ -991,7 +1003,6 @@ class AgentProtocol:
         modes = _modes(asked)
         if not modes:
             modes = tuple(record.kwargs.get("stream_mode") or ("values",))
-        on_disconnect = "cancel" if query.get("cancel_on_disconnect") == "true" else "continue"
         await self._stream(conn, record, modes, after, [], on_disconnect, True, first=False)
 
     async def _cancel(self, conn, thread_id: str, run_id: str, langgraph: bool = False) -> None:
