@@ -370,3 +370,24 @@ def test_another_tabs_list_sees_a_run_end(context, page, shots, base_url):
     other.locator(f"#thread-list li[data-thread-id='{thread}'][data-status='idle']").wait_for()
     assert other.locator(".message").count() == 0  # nothing happened on its own thread
     shots("listed-idle", other)
+
+
+def test_an_idle_page_asks_for_its_thread_only(page, shots, base_url):
+    """Once open, the page's looks at its thread read the state alone: the
+    search that tells a thread the server lacks is asked when the page opens it."""
+    open_playground(page, base_url + "/?agent=demo")
+    send(page, "what is 6 * 7?")
+    said(page, "6 * 7 = 42.")
+    idle(page)
+    searched: list[str] = []
+    page.on(
+        "request",
+        lambda r: (
+            searched.append(r.url)
+            if urlsplit(r.url).path.endswith("/threads/search")
+            and thread_of(page) in (r.post_data or "")
+            else None
+        ),
+    )
+    page.wait_for_timeout(3000)
+    assert searched == [], searched

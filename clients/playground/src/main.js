@@ -255,9 +255,12 @@ function missing() {
 }
 
 async function restore({ onlyIfChanged = false } = {}) {
-  // Asked with a search first: reading the state of a thread the server does
-  // not have is a failed request (404) in the browser's console.
-  const stored = (await api.threadExists(page.threadId)) ? await api.threadState(page.threadId) : null;
+  // Asked with a search first when the page opens a thread: reading the state
+  // of a thread the server does not have is a failed request (404) in the
+  // browser's console. The watcher's looks after that read the state only (a
+  // thread deleted while its page is open: one 404, then the notice).
+  const known = onlyIfChanged || (await api.threadExists(page.threadId));
+  const stored = known ? await api.threadState(page.threadId) : null;
   if (page.runId !== null || page.watcher?.stopped) return; // a run began meanwhile
   if (stored === null) {
     missing();
