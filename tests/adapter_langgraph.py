@@ -308,24 +308,6 @@ def seeing_graph(seen: list):
     return graph_of({"agent": agent}, [("__start__", "agent"), ("agent", "__end__")])
 
 
-class Shared(TypedDict):
-    messages: Annotated[list, add_messages]
-    proverbs: list
-    notes: Annotated[list, operator.add]  # a reducer channel: an input is added to it
-
-
-def shared_state_graph(seen: list):
-    """CopilotKit's useCoAgent shape: the node keeps the state it is given (in
-    ``seen``) and adds a proverb; ``notes`` only changes when the client's does."""
-
-    def node(state: Shared):
-        seen.append({"proverbs": state.get("proverbs"), "notes": state.get("notes")})
-        proverbs = [*(state.get("proverbs") or []), "agent's proverb"]
-        return {"messages": [AIMessage(content="noted")], "proverbs": proverbs}
-
-    return graph_of({"node": node}, [("__start__", "node"), ("node", "__end__")], state=Shared)
-
-
 def summarizing_graph(seen: list, summaries: list):
     """What langchain's SummarizationMiddleware does to the checkpoint: from 7
     messages on, all are removed and a summary HumanMessage of a fresh id goes

@@ -372,36 +372,6 @@ async def test_a_graph_that_trims_its_history_is_not_taken_for_a_branch():
     assert [m.content for m in seen[-1]] == ["question 2", "answer #2", "question 3"]
 
 
-async def test_the_clients_state_reaches_the_graph():
-    """useCoAgent's setState edits the shared state between runs: the graph must
-    start from the client's edit, not overwrite it with its checkpoint's. A
-    reducer channel the client sends back unchanged must not be added again,
-    and one it edits is the client's value, not the checkpoint's plus it."""
-    from tests.adapter_langgraph import shared_state_graph
-
-    seen: list = []
-    tid = thread("shared-state")
-    async with serve(shared_state_graph(seen)) as http:
-        sent = {"proverbs": ["user's first"], "notes": ["n1"]}
-        await run_on(http, "/agui/g", run_body(tid, "hi", state=sent))
-        assert seen[-1] == sent
-        stored = await state_of(http, tid)
-        proverbs = ["user's first", "agent's proverb"]
-        assert stored["values"] == {"proverbs": proverbs, "notes": ["n1"]}
-
-        edited = {**stored["values"], "proverbs": [*proverbs, "user's edit"]}
-        message = {"id": "u2", "role": "user", "content": "again"}
-        await run_on(http, "/agui/g", run_body(tid, [*stored["messages"], message], state=edited))
-        assert seen[-1] == edited  # notes sent back unchanged: still ["n1"]
-
-        stored = await state_of(http, tid)
-        edited = {**stored["values"], "notes": ["n1", "n2"]}
-        message = {"id": "u3", "role": "user", "content": "more"}
-        await run_on(http, "/agui/g", run_body(tid, [*stored["messages"], message], state=edited))
-        assert seen[-1]["notes"] == ["n1", "n2"]
-        assert (await state_of(http, tid))["values"]["notes"] == ["n1", "n2"]
-
-
 async def test_a_resume_that_cancels_all_with_a_new_message_answers_it():
     """The user cancels the approval and types on instead: the graph must answer
     the new message (the call it asked about closed with no result), not resume

@@ -15,9 +15,6 @@ checkpointer has nothing for the thread yet (or the graph has none), the
 whole conversation is sent; when the client's conversation left the
 checkpoint's (a regenerate or an edit: its user messages are not the
 checkpoint's), the checkpoint's messages are replaced by the client's branch.
-The client's state (``RunAgentInput.state``, useCoAgent's ``setState``) goes in
-beside them: the keys of the graph's input schema whose value is not the
-checkpoint's (an edited reducer channel replaces the checkpoint's value).
 A frontend tool call the client left unanswered gets a no-result
 ``ToolMessage``. The agent speaks the events dialect
 (docs/events-dialect.md; ``App`` reads ``agui_dialect`` off the function):
@@ -80,14 +77,8 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
-from langgraph.channels.binop import BinaryOperatorAggregate
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.types import Command
-
-try:
-    from langgraph.types import Overwrite
-except ImportError:  # langgraph before 1.0.2: an edited reducer channel is added to
-    Overwrite = None
 
 from ..blocks import to_blocks
 from ..context import RunContext
@@ -171,35 +162,7 @@ async def _graph_input(graph, run_config: dict, ctx: RunContext, messages_key: s
     values: dict = {}
     if getattr(graph, "checkpointer", None):
         values = (await graph.aget_state(run_config)).values
-    messages = _input_messages(values, ctx, messages_key)
-    return {**_client_state(graph, values, ctx, messages_key), messages_key: messages}
-
-
-def _client_state(graph, values: dict, ctx: RunContext, messages_key: str) -> dict:
-    """The client's state (useCoAgent's setState) for the graph's input.
-
-    As ag-ui-langgraph does, only the keys of the graph's input schema: the
-    rest is the client's own. Unlike it, only the keys whose value is not the
-    checkpoint's: the client sends back the snapshot it was given, and a
-    reducer channel (``Annotated[list, operator.add]``) would add it to itself
-    every run. An edited reducer channel is the client's whole value, so it
-    replaces the checkpoint's (``Overwrite``) rather than being added to it.
-    """
-    sent = {k: v for k, v in ctx.state.items() if k != messages_key}
-    if not sent:
-        return {}
-    try:
-        keys = graph.get_input_jsonschema().get("properties") or {}
-    except (AttributeError, TypeError, KeyError, ValueError, NotImplementedError):
-        return {}  # no schema to tell the graph's keys from the client's
-    channels = getattr(graph, "channels", None) or {}
-    out: dict = {}
-    for key, value in sent.items():
-        if key not in keys or (key in values and _json(values[key]) == value):
-            continue
-        reduced = isinstance(channels.get(key), BinaryOperatorAggregate)
-        out[key] = Overwrite(value) if reduced and Overwrite is not None else value
-    return out
+    return {messages_key: _input_messages(values, ctx, messages_key)}
 
 
 def _input_messages(values: dict, ctx: RunContext, messages_key: str) -> list[BaseMessage]:
