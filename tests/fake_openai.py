@@ -161,6 +161,10 @@ def _script(messages: list[dict]):
         return text("Something", finish="content_filter")
     if "midway" in words:
         return [*text("Half an answer")[:-1], {"error": {"message": "overloaded mid-stream"}}]
+    if "unsaid" in words:
+        # A server that never says why it stopped (some proxies): the usage and
+        # [DONE] still end the stream.
+        return text("All of it")[:-1]
     if "cutoff" in words:
         # The connection closed cleanly partway: no finish_reason, no [DONE].
         return ("cutoff", text("Half an answer")[:-1])

@@ -59,6 +59,14 @@ async def test_text_streams_as_deltas_with_usage(client, fake_url):
     assert add["parameters"]["required"] == ["a", "b"]
 
 
+async def test_a_server_that_sends_no_finish_reason_still_answers(client):
+    """Some OpenAI-compatible servers never send ``finish_reason``; the usage
+    asked for comes after the answer's last piece, so the answer is whole."""
+    events = await run(client, run_body(thread("unsaid"), "unsaid"))
+    assert said(events) == "All of it"
+    assert events[-1]["type"] == "RUN_FINISHED"
+
+
 @pytest.mark.parametrize(("words", "thought"), [("think", "Let me see."), ("ponder", "Hmm.")])
 async def test_reasoning_deltas_stream_as_reasoning(client, words, thought):
     """Contract section 8: reasoning_content / reasoning deltas are the model's

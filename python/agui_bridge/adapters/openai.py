@@ -29,7 +29,8 @@ The run ends with ``RUN_ERROR`` and one of these codes, never hangs:
 - ``model_timeout``: no byte of the answer for ``timeout`` seconds (the
   request's read timeout; ``None`` leaves the client's own);
 - ``model_unreachable``: the connection failed or broke, or the stream
-  ended before the model said why it stopped (no ``finish_reason``);
+  ended before the model said why it stopped (no ``finish_reason``, nor the
+  usage that follows the answer's last piece);
 - ``model_error``: the server answered an error, before or in the stream;
 - ``max_steps``: the model still called tools after ``max_steps`` calls.
 """
@@ -235,9 +236,11 @@ class _ModelCall:
                         yield crumb
             finally:
                 await stream.close()
-            if self.finish_reason is None:
+            if self.finish_reason is None and self.usage is None:
                 # A connection closed cleanly partway reads as a stream's end
                 # (the SDK takes no [DONE] as nothing missing): not an answer.
+                # The usage asked for comes after the last piece: a server that
+                # never says why it stopped (some proxies) still answered whole.
                 raise _Failed("model_unreachable", "the model's stream ended before its answer")
         except openai.APITimeoutError:
             raise _Failed("model_timeout", f"no answer from the model in {timeout} s") from None
