@@ -490,3 +490,38 @@ async def test_a_resume_cancelling_the_call_with_a_new_message_answers_it_after_
         ("result", "The user cancelled the tool call."),
         ("user", "never mind, hello"),
     ]
+
+
+# pydantic-ai's loader warns as it drops a file part no provider reads.
+@pytest.mark.filterwarnings("ignore:AG-UI file reference:UserWarning")
+async def test_a_resume_cancelling_the_call_with_a_message_the_loader_drops_is_answered():
+    """The new message holds nothing pydantic-ai's loader keeps: the run still
+    answers (it was a RUN_ERROR: no user prompt to pass on)."""
+    from agui_bridge.adapters.pydantic_ai import pydantic_ai_agent
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import UserPromptPart
+    from pydantic_ai.models.function import DeltaToolCall, FunctionModel
+
+    async def stream(messages, info):
+        prompts = [p.content for p in messages[-1].parts if isinstance(p, UserPromptPart)]
+        if prompts == ["delete it"]:
+            yield {0: DeltaToolCall(name="delete_file", json_args="{}", tool_call_id="c1")}
+        else:
+            yield "Sure."
+
+    agent = Agent(FunctionModel(stream_function=stream))
+
+    @agent.tool_plain(requires_approval=True)
+    def delete_file() -> str:
+        return "deleted"
+
+    tid = thread("cancel-file")
+    async with app_client(lambda app: app.agent("del")(pydantic_ai_agent(agent))) as http:
+        interrupt = approval_of(await run_on(http, "/agui/del", run_body(tid, "delete it")))
+        held = (await state_of(http, tid))["messages"]
+        source = {"type": "file", "value": "file-abc", "mimeType": "application/pdf"}
+        new = {"id": "u2", "role": "user", "content": [{"type": "document", "source": source}]}
+        resume = [{"interruptId": interrupt["id"], "status": "cancelled"}]
+        events = await run_on(http, "/agui/del", run_body(tid, [*held, new], resume=resume))
+    assert events[-1]["type"] == "RUN_FINISHED", events[-1]
+    assert said(events) == "Sure."

@@ -134,8 +134,17 @@ def pydantic_ai_agent(
             # A new user message (one sent with a resume that cancels the calls)
             # comes after the calls' results: pydantic-ai adds its user_prompt
             # there, while in the history it would come before the calls.
-            [request] = to_model_messages([messages.pop()])
-            [prompt] = [p.content for p in request.parts if isinstance(p, UserPromptPart)]
+            # A message the loader keeps nothing of (a file part no provider
+            # reads) stays in the history, where it is dropped the same way.
+            said = [
+                part.content
+                for request in to_model_messages(messages[-1:])
+                for part in request.parts
+                if isinstance(part, UserPromptPart)
+            ]
+            if len(said) == 1:
+                messages.pop()
+                prompt = said[0]
         history = to_model_messages(messages)
         options = dict(run_options)
         if approvals:
