@@ -319,7 +319,12 @@ def summarizing_graph(seen: list, summaries: list):
         if len(messages) < 7:
             return {}
         summaries.append([m.content for m in messages[:-2]])
-        summary = HumanMessage(content="summary", id=str(uuid.uuid4()))
+        # Marked as langchain's middleware marks its summary.
+        summary = HumanMessage(
+            content="summary",
+            id=str(uuid.uuid4()),
+            additional_kwargs={"lc_source": "summarization"},
+        )
         return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), summary, *messages[-2:]]}
 
     async def agent(state: State):

@@ -195,13 +195,19 @@ def _branches_off(held: list, ctx: RunContext) -> bool:
     keep their ids in both, so if it goes on, the checkpoint's are the last of
     the client's (all of them, or fewer where the graph trims its history, as
     LangGraph's memory patterns do); anything else is a regenerate or an edit.
-    Only the ids the thread holds count: a HumanMessage the graph made itself
-    (the summary langchain's SummarizationMiddleware puts in place of the old
-    messages, under a fresh id) is no client message, and would make every
-    turn a branch, the checkpoint rewritten and summarized again."""
-    ours = [m.id for m in held if isinstance(m, HumanMessage) and m.id in ctx.held]
+    The summary langchain's SummarizationMiddleware puts in place of the old
+    messages (a HumanMessage under a fresh id, marked ``lc_source``) is no
+    client message: counted, it made every turn a branch, the checkpoint
+    rewritten and summarized again. Every other one counts, held by the thread
+    or not: a thread store that lost them (a memory store restarted beside a
+    lasting checkpointer) must still see an edit."""
+    ours = [m.id for m in held if isinstance(m, HumanMessage) and not _summary(m)]
     theirs = [m.get("id") for m in ctx.history if m.get("role") == "user"]
     return len(ours) > len(theirs) or (bool(ours) and theirs[-len(ours) :] != ours)
+
+
+def _summary(message: HumanMessage) -> bool:
+    return (message.additional_kwargs or {}).get("lc_source") == "summarization"
 
 
 def to_langchain_messages(messages: list[dict]) -> list[BaseMessage]:
