@@ -115,3 +115,36 @@ async def test_a_drain_waits_for_a_run_whose_turn_is_being_stored():
         assert response.status_code == 200
         assert '"RUN_ERROR"' in response.text, response.text
     await app.aclose()
+
+
+class NeverLoads(MemoryStore):
+    """A store whose load never answers (a database that hangs)."""
+
+    def __init__(self):
+        super().__init__()
+        self.loading = asyncio.Event()
+
+    async def load(self, thread_id):
+        self.loading.set()
+        await asyncio.Event().wait()
+
+
+async def test_a_drain_does_not_wait_for_good_on_a_start_stuck_on_its_store():
+    store = NeverLoads()
+    app = App(store=store)
+
+    @app.agent("a")
+    async def agent(ctx):
+        yield c.text_delta("never")
+
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://t", timeout=10) as http:
+        body = {"threadId": "dh", "runId": "r1",
+                "messages": [{"id": "u1", "role": "user", "content": "go"}]}  # fmt: skip
+        post = asyncio.ensure_future(http.post("/agui/a", json=body))
+        async with asyncio.timeout(5):
+            await store.loading.wait()
+        async with asyncio.timeout(5):  # the drain's 0.1 s, then its grace for starts
+            await app.drain(timeout=0.1)
+        post.cancel()
+    await app.aclose()

@@ -449,7 +449,15 @@ class Gate:
         if self._starting:
             # Still being started: each ends as its task starts, told to by
             # ``shutdown`` once it is a run (or by an error: nothing to wait for).
-            await self._starts_done(None)
+            # Bounded: a start stuck on a store that never answers must not
+            # hold the worker until it is killed (what it stores is its own).
+            await self._starts_done(STARTS_GRACE)
+            if self._starting:
+                log.warning(
+                    "shutdown: %d run(s) still being started after %.1f s more; not waited for",
+                    self._starting,
+                    STARTS_GRACE,
+                )
             ended += self._shut_down()
         if ended:
             log.warning("shutdown: ended %d run(s) still going after %.1f s", len(ended), timeout)
@@ -507,6 +515,11 @@ class Gate:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(timeout):
                 await self._no_starts.wait()
+
+
+# How long a drain past its timeout still waits for the runs being started
+# (their turn being stored) to become runs it can end.
+STARTS_GRACE = 2.0
 
 
 async def _released(slots, unused: bool = False) -> None:
