@@ -15,8 +15,8 @@ it is sent again) or, without one, from the start of the thread's active
 run, or of the run a command just started here when it already ended (a
 quick run ends before its client subscribes: ``Fresh``), or of the run that
 asked for the thread's pending interrupts, else from the next run. It ends
-when the client leaves, or between runs once the worker drains (the client
-reconnects elsewhere). The thread's runs are the run backend's sequence of
+when the client leaves, or between runs once the worker drains (cleanly:
+langgraph-sdk then ends its subscriptions; the client subscribes again). The thread's runs are the run backend's sequence of
 the runs that claimed it (``runs.started``: this worker's logs, or every
 node's with shared run logs), so an idle stream that looks every ``POLL``
 reads a run that began and ended between two looks, on any node.
@@ -327,9 +327,9 @@ class ThreadRoutes:
             log = await self._next(thread_id, after)
             if log is None:
                 if self.app.gate.closing:
-                    # A draining worker ends the stream between runs: the client
-                    # reconnects (since its last seq) to a node still serving,
-                    # instead of the stream holding this one until it is killed.
+                    # A draining worker ends the stream between runs, or it would
+                    # hold the worker until it is killed (and its close, with the
+                    # webhooks and records it settles, would never run).
                     return
                 if not await stream.until(asyncio.sleep(POLL)):
                     return
