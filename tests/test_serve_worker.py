@@ -114,12 +114,12 @@ def test_a_drain_longer_than_the_kill_timeout_is_refused_at_start(tmp_path):
         assert wait_until(lambda: server.process.poll() is not None, 30), server.log()
         assert server.process.returncode != 0
         assert "drain_timeout=40 s does not fit in the server's kill timeout (30 s)" in server.log()
-        assert "--kill-timeout 45" in server.log()
+        assert "--kill-timeout 50" in server.log()
 
 
 def test_a_kill_timeout_that_fits_the_drain_is_accepted(tmp_path):
     env = env_for(tmp_path, AGUI_TEST_DRAIN="40")
-    with serve_cli(env, "--kill-timeout", "45", stop_signal=signal.SIGKILL) as server:
+    with serve_cli(env, "--kill-timeout", "50", stop_signal=signal.SIGKILL) as server:
         response = httpx.post(server.base_url + "/ag-ui/run", json=run_body("fits", "hi"))
         assert response.status_code == 200
 

@@ -132,7 +132,7 @@ class App:
     run logs one not made by then is owed again, for another node. Keep
     ``drain_timeout`` below the server's kill timeout
     (``agui-bridge serve``: 30 s, ``--kill-timeout``; it refuses to start an
-    App whose drain_timeout does not end 5 s before it: ``agui_bridge.worker``).
+    App whose drain_timeout does not end 10 s before it: ``agui_bridge.worker``).
     It needs the server's own SIGTERM handling (granian, RSGI or ASGI;
     uvicorn), which the App chains onto.
     ``lease_ttl``: seconds a run's lease on its thread lasts unless renewed (it

@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         default=KILL_TIMEOUT,
         help="seconds a stopping worker gets before it is killed; the App's drain_timeout"
-        " must end 5 s before it (a longer one is refused at start)",
+        " must end 10 s before it (a longer one is refused at start)",
     )
 
     demo = commands.add_parser("demo", help="serve the built-in demo agent")

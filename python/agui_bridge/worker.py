@@ -38,9 +38,10 @@ POLL = 0.2
 # Seconds a worker whose parent died has to end its runs and stop, then it is ended.
 HARD_EXIT = 1.5
 # What a drain leaves the runs it ended to store their turns and release
-# their leases, then what they still owe (at most ``webhooks.SHUTDOWN_WAIT``:
-# queued runs failed, records shared, webhook calls), before the server's kill timeout.
-SAVE_MARGIN = 5.0
+# their leases (5 s), then what they still owe (``webhooks.SHUTDOWN_WAIT``,
+# 3 s: queued runs failed, records shared, webhook calls) and the spans held
+# for export (``ops.tracing.FLUSH_MS``, 2 s), before the server's kill timeout.
+SAVE_MARGIN = 10.0
 
 
 def load(target: str, *, wd, factory: bool, parent: int, kill_timeout: float):

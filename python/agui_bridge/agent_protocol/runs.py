@@ -197,6 +197,8 @@ class Registry:
         # The records of every node, where the run logs are shared (else None).
         self.shared = shared_records(runs)
         self._tasks: set[asyncio.Task] = set()
+        # A run's end, shared once it comes (``share``), by the task waiting for it.
+        self._ends: dict[asyncio.Task, object] = {}
 
     def add(self, record: RunRecord) -> None:
         self._keep(record)
@@ -259,7 +261,9 @@ class Registry:
         await shared.put(record.fields())
         log = record.log
         if log is not None and not log.ended:
-            self._spawn(self._share_end(record, log))
+            ending = self._spawn(self._share_end(record, log))
+            self._ends[ending] = log
+            ending.add_done_callback(self._ends.pop)
 
     def changed(self, record: RunRecord) -> None:
         """The record changed where nothing waits for it to be shared (sent, not awaited)."""
@@ -278,6 +282,11 @@ class Registry:
         ended, Redis away) are cancelled and logged."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(0.0, timeout)
+        # Past the drain this node's runs have ended: a run still going is
+        # another node's, which shares its own end; nothing here waits for it.
+        for ending, log in list(self._ends.items()):
+            if not log.ended:
+                ending.cancel()
         pruning = self.shared.pruning if self.shared is not None else set()
         # A write that ends may spawn another (a run's end shared): looked at again.
         while pending := [t for t in (*self._tasks, *pruning) if not t.done()]:
@@ -289,10 +298,11 @@ class Registry:
                 await asyncio.wait(left)
                 return
 
-    def _spawn(self, coroutine) -> None:
+    def _spawn(self, coroutine) -> asyncio.Task:
         task = asyncio.ensure_future(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     async def get(self, thread_id: str, run_id: str) -> RunRecord | None:
         record = self.records.get(thread_id, {}).get(run_id)

@@ -16,10 +16,11 @@ run, or of the run a command just started here when it already ended (a
 quick run ends before its client subscribes: ``Fresh``), or of the run that
 asked for the thread's pending interrupts, else from the next run. It ends
 when the client leaves, or between runs once the worker drains (cleanly:
-langgraph-sdk then ends its subscriptions; the client subscribes again). The thread's runs are the run backend's sequence of
-the runs that claimed it (``runs.started``: this worker's logs, or every
-node's with shared run logs), so an idle stream that looks every ``POLL``
-reads a run that began and ended between two looks, on any node.
+langgraph-sdk then ends its subscriptions; the client subscribes again).
+The thread's runs are the run backend's sequence of the runs that claimed
+it (``runs.started``: this worker's logs, or every node's with shared run
+logs), so an idle stream that looks every ``POLL`` reads a run that began
+and ended between two looks, on any node.
 
 Under per-identity limits (``agui_bridge.ops.limits``) the stream is one of
 its identity's ``readers`` while open (429 before it opens) and one of each

@@ -39,6 +39,10 @@ def _wanted(value) -> bool:
     )
 
 
+# The longest a stopping worker waits for its spans' export (worker.SAVE_MARGIN).
+FLUSH_MS = 2000
+
+
 def tracer_of(value):
     """``App(tracing=None)``: on by the environment (above); True/False force it."""
     if not _wanted(value):
@@ -98,7 +102,7 @@ class Tracing:
         self.provider = _provider()
         self.tracer = self.provider.get_tracer("agui_bridge")
 
-    def flush(self, timeout_ms: int = 5000) -> None:
+    def flush(self, timeout_ms: int = FLUSH_MS) -> None:
         """Exports the spans the batch processor still holds (blocking: call it
         in a thread). A worker's end needs it: the SDK's exit hook does not run
         in a server's worker process, and the last seconds' spans (a drain's
