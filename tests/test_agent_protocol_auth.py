@@ -4,6 +4,7 @@ changed; a search shows only the caller's threads."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 import httpx
@@ -96,6 +97,40 @@ async def test_authorize_stream_guards_reading_and_cancelling_a_run(base_url):
                 assert refused.status_code == 403, (route, refused.text)
             refused = await http.post(path + "/cancel", headers={"x-user": "carl"})
             assert refused.status_code == 403
+    finally:
+        await carl.aclose()
+
+
+async def test_authorize_stream_guards_a_queued_run_joined_to_cancel(base_url):
+    """A run not started yet is read and stopped (cancel_on_disconnect) as a
+    live one: carl, whom the demo's ``authorize_stream`` refuses, may neither
+    join a queued demo run nor stop it by leaving."""
+    carl = get_client(url=base_url, api_key=None, headers={"x-user": "carl"})
+    try:
+        thread_id = (await carl.threads.create(thread_id=f"carl-{uuid.uuid4()}"))["thread_id"]
+        ahead = await carl.runs.create(thread_id, "slow", input={"messages": ["count 10"]})
+        queued = await carl.runs.create(
+            thread_id, "demo", input={"messages": ["hi"]}, multitask_strategy="enqueue"
+        )
+        assert queued["status"] == "pending"
+        path = f"/threads/{thread_id}/runs/{queued['run_id']}"
+        async with httpx.AsyncClient(base_url=base_url, timeout=10) as http:
+            for route in ("/join", "/stream"):
+                asked = f"{path}{route}?cancel_on_disconnect=true"
+                async with http.stream("GET", asked, headers={"x-user": "carl"}) as joined:
+                    assert joined.status_code == 403, route  # and leaving stops nothing
+            refused = await http.post(path + "/cancel", headers={"x-user": "carl"})
+            assert refused.status_code == 403
+        await carl.runs.join(thread_id, ahead["run_id"])
+        for _ in range(100):
+            thread = await carl.threads.get(thread_id)
+            if thread["status"] == "idle":
+                break
+            await asyncio.sleep(0.05)
+        messages = thread["values"]["messages"]
+        # The queued demo run ran to its end: "hi" answered after the ticks.
+        assert [m["type"] for m in messages[-2:]] == ["human", "ai"], messages
+        assert messages[-2]["content"] == "hi"
     finally:
         await carl.aclose()
 

@@ -911,7 +911,17 @@ class AgentProtocol:
             raise HttpError(404, "not_found", f"no run {run_id!r} on thread {thread_id!r}")
         if record.log is not None:
             await self.handler.may_read(identity, record.log)
+        else:
+            await self._may_watch_queued(identity, record)
         return record
+
+    async def _may_watch_queued(self, identity, record: RunRecord) -> None:
+        """A run not started yet answers to its agent's ``authorize_stream`` as a
+        live one does (``may_read``): its reader reads it once it starts, and a
+        join that cancels on disconnect stops it when its reader leaves."""
+        agent = self.app.agents.get(record.assistant_id)
+        if not await self.handler.may_stream(identity, record.thread_id, record.run_id, agent):
+            raise HttpError(403, "forbidden", "this run stream is not yours")
 
     async def _joined(self, conn, thread_id: str, run_id: str, on_disconnect: str):
         """The run a join reads; one that cancels the run when its reader leaves
@@ -1023,6 +1033,7 @@ class AgentProtocol:
             return
         identity, _ = await self._body(conn, "run")
         await self._thread(identity, thread_id)
+        await self._may_watch_queued(identity, record)
         if record.status not in ACTIVE:
             # Settled before it started (cancelled, or it could not start): it stays so.
             await _already_ended(conn, thread_id, run_id, record.status, waited, langgraph)
