@@ -33,7 +33,7 @@ from typing import Any
 
 from .context import RunContext
 from .errors import HttpError, LeaseLost
-from .interrupts import stored
+from .interrupts import aside_of, stored
 from .runs.run import Run, RunSettings
 from .store.lease import head_of, keep, keeps_branches, save
 from .store.owner import owner_of
@@ -364,7 +364,7 @@ class Gate:
                     " messages, not replace a held one or fork at an earlier step",
                 )
             try:
-                interrupts = stored(thread.interrupts, getattr(thread, "kept_aside", []))
+                interrupts = stored(thread.interrupts, aside_of(thread))
                 await save(
                     store, thread_id, thread.agent_id, added, state, interrupts, lease, cut=cut
                 )

@@ -27,7 +27,7 @@ unchanged).
 Interrupts **kept aside** are not pending (no 409, the thread's status is
 not ``interrupted``, the state shows none), but a resume that names only
 interrupts kept aside, while none is pending, re-opens the ones it names
-(``reopened``); any other run settles them. They are stored in the same
+(``reopened``, ``answerable``); any other run settles them. They are stored in the same
 list as the pending ones, each wrapped as ``{"keptAside": interrupt}``, so
 every store keeps them as it is; ``Thread`` splits them off when loaded.
 """
@@ -65,19 +65,37 @@ def stored(pending: list[dict], kept: list[dict]) -> list[dict]:
     return out
 
 
-def reopened(resume, pending: list[dict], kept: list[dict]) -> list[dict]:
-    """The interrupts a request resumes: the pending ones, or, when none is
-    pending and the resume names only interrupts kept aside by a stopped run
-    (what a page that stopped reading still holds), those it names (all of
+def aside_of(thread) -> list[dict]:
+    """The interrupts a stopped run kept aside on ``thread`` (None: none)."""
+    return list(getattr(thread, "kept_aside", None) or [])
+
+
+def answerable(thread) -> list[dict]:
+    """The interrupts a resume on ``thread`` may name: the pending ones, else,
+    when none is pending, those kept aside by a stopped run (a resume naming
+    them re-opens them: ``reopened``)."""
+    if thread is None:
+        return []
+    return list(thread.interrupts) or aside_of(thread)
+
+
+def reopened(resume, thread) -> list[dict]:
+    """The interrupts a request resumes on ``thread``: the pending ones, or, when
+    none is pending and the resume names only interrupts kept aside by a stopped
+    run (what a page that stopped reading still holds), those it names (all of
     them for a resume that names none)."""
-    if pending or resume is None or not kept:
+    pending = list(thread.interrupts) if thread is not None else []
+    if pending or resume is None:
+        return pending
+    kept = answerable(thread)
+    if not kept:
         return pending
     if resume.entries:
         named = {e.get("interruptId") for e in resume.entries}
     elif resume.interrupt_id is not None:
         named = {resume.interrupt_id}
     else:
-        return list(kept)
+        return kept
     chosen = [i for i in kept if i.get("id") in named]
     return chosen if len(chosen) == len(named) else pending
 

@@ -37,7 +37,7 @@ import orjson
 
 from .context import Resumption
 from .errors import HttpError
-from .interrupts import refuse_unanswered, reopened
+from .interrupts import aside_of, refuse_unanswered, reopened
 from .store.branches import Cut
 from .store.ids import HeldIds
 
@@ -72,11 +72,10 @@ def merge(
     ``clients_resend``: the App's AG-UI clients resend the conversation they
     show (``started_over``)."""
     stored = thread.messages if thread is not None else []
-    pending = thread.interrupts if thread is not None else []
     # What a stopped run kept aside: a resume naming them (from a page that
     # stopped reading and still holds them) re-opens them (interrupts.py).
-    aside = getattr(thread, "kept_aside", None) or []
-    pending = reopened(run_input.resume, pending, aside)
+    aside = aside_of(thread)
+    pending = reopened(run_input.resume, thread)
     resume = resumption(run_input.resume, pending)
     refuse_unanswered(run_input.thread_id, pending, resume)  # 409 interrupt_pending
     held, known_calls = held_ids(thread)

@@ -40,6 +40,7 @@ from ..agent_protocol.stream import MODES, interrupts_of, values_of
 from ..agent_protocol.threads import search as search_threads
 from ..errors import RunInputError
 from ..gate import Queued
+from ..interrupts import answerable
 from ..ops.front import current as current_request
 from ..parts import input_error
 from ..run_input import Resume, RunInput, _check_depth, _text_of, decision_of, off_loop
@@ -1219,10 +1220,8 @@ def _resume(value, thread) -> Resume:
     of interrupt id to value answers each one, anything else answers them all."""
     if value is None:
         raise _unprocessable("'command.resume' must not be null")
-    pending = {i.get("id") for i in (thread.interrupts if thread is not None else ())}
-    if not pending and thread is not None:
-        # Kept aside by a stopped run: a resume naming them re-opens them (interrupts.py).
-        pending = {i.get("id") for i in getattr(thread, "kept_aside", ())}
+    # Kept aside by a stopped run while none is pending: a resume naming them re-opens them.
+    pending = {i.get("id") for i in answerable(thread)}
     if isinstance(value, dict) and value and set(value) <= pending:
         entries = tuple(
             {"interruptId": k, "status": "resolved", "payload": v} for k, v in value.items()

@@ -48,6 +48,7 @@ from ..agent_protocol.thread_events import (
     frame,
     seq_of,
 )
+from ..interrupts import answerable
 from ..runs import open_stream
 from ..runs.frames import event_of, split
 from ..runs.supersede import reading as counted
@@ -216,10 +217,8 @@ class ThreadRoutes:
         if params.get("goto") is not None:
             raise _Refused(422, "not_supported", "'goto' is not served (an agent is one node)")
         thread = await self._answerable(identity, thread_id, set(resume))
-        pending = {i.get("id") for i in thread.interrupts}
-        if not pending:
-            # Kept aside by a stopped run: answering them re-opens them (interrupts.py).
-            pending = {i.get("id") for i in getattr(thread, "kept_aside", ())}
+        # Kept aside by a stopped run while none is pending: answering them re-opens them.
+        pending = {i.get("id") for i in answerable(thread)}
         missing = sorted(set(resume) - pending)
         if missing:
             raise _Refused(
