@@ -6,6 +6,8 @@ them, over AG-UI and the Agent Protocol."""
 from __future__ import annotations
 
 import uuid
+from dataclasses import fields
+from types import SimpleNamespace
 
 import httpx
 import pytest
@@ -116,3 +118,37 @@ async def test_the_agent_protocol_resume_re_opens_them(http):
     assert done.status_code == 200, done.text
     messages = (await http.get(f"/threads/{thread}/state")).json()["messages"]
     assert messages[-1]["content"] == "resumed ['i1'] with 'yes'"
+
+
+class PlainStore:
+    """A custom store whose ``load`` returns its own thread object, not
+    ``store.Thread``: the ``{"keptAside": …}`` entries stay in ``interrupts``."""
+
+    def __init__(self):
+        self.inner = MemoryStore()
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    async def load(self, thread_id):
+        thread = await self.inner.load(thread_id)
+        if thread is None:
+            return None
+        held = {f.name: getattr(thread, f.name) for f in fields(thread) if f.name != "kept_aside"}
+        held["interrupts"] = stored(thread.interrupts, thread.kept_aside)
+        return SimpleNamespace(**held)
+
+
+async def test_a_custom_stores_thread_is_split_for_a_run():
+    store = PlainStore()
+    transport = httpx.ASGITransport(app=make_app(store))
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+        thread = await kept_thread(store)
+        # not pending: a new turn is no 409 naming an interrupt without an id
+        done = await http.post("/agui/ask", json=body(thread, "r2", "q2"))
+        assert done.status_code == 200, done.text
+        thread = await kept_thread(store)
+        resume = [{"interruptId": "i1", "status": "resolved", "payload": "yes"}]
+        done = await http.post("/agui/ask", json=body(thread, "r3", resume=resume))
+        assert done.status_code == 200, done.text
+        assert "resumed ['i1'] with 'yes'" in done.text

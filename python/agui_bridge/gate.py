@@ -35,6 +35,7 @@ from .context import RunContext
 from .errors import HttpError, LeaseLost
 from .interrupts import aside_of, stored
 from .runs.run import Run, RunSettings
+from .store import split_thread
 from .store.lease import head_of, keep, keeps_branches, save
 from .store.owner import owner_of
 from .turns import carried, merge
@@ -240,7 +241,8 @@ class Gate:
             await _released(slots, unused=True)
             raise
         try:
-            thread = await self._store().load(thread_id)
+            # A custom store's own thread object: its kept-aside entries split off.
+            thread = split_thread(await self._store().load(thread_id))
             await authorize(thread)
             store = self._store()
             parent_head = None

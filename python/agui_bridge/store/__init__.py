@@ -12,13 +12,13 @@ forms are documented):
     (``?sslmode=require``); any other parameter is a server setting.
 
 A store keeps, per threadId: the history as AG-UI messages (in order, each id
-once), the shared state (an object), the pending interrupts and the id of the
+once), the shared state (an object), the interrupts and the id of the
 agent that owns the thread. Both stores implement the same small async API:
 
 ``await store.load(thread_id) -> Thread | None``
 ``await store.save(thread_id, agent_id, new_messages, state, interrupts, lease=None)``
     appends the messages whose id the thread does not hold yet, and replaces
-    the state and the pending interrupts, in one transaction; given the run's
+    the state and the interrupts, in one transaction; given the run's
     ``lease``, it first checks that the lease's fence is still the thread's and
     otherwise raises ``LeaseLost`` and writes nothing (``lease.py``).
 
@@ -46,6 +46,16 @@ batch) -> list[str]`` (deletes up to ``batch`` threads last updated before
 "interrupted" with interrupts pending, "idle" without), and ``create`` takes
 ``owner``: see ``owner.py``.
 
+The ``interrupts`` a save receives are the pending ones and, after them, those
+a stopped run kept aside, each wrapped as ``{"keptAside": interrupt}``
+(``interrupts.py``): not pending. A store (``App(store=obj)`` included) keeps
+the list as it is and returns it as it was saved; it computes the status with
+``keep.status_of(interrupts, errored)`` (or counts only the entries that are
+not ``{"keptAside": …}``), so a thread with only those is "idle". ``load``
+returns a ``Thread``, which splits them off into ``kept_aside``; a thread
+object of another type has them split off where a run loads it
+(``split_thread``), but the thread routes read its ``interrupts`` as given.
+
 Every store keeps the same ids and metadata (``keep.py``: no NUL, ids capped):
 a write of anything else raises ``RunInputError`` and writes nothing.
 
@@ -58,6 +68,7 @@ thread.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -102,6 +113,21 @@ class Thread:
         if kept:
             self.interrupts = pending
             self.kept_aside = [*self.kept_aside, *kept]
+
+
+def split_thread(thread):
+    """A loaded thread as a run reads it: a custom store's own thread object (not
+    ``Thread``) gets its ``{"keptAside": …}`` entries split off as ``Thread``
+    does (a copy; without them, the object itself)."""
+    if thread is None or isinstance(thread, Thread):
+        return thread
+    pending, kept = split(getattr(thread, "interrupts", None) or [])
+    if not kept:
+        return thread
+    thread = copy.copy(thread)
+    thread.kept_aside = [*(getattr(thread, "kept_aside", None) or []), *kept]
+    thread.interrupts = pending
+    return thread
 
 
 class Listed(NamedTuple):
