@@ -437,20 +437,18 @@ async def test_ag_ui_events_a_tool_returns_follow_its_result(way):
     assert stored == {"theme": "red", "font": "serif"}
 
 
-async def test_a_resume_cancelling_the_call_with_a_new_message_answers_it_after_the_call():
-    """A resume that cancels the pending approval and carries a new user
-    message: the model gets the call, its cancelled result, then the message
-    (pydantic-ai's ``user_prompt`` beside ``deferred_tool_results``). It got the
-    message before the call it was rebuilt after."""
+async def cancelled_with(tid: str, new: dict, seen: list | None = None) -> list[dict]:
+    """A run whose model asks to delete (an approval), then a resume that
+    cancels it carrying ``new``: the resuming run's events (``seen``: every
+    request the model got)."""
     from agui_bridge.adapters.pydantic_ai import pydantic_ai_agent
     from pydantic_ai import Agent
-    from pydantic_ai.messages import TextPart, ToolCallPart, ToolReturnPart, UserPromptPart
+    from pydantic_ai.messages import UserPromptPart
     from pydantic_ai.models.function import DeltaToolCall, FunctionModel
 
-    seen = []
-
     async def stream(messages, info):
-        seen.append(messages)
+        if seen is not None:
+            seen.append(messages)
         prompts = [p.content for p in messages[-1].parts if isinstance(p, UserPromptPart)]
         if prompts == ["delete it"]:
             yield "Deleting."
@@ -464,13 +462,23 @@ async def test_a_resume_cancelling_the_call_with_a_new_message_answers_it_after_
     def delete_file() -> str:
         return "deleted"
 
-    tid = thread("cancel-new")
     async with app_client(lambda app: app.agent("del")(pydantic_ai_agent(agent))) as http:
         interrupt = approval_of(await run_on(http, "/agui/del", run_body(tid, "delete it")))
         held = (await state_of(http, tid))["messages"]
-        new = {"id": "u2", "role": "user", "content": "never mind, hello"}
         resume = [{"interruptId": interrupt["id"], "status": "cancelled"}]
-        events = await run_on(http, "/agui/del", run_body(tid, [*held, new], resume=resume))
+        return await run_on(http, "/agui/del", run_body(tid, [*held, new], resume=resume))
+
+
+async def test_a_resume_cancelling_the_call_with_a_new_message_answers_it_after_the_call():
+    """A resume that cancels the pending approval and carries a new user
+    message: the model gets the call, its cancelled result, then the message
+    (pydantic-ai's ``user_prompt`` beside ``deferred_tool_results``). It got the
+    message before the call it was rebuilt after."""
+    from pydantic_ai.messages import TextPart, ToolCallPart, ToolReturnPart, UserPromptPart
+
+    seen: list = []
+    new = {"id": "u2", "role": "user", "content": "never mind, hello"}
+    events = await cancelled_with(thread("cancel-new"), new, seen)
     assert said(events) == "Sure."
     kinds = {
         UserPromptPart: "user",
@@ -497,31 +505,8 @@ async def test_a_resume_cancelling_the_call_with_a_new_message_answers_it_after_
 async def test_a_resume_cancelling_the_call_with_a_message_the_loader_drops_is_answered():
     """The new message holds nothing pydantic-ai's loader keeps: the run still
     answers (it was a RUN_ERROR: no user prompt to pass on)."""
-    from agui_bridge.adapters.pydantic_ai import pydantic_ai_agent
-    from pydantic_ai import Agent
-    from pydantic_ai.messages import UserPromptPart
-    from pydantic_ai.models.function import DeltaToolCall, FunctionModel
-
-    async def stream(messages, info):
-        prompts = [p.content for p in messages[-1].parts if isinstance(p, UserPromptPart)]
-        if prompts == ["delete it"]:
-            yield {0: DeltaToolCall(name="delete_file", json_args="{}", tool_call_id="c1")}
-        else:
-            yield "Sure."
-
-    agent = Agent(FunctionModel(stream_function=stream))
-
-    @agent.tool_plain(requires_approval=True)
-    def delete_file() -> str:
-        return "deleted"
-
-    tid = thread("cancel-file")
-    async with app_client(lambda app: app.agent("del")(pydantic_ai_agent(agent))) as http:
-        interrupt = approval_of(await run_on(http, "/agui/del", run_body(tid, "delete it")))
-        held = (await state_of(http, tid))["messages"]
-        source = {"type": "file", "value": "file-abc", "mimeType": "application/pdf"}
-        new = {"id": "u2", "role": "user", "content": [{"type": "document", "source": source}]}
-        resume = [{"interruptId": interrupt["id"], "status": "cancelled"}]
-        events = await run_on(http, "/agui/del", run_body(tid, [*held, new], resume=resume))
+    source = {"type": "file", "value": "file-abc", "mimeType": "application/pdf"}
+    new = {"id": "u2", "role": "user", "content": [{"type": "document", "source": source}]}
+    events = await cancelled_with(thread("cancel-file"), new)
     assert events[-1]["type"] == "RUN_FINISHED", events[-1]
     assert said(events) == "Sure."

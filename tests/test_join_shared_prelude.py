@@ -255,24 +255,29 @@ async def test_a_join_on_another_node_of_a_long_run_gets_all_of_it_then_the_rest
         await b.aclose()
 
 
+def trimming_node(redis_url: str, go: asyncio.Event, deltas: int, opening=(), **options) -> App:
+    """A node whose copies keep 64 KiB of a run (``max_log_bytes``), with an
+    agent that yields ``opening``, then ``deltas`` 1 KiB text deltas, then
+    waits for ``go``."""
+    app = App(store="memory://", runs=redis_url, max_log_bytes=64 * 1024, **options)
+
+    @app.agent("long")
+    async def long(ctx):
+        for item in opening:
+            yield item
+        for n in range(deltas):
+            yield c.text_delta(f"{n:05d}" + "x" * 1019)
+            await asyncio.sleep(0)
+        await go.wait()
+
+    return app
+
+
 async def test_a_join_on_a_node_whose_copy_was_trimmed_gets_the_run_from_its_start(redis_url):
     """A run past ``max_log_bytes``: the joining node's copy holds only its
     newest events, Redis all of them; the prelude is built from Redis's."""
     go = asyncio.Event()
-
-    def node() -> App:
-        app = App(store="memory://", runs=redis_url, max_log_bytes=64 * 1024)
-
-        @app.agent("long")
-        async def long(ctx):
-            for n in range(300):
-                yield c.text_delta(f"{n:05d}" + "x" * 1019)
-                await asyncio.sleep(0)
-            await go.wait()
-
-        return app
-
-    a, b = node(), node()
+    a, b = (trimming_node(redis_url, go, 300) for _ in range(2))
     try:
         run = Call(a, "POST", "/agui/long", body_of("t-trim", "r1", "go")).start()
         async with asyncio.timeout(15):
@@ -432,21 +437,8 @@ async def test_a_lost_run_seen_on_a_trimmed_copy_closes_what_opened_before_the_c
     appends for every reader come from all Redis holds, so a tool call opened
     before the copy's first event is closed too."""
     go = asyncio.Event()
-
-    def node() -> App:
-        app = App(store="memory://", runs=redis_url, max_log_bytes=64 * 1024, lease_ttl=1.0)
-
-        @app.agent("long")
-        async def long(ctx):
-            yield c.tool_input_start("c1", "search")
-            for n in range(200):
-                yield c.text_delta(f"{n:05d}" + "x" * 1019)
-                await asyncio.sleep(0)
-            await go.wait()
-
-        return app
-
-    a, b = node(), node()
+    opening = [c.tool_input_start("c1", "search")]
+    a, b = (trimming_node(redis_url, go, 200, opening, lease_ttl=1.0) for _ in range(2))
     try:
         Call(a, "POST", "/agui/long", body_of("t-lost", "r1", "go")).start()
         async with asyncio.timeout(15):
