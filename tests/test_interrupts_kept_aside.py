@@ -6,7 +6,7 @@ them, over AG-UI and the Agent Protocol."""
 from __future__ import annotations
 
 import uuid
-from dataclasses import fields
+from dataclasses import fields, make_dataclass
 from types import SimpleNamespace
 
 import httpx
@@ -124,8 +124,9 @@ class PlainStore:
     """A custom store whose ``load`` returns its own thread object, not
     ``store.Thread``: the ``{"keptAside": …}`` entries stay in ``interrupts``."""
 
-    def __init__(self):
+    def __init__(self, frozen: bool):
         self.inner = MemoryStore()
+        self.frozen = frozen
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
@@ -136,11 +137,14 @@ class PlainStore:
             return None
         held = {f.name: getattr(thread, f.name) for f in fields(thread) if f.name != "kept_aside"}
         held["interrupts"] = stored(thread.interrupts, thread.kept_aside)
+        if self.frozen:  # an object no attribute can be set on
+            return make_dataclass("Frozen", list(held), frozen=True)(**held)
         return SimpleNamespace(**held)
 
 
-async def test_a_custom_stores_thread_is_split_for_a_run():
-    store = PlainStore()
+@pytest.mark.parametrize("frozen", [False, True])
+async def test_a_custom_stores_thread_is_split_for_a_run(frozen):
+    store = PlainStore(frozen)
     transport = httpx.ASGITransport(app=make_app(store))
     async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
         thread = await kept_thread(store)

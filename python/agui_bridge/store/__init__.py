@@ -68,7 +68,6 @@ thread.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -124,10 +123,20 @@ def split_thread(thread):
     pending, kept = split(getattr(thread, "interrupts", None) or [])
     if not kept:
         return thread
-    thread = copy.copy(thread)
-    thread.kept_aside = [*(getattr(thread, "kept_aside", None) or []), *kept]
-    thread.interrupts = pending
-    return thread
+    return _Split(thread, pending, [*(getattr(thread, "kept_aside", None) or []), *kept])
+
+
+class _Split:
+    """A custom store's thread object with its interrupts split, the object
+    left as it is (it may be frozen, or a tuple): every other attribute is its own."""
+
+    def __init__(self, thread, interrupts: list, kept_aside: list):
+        self._thread = thread
+        self.interrupts = interrupts
+        self.kept_aside = kept_aside
+
+    def __getattr__(self, name):
+        return getattr(self._thread, name)
 
 
 class Listed(NamedTuple):
