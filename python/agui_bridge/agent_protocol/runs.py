@@ -199,6 +199,7 @@ class Registry:
         self._tasks: set[asyncio.Task] = set()
         # A run's end, shared once it comes (``share``), by the task waiting for it.
         self._ends: dict[asyncio.Task, object] = {}
+        self._settling = False  # the worker is stopping (``settle``)
 
     def add(self, record: RunRecord) -> None:
         self._keep(record)
@@ -260,7 +261,7 @@ class Registry:
             return
         await shared.put(record.fields())
         log = record.log
-        if log is not None and not log.ended:
+        if log is not None and not log.ended and not self._settling:
             ending = self._spawn(self._share_end(record, log))
             self._ends[ending] = log
             ending.add_done_callback(self._ends.pop)
@@ -283,7 +284,9 @@ class Registry:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(0.0, timeout)
         # Past the drain this node's runs have ended: a run still going is
-        # another node's, which shares its own end; nothing here waits for it.
+        # another node's, which shares its own end; nothing here waits for it
+        # (nor starts waiting: a share under way spawns no waiter any more).
+        self._settling = True
         for ending, log in list(self._ends.items()):
             if not log.ended:
                 ending.cancel()
