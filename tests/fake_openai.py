@@ -165,6 +165,11 @@ def _script(messages: list[dict]):
         # A server that never says why it stopped (some proxies): the usage and
         # [DONE] still end the stream.
         return text("All of it")[:-1]
+    if "metered" in words:
+        # Usage on every chunk (vLLM's continuous usage stats), then cut partway.
+        usage = {"prompt_tokens": 11, "completion_tokens": 1, "total_tokens": 12}
+        pieces = text("Half an answer")[:-1]
+        return ("cutoff", [{**piece, "usage": usage} for piece in pieces])
     if "cutoff" in words:
         # The connection closed cleanly partway: no finish_reason, no [DONE].
         return ("cutoff", text("Half an answer")[:-1])

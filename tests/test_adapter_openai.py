@@ -228,6 +228,7 @@ async def test_unknown_tool_is_an_error_for_the_model(client):
         ("midway", "model_error", "Half an answer"),
         ("boom", "model_error", ""),
         ("cutoff", "model_unreachable", "Half an answer"),
+        ("metered", "model_unreachable", "Half an answer"),
         ("stall", "model_timeout", ""),
         ("loop", "max_steps", ""),
     ],

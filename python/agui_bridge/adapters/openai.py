@@ -207,6 +207,8 @@ class _ModelCall:
         self.task_id = f"{ctx.run_id}:model{step}"
         self.finish_reason: str | None = None
         self.usage: dict | None = None
+        # The usage chunk ``include_usage`` adds after the last piece (no choices).
+        self.usage_last = False
         self.text: list[str] = []
         self.reasoning: list[str] = []
         # [id, name, argument pieces, started], in the order the calls came
@@ -236,7 +238,7 @@ class _ModelCall:
                         yield crumb
             finally:
                 await stream.close()
-            if self.finish_reason is None and self.usage is None:
+            if self.finish_reason is None and not self.usage_last:
                 # A connection closed cleanly partway reads as a stream's end
                 # (the SDK takes no [DONE] as nothing missing): not an answer.
                 # The usage asked for comes after the last piece: a server that
@@ -262,6 +264,9 @@ class _ModelCall:
         usage = getattr(chunk, "usage", None)
         if usage is not None:
             self.usage = usage.model_dump(exclude_none=True)
+            # Some servers put usage on every chunk: only the one with no
+            # choices comes after the answer's last piece.
+            self.usage_last = not chunk.choices
         for choice in chunk.choices:
             if choice.index != 0:
                 continue
