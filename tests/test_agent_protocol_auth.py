@@ -64,8 +64,8 @@ async def test_every_route_asks_who_and_whose(base_url):
             refused = await http.request(method, path, json=body, headers=reader)
             assert refused.status_code == 403, (method, path, refused.text)
         # A join that cancels the run when its reader leaves is a cancel: not a reader's.
-        for route in ("join", "stream"):
-            asked = f"{run_path}/{route}?cancel_on_disconnect=true"
+        for route, flag in (("join", "true"), ("stream", "true"), ("join", "1")):
+            asked = f"{run_path}/{route}?cancel_on_disconnect={flag}"  # "1": the JS SDK's
             refused = await http.get(asked, headers=reader)
             assert refused.status_code == 403, (asked, refused.text)
         # A search shows the caller's threads only.

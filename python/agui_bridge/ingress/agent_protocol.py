@@ -969,7 +969,7 @@ class AgentProtocol:
         await conn.respond(204, b"", [("cache-control", "no-cache")])
 
     async def _join(self, conn, thread_id: str, run_id: str) -> None:
-        on_disconnect = "cancel" if _query(conn).get("cancel_on_disconnect") == "true" else ""
+        on_disconnect = "cancel" if _cancels_on_disconnect(_query(conn)) else ""
         record = await self._joined(conn, thread_id, run_id, on_disconnect)
         # A join holds a connection on the run as a stream does (queued, it waits for
         # the run's start and then reads it): a reader.
@@ -1005,7 +1005,7 @@ class AgentProtocol:
     async def _join_stream(self, conn, thread_id: str, run_id: str) -> None:
         query = _query(conn)
         after = last_event_id(conn) or 0
-        on_disconnect = "cancel" if query.get("cancel_on_disconnect") == "true" else "continue"
+        on_disconnect = "cancel" if _cancels_on_disconnect(query) else "continue"
         record = await self._joined(conn, thread_id, run_id, on_disconnect)
         # 429 past a per-identity limit
         await self.app.ops.admit_reader(thread_id, run_id, record.assistant_id)
@@ -1170,6 +1170,12 @@ def _named_checkpoint(body: dict) -> str | None:
     if wanted is not None and not isinstance(wanted, str):
         raise _unprocessable("'checkpoint_id' must be a string")
     return _checkpoint_id(body.get("checkpoint")) or wanted
+
+
+def _cancels_on_disconnect(query) -> bool:
+    """``cancel_on_disconnect``: the Python SDK sends ``true``/``false``, the JS
+    SDK ``1``/``0``."""
+    return query.get("cancel_on_disconnect") in ("true", "1")
 
 
 def _flag(value, name: str):
