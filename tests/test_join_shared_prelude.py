@@ -93,6 +93,13 @@ async def call(app, method, path, body=None, headers=()) -> Call:
     return await Call(app, method, path, body, headers).start().done()
 
 
+async def logged(app: App, thread: str, last: int, timeout: float) -> None:
+    """Waits until ``app``'s copy of run ``r1`` of ``thread`` holds event ``last``."""
+    async with asyncio.timeout(timeout):
+        while (copy := app.runs.logs.get(thread, "r1")) is None or copy.last < last:
+            await asyncio.sleep(0.01)
+
+
 def body_of(thread: str, run: str, messages, **extra) -> dict:
     if isinstance(messages, str):
         messages = [{"id": f"u-{run}", "role": "user", "content": messages}]
@@ -235,9 +242,7 @@ async def test_a_join_on_another_node_of_a_long_run_gets_all_of_it_then_the_rest
     a, b = node(), node()
     try:
         run = Call(a, "POST", "/agui/long", body_of("t-long", "r1", "go")).start()
-        async with asyncio.timeout(15):  # all 400 deltas are in the log
-            while (copy := a.runs.logs.get("t-long", "r1")) is None or copy.last < 402:
-                await asyncio.sleep(0.05)
+        await logged(a, "t-long", 402, 15)  # all 400 deltas are in the log
         join = Call(b, "GET", "/threads/t-long/events").start()
         await join.until(lambda r: b"STATE_SNAPSHOT" in r.body and r.body.endswith(b"\n\n"))
         await asyncio.sleep(0.3)  # the prelude's re-opened message and its content
@@ -280,9 +285,7 @@ async def test_a_join_on_a_node_whose_copy_was_trimmed_gets_the_run_from_its_sta
     a, b = (trimming_node(redis_url, go, 300) for _ in range(2))
     try:
         run = Call(a, "POST", "/agui/long", body_of("t-trim", "r1", "go")).start()
-        async with asyncio.timeout(15):
-            while (copy := a.runs.logs.get("t-trim", "r1")) is None or copy.last < 302:
-                await asyncio.sleep(0.05)
+        await logged(a, "t-trim", 302, 15)
         join = Call(b, "GET", "/threads/t-trim/events").start()
         await join.until(lambda r: b"STATE_SNAPSHOT" in r.body and r.body.endswith(b"\n\n"))
         await asyncio.sleep(0.3)
@@ -415,9 +418,7 @@ async def test_a_join_whose_copy_is_trimmed_while_its_frames_are_replayed(redis_
     monkeypatch.setattr(prelude_module, "replayed", slow_replayed)
     try:
         run = Call(app, "POST", "/agui/long", body_of("t-tr", "r1", "go")).start()
-        async with asyncio.timeout(10):
-            while (copy := app.runs.logs.get("t-tr", "r1")) is None or copy.last < 102:
-                await asyncio.sleep(0.01)
+        await logged(app, "t-tr", 102, 10)
         join = Call(app, "GET", "/threads/t-tr/events").start()
         await join.until(lambda r: b"STATE_SNAPSHOT" in r.body)
         await asyncio.sleep(0.5)
@@ -441,9 +442,7 @@ async def test_a_lost_run_seen_on_a_trimmed_copy_closes_what_opened_before_the_c
     a, b = (trimming_node(redis_url, go, 200, opening, lease_ttl=1.0) for _ in range(2))
     try:
         Call(a, "POST", "/agui/long", body_of("t-lost", "r1", "go")).start()
-        async with asyncio.timeout(15):
-            while (copy := a.runs.logs.get("t-lost", "r1")) is None or copy.last < 203:
-                await asyncio.sleep(0.05)
+        await logged(a, "t-lost", 203, 15)
         join = Call(b, "GET", "/threads/t-lost/events").start()
         await join.until(lambda r: b"STATE_SNAPSHOT" in r.body and r.body.endswith(b"\n\n"))
         assert b.runs.logs.get("t-lost", "r1").first > 2  # B's copy lacks the call's start
