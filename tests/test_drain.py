@@ -12,27 +12,33 @@ from agui_bridge import crumbs as c
 from agui_bridge.store.memory import MemoryStore
 
 
-class SlowEndSave(MemoryStore):
-    """Its second save of a thread (a run's answer) takes ``delay`` seconds."""
+class HeldSave(MemoryStore):
+    """Its save number ``which`` of a thread (1: the user's turn, before the
+    agent starts; 2: the run's answer) sets ``reached``, then takes ``delay``
+    seconds, or without one waits until the test sets ``let_through``."""
 
-    def __init__(self, delay: float):
+    def __init__(self, which: int, delay: float | None = None):
         super().__init__()
-        self.delay = delay
+        self.which, self.delay = which, delay
         self.saves = 0
-        self.ending = asyncio.Event()
+        self.reached = asyncio.Event()
+        self.let_through = asyncio.Event()
 
     async def save(self, thread_id, agent_id, new_messages, state, interrupts, lease=None,
                    owner=None, errored=False, cut=None, run_id=None):  # fmt: skip
         self.saves += 1
-        if self.saves == 2:
-            self.ending.set()
-            await asyncio.sleep(self.delay)
+        if self.saves == self.which:
+            self.reached.set()
+            if self.delay is None:
+                await self.let_through.wait()
+            else:
+                await asyncio.sleep(self.delay)
         await super().save(thread_id, agent_id, new_messages, state, interrupts, lease=lease,
                            owner=owner, errored=errored, cut=cut, run_id=run_id)  # fmt: skip
 
 
 async def test_a_drain_waits_for_a_stopped_runs_save():
-    store = SlowEndSave(delay=0.5)
+    store = HeldSave(2, delay=0.5)  # the run's answer
     app = App(store=store)
 
     @app.agent("slow")
@@ -51,7 +57,7 @@ async def test_a_drain_waits_for_a_stopped_runs_save():
                 await asyncio.sleep(0.01)
         stop = asyncio.ensure_future(http.post("/threads/dr/runs/r1/cancel"))
         async with asyncio.timeout(5):
-            await store.ending.wait()  # the stopped run is saving its answer
+            await store.reached.wait()  # the stopped run is saving its answer
         await app.drain(timeout=0.05)
         # Drained: the answer the client was sent is stored.
         thread = await store.load("dr")
@@ -62,28 +68,8 @@ async def test_a_drain_waits_for_a_stopped_runs_save():
     await app.aclose()
 
 
-class HeldTurnSave(MemoryStore):
-    """Its first save of a thread (the user's turn, before the agent starts)
-    waits until the test sets ``let_through``."""
-
-    def __init__(self):
-        super().__init__()
-        self.saves = 0
-        self.saving = asyncio.Event()
-        self.let_through = asyncio.Event()
-
-    async def save(self, thread_id, agent_id, new_messages, state, interrupts, lease=None,
-                   owner=None, errored=False, cut=None, run_id=None):  # fmt: skip
-        self.saves += 1
-        if self.saves == 1:
-            self.saving.set()
-            await self.let_through.wait()
-        await super().save(thread_id, agent_id, new_messages, state, interrupts, lease=lease,
-                           owner=owner, errored=errored, cut=cut, run_id=run_id)  # fmt: skip
-
-
 async def test_a_drain_waits_for_a_run_whose_turn_is_being_stored():
-    store = HeldTurnSave()
+    store = HeldSave(1)  # the user's turn
     app = App(store=store)
     started = asyncio.Event()
 
@@ -99,7 +85,7 @@ async def test_a_drain_waits_for_a_run_whose_turn_is_being_stored():
                 "messages": [{"id": "u1", "role": "user", "content": "go"}]}  # fmt: skip
         post = asyncio.ensure_future(http.post("/agui/slow", json=body))
         async with asyncio.timeout(5):
-            await store.saving.wait()  # the run has no task yet: its turn is being stored
+            await store.reached.wait()  # the run has no task yet: its turn is being stored
         drained = asyncio.ensure_future(app.drain(timeout=0.05))
         await asyncio.sleep(0.3)
         assert not drained.done(), "the drain ended while a run's turn was still being stored"
