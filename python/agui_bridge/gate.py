@@ -38,6 +38,7 @@ from .runs.run import Run, RunSettings
 from .store import split_thread
 from .store.lease import head_of, keep, keeps_branches, save
 from .store.owner import owner_of
+from .tasks import wait_then_cancel
 from .turns import carried, merge
 
 log = logging.getLogger("agui_bridge.gate")
@@ -496,15 +497,9 @@ class Gate:
         """After ``drain`` and ``end_queued``: the worker's tasks still going
         (``spawn``: what runs once a run ended, such as its webhook's call) are
         waited for, at most ``timeout`` seconds; those left then are cancelled."""
-        pending = [task for task in self.tasks if not task.done()]
-        if not pending:
-            return
-        _, left = await asyncio.wait(pending, timeout=max(0.0, timeout))
+        left = await wait_then_cancel([t for t in self.tasks if not t.done()], timeout)
         if left:
             log.warning("shutdown: cancelled %d task(s) still going", len(left))
-            for task in left:
-                task.cancel()
-            await asyncio.wait(left)
 
     def _shut_down(self) -> list[Run]:
         return [

@@ -35,6 +35,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from .errors import HttpError
+from .tasks import wait_then_cancel
 
 log = logging.getLogger("agui_bridge.webhooks")
 
@@ -133,17 +134,9 @@ class Delivery:
         waited for, at most ``timeout`` seconds; those not made by then are
         cancelled and returned as ``(url, payload)`` (shared run logs: owed
         again, for another node to deliver)."""
-        pending = list(self.tasks)
-        if not pending:
-            return []
-        _, left = await asyncio.wait(pending, timeout=max(0.0, timeout))
-        if not left:
-            return []
-        going = {task: self.tasks[task] for task in left if task in self.tasks}
-        for task in left:
-            task.cancel()
-        await asyncio.wait(left)
-        undelivered = [call for task, call in going.items() if task.cancelled()]
+        calls = dict(self.tasks)  # a task leaves it as it ends
+        left = await wait_then_cancel(calls, timeout)
+        undelivered = [calls[task] for task in left if task.cancelled()]
         for _, payload in undelivered:
             log.warning(
                 "webhook for run %s not delivered within %.1f s of shutdown",

@@ -41,6 +41,7 @@ import time
 import orjson
 
 from ..runs.redis.layout import Keys
+from ..tasks import wait_then_cancel
 from .runs import RunRecord, terminal_event
 from .shared import SETTLED
 
@@ -93,10 +94,7 @@ class Owed:
             return
         if not self.looking:
             watcher.cancel()  # between two looks: asleep
-        _, left = await asyncio.wait([watcher], timeout=max(0.0, timeout))
-        if left:
-            watcher.cancel()
-            await asyncio.wait(left)
+        await wait_then_cancel([watcher], timeout)
         self.watcher = None
 
     async def give_back(self, undelivered: list[tuple[str, dict]]) -> None:

@@ -17,6 +17,7 @@ from collections import deque
 from datetime import UTC, datetime
 
 from ..runs.frames import event_of
+from ..tasks import wait_then_cancel
 from .shared import settled_before, shared_records
 
 logger = logging.getLogger("agui_bridge.agent_protocol")  # (`log` names run logs here)
@@ -293,12 +294,9 @@ class Registry:
         pruning = self.shared.pruning if self.shared is not None else set()
         # A write that ends may spawn another (a run's end shared): looked at again.
         while pending := [t for t in (*self._tasks, *pruning) if not t.done()]:
-            _, left = await asyncio.wait(pending, timeout=max(0.0, deadline - loop.time()))
+            left = await wait_then_cancel(pending, deadline - loop.time())
             if left:  # the time is up
                 logger.warning("shutdown: %d shared run record write(s) not made", len(left))
-                for task in left:
-                    task.cancel()
-                await asyncio.wait(left)
                 return
 
     def _spawn(self, coroutine) -> asyncio.Task:
